@@ -1,0 +1,26 @@
+"""envloop_nb: Jupyter-native analysis of model and agent evaluation results.
+
+>>> import envloop_nb as enb
+>>> ws = enb.open()
+>>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+>>> print(job.summary())
+score 60.0% · 5/6 attempts scored · 2/3 members complete
+"""
+
+from ._errors import EnvloopError, LoadError, LoadWarning
+from ._job import Job
+from ._metrics import JobSummary
+from ._passk import pass_at_k, pass_hat_k
+from ._workspace import Workspace, open
+
+__all__ = [
+    "EnvloopError",
+    "Job",
+    "JobSummary",
+    "LoadError",
+    "LoadWarning",
+    "Workspace",
+    "open",
+    "pass_at_k",
+    "pass_hat_k",
+]

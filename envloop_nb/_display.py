@@ -1,0 +1,51 @@
+"""How numbers are shown: rates in [0, 1] as percentages, other values on their own scale."""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["format_count", "format_metric", "format_pct"]
+
+
+def format_pct(value: float | None, digits: int = 1, *, trim: bool = True) -> str:
+    """A rate in [0, 1] as a percentage; ``"-"`` when undefined.
+
+    Examples
+    --------
+    >>> format_pct(0.75), format_pct(1), format_pct(2 / 3), format_pct(None)
+    ('75%', '100%', '66.7%', '-')
+    >>> format_pct(0.6, trim=False)
+    '60.0%'
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    text = f"{value * 100:.{digits}f}"
+    if trim and "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text + "%"
+
+
+def format_metric(value: float | None, digits: int = 1) -> str:
+    """A metric: percentage when it lies in [0, 1], else its own scale.
+
+    Examples
+    --------
+    >>> format_metric(0.5), format_metric(7.25), format_metric(-0.2), format_metric(None)
+    ('50%', '7.25', '-0.2', '-')
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if 0.0 <= value <= 1.0:
+        return format_pct(value, digits)
+    return f"{value:.4g}"
+
+
+def format_count(part: int, whole: int) -> str:
+    """``"5/6"`` with thousands separators.
+
+    Examples
+    --------
+    >>> format_count(1234, 5000)
+    '1,234/5,000'
+    """
+    return f"{part:,}/{whole:,}"

@@ -1,0 +1,161 @@
+"""The handle of one job in a workspace: frames, metrics, panels and exports."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._frames import to_frame
+from ._types import FrameKind, Policy
+
+if TYPE_CHECKING:
+    from ._metrics import JobSummary
+    from ._workspace import Workspace
+
+__all__ = ["Job"]
+
+
+class Job:
+    """One job in a workspace. Cheap to create: it holds only the workspace and the id.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job
+    <envloop_nb.Job job_abc0001 · my-endpoint/sft · tiny-agent@1 · k=2>
+    """
+
+    def __init__(self, workspace: Workspace, job_id: str) -> None:
+        self.workspace = workspace
+        self.id = job_id
+
+    @property
+    def con(self) -> Any:
+        return self.workspace.con
+
+    def __repr__(self) -> str:
+        info = self.info
+        dataset = f"{info['dataset_name']}@{info['dataset_version']}"
+        return f"<envloop_nb.Job {self.id} · {info['model'] or '-'} · {dataset} · k={info['attempts']}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Job) and other.id == self.id and other.workspace is self.workspace
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The job's row in ``jobs`` as a dict (JSON columns decoded)."""
+        cur = self.con.execute("SELECT * FROM jobs WHERE job_id = ?", [self.id])
+        names = [d[0] for d in cur.description]
+        row = cur.fetchone()
+        if row is None:
+            raise KeyError(f"job {self.id!r} is no longer in the workspace")
+        info = dict(zip(names, row, strict=True))
+        for key in ("profile_params", "labels", "platform_metrics", "extra"):
+            if isinstance(info.get(key), str):
+                info[key] = json.loads(info[key])
+        return info
+
+    @property
+    def k(self) -> int:
+        """Attempts requested per task."""
+        return int(self.info["attempts"])
+
+    # -- frames ----------------------------------------------------------------
+    def attempts(self, frame: FrameKind = "pandas") -> Any:
+        """One row per attempt of record (dispatched attempts only), in task order."""
+        rel = self.con.sql(
+            f"""SELECT a.* EXCLUDE (job_id) FROM attempts a
+                JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task
+                WHERE a.job_id = '{_q(self.id)}' ORDER BY t.position, a.attempt"""
+        )
+        return to_frame(rel, frame)
+
+    def tasks(self, frame: FrameKind = "pandas") -> Any:
+        """One row per requested task: name, digest, tags (JSON text)."""
+        rel = self.con.sql(
+            f"SELECT task, digest, tags FROM tasks WHERE job_id = '{_q(self.id)}' ORDER BY position"
+        )
+        return to_frame(rel, frame)
+
+    def dimensions(self, frame: FrameKind = "pandas") -> Any:
+        """Score dimensions in long form: task, attempt, name, value."""
+        rel = self.con.sql(
+            f"""SELECT task, attempt, name, value FROM dimensions
+                WHERE job_id = '{_q(self.id)}' ORDER BY task, attempt, name"""
+        )
+        return to_frame(rel, frame)
+
+    # -- metrics ---------------------------------------------------------------
+    def summary(self, policy: Policy = "unknown", threshold: float | None = None) -> JobSummary:
+        """Score, pass, pass@k, pass^k with coverage counts (platform semantics).
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> print(job.summary())
+        score 60.0% · 5/6 attempts scored · 2/3 members complete
+        """
+        from ._metrics import job_summary
+
+        return job_summary(self.con, self.id, policy=policy, threshold=threshold)
+
+    def samples(
+        self,
+        ks: Sequence[int] | None = None,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        frame: FrameKind = "pandas",
+    ) -> Any:
+        """The per-task table (see :func:`envloop_nb._metrics.samples`)."""
+        from ._metrics import samples
+
+        return samples(self.con, self.id, ks=ks, policy=policy, threshold=threshold, frame=frame)
+
+    def curve(
+        self,
+        ks: Sequence[int] | None = None,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        frame: FrameKind = "pandas",
+    ) -> Any:
+        """pass@k / pass^k for k = 1..k (or ``ks``) with the tasks each point covers.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> job.curve()[["k", "pass@k", "pass^k", "tasks"]].values.tolist()
+        [[1.0, 0.5, 0.5, 3.0], [2.0, 1.0, 0.5, 2.0]]
+        """
+        from ._metrics import curve
+
+        return curve(self.con, self.id, ks=ks, policy=policy, threshold=threshold, frame=frame)
+
+    # -- views and exports (each lives in its own module) ------------------------
+    def panel(self, **options: Any) -> Any:
+        """The interactive panel of this job (overview, cases, buckets & export)."""
+        from ._panel import job_panel
+
+        return job_panel(self, **options)
+
+    def export_xlsx(self, path: Any, **options: Any) -> Any:
+        """Write an XLSX workbook for reviewers (see :func:`envloop_nb.export_xlsx`)."""
+        from ._export_xlsx import export_xlsx
+
+        return export_xlsx(self, path, **options)
+
+    def export_dataset(self, folder: Any, **options: Any) -> Any:
+        """Write a new dataset from chosen buckets (see :func:`envloop_nb.export_dataset`)."""
+        from ._export_dataset import export_dataset
+
+        return export_dataset(self, folder, **options)
+
+
+def _q(text: str) -> str:
+    return text.replace("'", "''")

@@ -1,0 +1,151 @@
+"""Loaders: each knows one source format and writes it into the staging tables.
+
+``load_source`` picks the loader, runs it inside a staging area, validates what it
+staged and swaps the job in with one transaction. A loader never touches the real
+tables, so any error leaves the workspace as it was.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from .._errors import LoadError
+from .._schema import JOB_TABLES
+from ._stage import stage_name, staging, validate_stage
+
+__all__ = ["LOADERS", "detect_format", "load_source"]
+
+#: A loader stages one job read from ``source``; it returns nothing.
+Loader = Callable[..., None]
+
+
+def _envloop(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
+    from .envloop import load_envloop
+
+    load_envloop(con, source, **kw)
+
+
+def _harbor(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
+    from .harbor import load_harbor
+
+    load_harbor(con, source, **kw)
+
+
+def _tau(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
+    from .taubench import load_tau_bench
+
+    load_tau_bench(con, source, **kw)
+
+
+def _tau2(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
+    from .taubench import load_tau2_bench
+
+    load_tau2_bench(con, source, **kw)
+
+
+def _table(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
+    from .table import load_table
+
+    load_table(con, source, **kw)
+
+
+LOADERS: dict[str, Loader] = {
+    "envloop": _envloop,
+    "harbor": _harbor,
+    "tau-bench": _tau,
+    "tau2-bench": _tau2,
+    "table": _table,
+}
+
+
+def _sniff(path: Path) -> bytes:
+    import gzip
+
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        return f.read(4096)
+
+
+def detect_format(source: Any) -> str:
+    """Name the format of ``source`` from its shape, not its extension alone.
+
+    Examples
+    --------
+    >>> detect_format("../shared/formats/examples/three-tasks-two-attempts.json")
+    'envloop'
+    >>> detect_format("../shared/fixtures/harbor/2026-03-02__14-05-11")
+    'harbor'
+    """
+    if not isinstance(source, str | Path):
+        return "table"  # an in-memory frame
+    text = str(source)
+    if any(ch in text for ch in "*?[") or text.startswith(("s3://", "http://", "https://")):
+        return "table"
+    path = Path(source)
+    if not path.exists():
+        raise LoadError(path, None, "no such file or folder")
+    if path.is_dir():
+        if (path / "config.json").exists() and (path / "result.json").exists():
+            return "harbor"
+        if any(path.glob("**/*.parquet")):
+            return "table"
+        raise LoadError(
+            path,
+            None,
+            "a folder must be a Harbor job (config.json + result.json) or hold Parquet files",
+        )
+    name = path.name.lower()
+    if name.endswith((".parquet", ".csv", ".tsv")):
+        return "table"
+    head = _sniff(path).lstrip()
+    if b'"schema_version"' in head[:512] and b"envloop.job-result" in head[:512]:
+        return "envloop"
+    if head.startswith(b"{") and (b'"simulations"' in head or b'"num_trials"' in head):
+        return "tau2-bench"
+    if head.startswith(b"[") and b'"task_id"' in head:
+        return "tau-bench"
+    if name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".json")):
+        return "table"
+    raise LoadError(
+        path,
+        None,
+        "unrecognised format; pass format='envloop'|'harbor'|'tau-bench'|'tau2-bench'|'table'",
+    )
+
+
+def load_source(
+    con: duckdb.DuckDBPyConnection,
+    source: Any,
+    *,
+    format: str | None = None,
+    job_id: str | None = None,
+    lenient: bool = False,
+    **options: Any,
+) -> str:
+    """Load ``source`` into the workspace on ``con``; return the job id."""
+    fmt = format or detect_format(source)
+    if fmt not in LOADERS:
+        raise LoadError(source, None, f"unknown format {fmt!r}; one of {sorted(LOADERS)}")
+    label = str(source) if isinstance(source, str | Path) else f"<{type(source).__name__}>"
+    with staging(con):
+        LOADERS[fmt](con, source, job_id=job_id, lenient=lenient, **options)
+        staged_id = validate_stage(con, label)
+        con.execute(
+            f"UPDATE {stage_name('jobs')} SET loaded_at = ?",
+            [dt.datetime.now(dt.UTC)],
+        )
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for table in JOB_TABLES:
+                con.execute(f"DELETE FROM {table} WHERE job_id = ?", [staged_id])
+                con.execute(f"INSERT INTO {table} SELECT * FROM {stage_name(table)}")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    return staged_id

@@ -1,0 +1,434 @@
+"""EnvLoop job result export (``envloop.job-result/v1``): single JSON document, or
+streaming JSONL (optionally gzip-compressed). Spec: ``shared/formats/envloop-job-result.md``.
+
+The header (job) is small and read in Python; trials are read, validated and resolved
+to their attempt of record in DuckDB SQL, so a million-line file never becomes Python
+objects.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from .._errors import LoadError, LoadWarning
+from ._stage import insert_rows, stage_name
+
+__all__ = ["SCHEMA_VERSION", "load_envloop"]
+
+SCHEMA_VERSION = "envloop.job-result/v1"
+STATUSES = ("pending", "running", "completed", "failed", "cancelled")
+ENDED = ("completed", "failed", "cancelled")
+
+# One parse per line: every field the spec names, nested objects kept as JSON.
+_TRIAL_STRUCT = json.dumps(
+    {
+        "id": "JSON",
+        "task": "JSON",
+        "attempt": "JSON",
+        "status": "JSON",
+        "exit_code": "JSON",
+        "error": "VARCHAR",
+        "reward": "JSON",
+        "metrics": "JSON",
+        "usage": "JSON",
+        "logprob": "JSON",
+        "started_at": "VARCHAR",
+        "finished_at": "VARCHAR",
+        "input": "JSON",
+        "output": "VARCHAR",
+        "reference": "VARCHAR",
+        "artifacts": "JSON",
+        "schema_version": "JSON",
+        "job": "JSON",
+    }
+)
+
+_NUMBER = "('BIGINT', 'UBIGINT', 'DOUBLE')"
+_INTEGER = "('BIGINT', 'UBIGINT')"
+
+
+def _is_jsonl(path: Path) -> bool:
+    name = path.name.lower()
+    return name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz"))
+
+
+def _open_text(path: Path) -> Any:
+    if path.name.lower().endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open(encoding="utf-8")
+
+
+def _json_error(source: Path, place: str, err: json.JSONDecodeError) -> LoadError:
+    return LoadError(source, place, f"not valid JSON ({err.msg} at column {err.colno})")
+
+
+def _check_job(source: Path, doc: Any, place: str) -> dict[str, Any]:
+    """Validate the header: schema version and the job object's required fields."""
+    if not isinstance(doc, dict):
+        raise LoadError(source, place, "expected a JSON object with schema_version and job")
+    version = doc.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise LoadError(
+            source, f"{place} $.schema_version", f"expected {SCHEMA_VERSION!r}, got {version!r}"
+        )
+    job = doc.get("job")
+    if not isinstance(job, dict):
+        raise LoadError(source, f"{place} $.job", "expected the job object")
+
+    def need(cond: bool, field: str, what: str) -> None:
+        if not cond:
+            raise LoadError(
+                source, f"{place} $.job.{field}", f"expected {what}, got {job.get(field)!r}"
+            )
+
+    need(isinstance(job.get("id"), str) and bool(job["id"]), "id", "a non-empty string")
+    need(job.get("status") in STATUSES, "status", f"one of {', '.join(STATUSES)}")
+    attempts = job.get("attempts")
+    need(
+        isinstance(attempts, int) and not isinstance(attempts, bool) and attempts >= 1,
+        "attempts",
+        "an integer >= 1",
+    )
+    dataset = job.get("dataset")
+    need(
+        isinstance(dataset, dict)
+        and isinstance(dataset.get("name"), str)
+        and isinstance(dataset.get("version"), str),
+        "dataset",
+        "an object with string name and version",
+    )
+    need(isinstance(job.get("tasks"), list), "tasks", "an array of {name, digest, tags}")
+    for i, task in enumerate(job["tasks"]):
+        where = f"{place} $.job.tasks[{i}]"
+        if not isinstance(task, dict) or not isinstance(task.get("name"), str) or not task["name"]:
+            raise LoadError(
+                source, where, f"expected an object with a non-empty name, got {task!r}"
+            )
+        tags = task.get("tags") or {}
+        if not isinstance(tags, dict):
+            raise LoadError(source, f"{where}.tags", f"expected a string map, got {tags!r}")
+        for key, value in tags.items():
+            if not isinstance(value, str):
+                raise LoadError(
+                    source, f"{where}.tags.{key}", f"tag values must be strings, got {value!r}"
+                )
+    return job
+
+
+def _stage_job(
+    con: duckdb.DuckDBPyConnection,
+    source: Path,
+    job: dict[str, Any],
+    metrics: Any,
+    job_id: str,
+) -> None:
+    dataset = job["dataset"]
+    profile = job.get("profile") or {}
+    dumps = json.dumps
+    insert_rows(
+        con,
+        "jobs",
+        [
+            {
+                "job_id": job_id,
+                "source_format": "envloop",
+                "source_path": str(source),
+                "status": job["status"],
+                "created_at": job.get("created_at"),
+                "finished_at": job.get("finished_at"),
+                "dataset_name": dataset["name"],
+                "dataset_version": dataset["version"],
+                "dataset_revision": dataset.get("revision"),
+                "runner": job.get("runner"),
+                "profile_name": profile.get("name"),
+                "profile_version": profile.get("version"),
+                "profile_params": dumps(profile.get("params")) if profile.get("params") else None,
+                "model": job.get("model"),
+                "request_id": job.get("request_id"),
+                "attempts": job["attempts"],
+                "labels": dumps(job["labels"]) if job.get("labels") else None,
+                "platform_metrics": dumps(metrics) if metrics else None,
+                "extra": None,
+            }
+        ],
+    )
+    tasks = job["tasks"]
+    insert_rows(
+        con,
+        "tasks",
+        [
+            {
+                "job_id": job_id,
+                "task": t["name"],
+                "position": i,
+                "digest": t.get("digest"),
+                "tags": dumps(t.get("tags") or {}),
+            }
+            for i, t in enumerate(tasks)
+        ],
+    )
+    insert_rows(
+        con,
+        "task_tags",
+        [
+            {"job_id": job_id, "task": t["name"], "key": key, "value": value}
+            for t in tasks
+            for key, value in (t.get("tags") or {}).items()
+        ],
+    )
+
+
+def _read_jsonl(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[dict[str, Any], Any]:
+    """Read the header in Python and expose the trial lines as view ``_el_raw(ord, j)``."""
+    with _open_text(path) as f:
+        first = f.readline()
+    if not first.strip():
+        raise LoadError(path, "line 1", "empty file: expected the job header line")
+    try:
+        header = json.loads(first)
+    except json.JSONDecodeError as err:
+        raise _json_error(path, "line 1", err) from None
+    job = _check_job(path, header, "line 1")
+    con.execute(
+        f"""CREATE OR REPLACE TEMP VIEW _el_lines AS
+            SELECT ordinality AS ord, json AS j
+            FROM read_json_objects('{_sql_str(path)}', format='newline_delimited',
+                                   ignore_errors=true) WITH ORDINALITY
+            WHERE ordinality > 1"""
+    )
+    # A trailing {"metrics": {...}} line is the platform's aggregate, not a trial.
+    tail = con.execute(
+        """SELECT ord, j FROM _el_lines WHERE j IS NOT NULL
+           AND json_exists(j, '$.metrics') AND NOT json_exists(j, '$.task')
+           ORDER BY ord DESC LIMIT 1"""
+    ).fetchone()
+    metrics = json.loads(tail[1])["metrics"] if tail else None
+    skip = int(tail[0]) if tail else -1
+    con.execute(
+        f"""CREATE OR REPLACE TEMP VIEW _el_raw AS
+            SELECT ord, j, 'line ' || ord AS place FROM _el_lines WHERE ord <> {skip}"""
+    )
+    return job, metrics
+
+
+def _read_document(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[dict[str, Any], Any]:
+    try:
+        with _open_text(path) as f:
+            doc = json.load(f)
+    except json.JSONDecodeError as err:
+        raise LoadError(path, f"line {err.lineno}", f"not valid JSON ({err.msg})") from None
+    job = _check_job(path, doc, "")
+    trials = doc.get("trials")
+    if not isinstance(trials, list):
+        raise LoadError(
+            path, "$.trials", f"expected an array of trials, got {type(trials).__name__}"
+        )
+    places = []
+    for i, t in enumerate(trials):
+        tid = t.get("id") if isinstance(t, dict) else None
+        places.append(f"trials[{i}]" + (f" (id {tid})" if tid else ""))
+    table = pa.table(
+        {
+            "ord": pa.array(range(len(trials)), pa.int64()),
+            "j": pa.array([json.dumps(t) for t in trials], pa.string()),
+            "place": pa.array(places, pa.string()),
+        }
+    )
+    con.register("_el_doc", table)
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _el_doc_t AS SELECT ord, j::JSON AS j, place FROM _el_doc"
+    )
+    con.unregister("_el_doc")
+    con.execute("CREATE OR REPLACE TEMP VIEW _el_raw AS SELECT * FROM _el_doc_t")
+    return job, doc.get("metrics")
+
+
+def _sql_str(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+# Why a trial line cannot be used, or NULL. Evaluated once per line in SQL.
+_PROBLEM = f"""
+CASE
+  WHEN j IS NULL THEN 'not valid JSON'
+  WHEN json_type(j) <> 'OBJECT' THEN 'expected a trial object, got ' || json_type(j)
+  WHEN t.task IS NULL OR json_type(t.task) <> 'VARCHAR'
+    THEN 'task must be a string, got ' || coalesce(t.task::VARCHAR, 'nothing')
+  WHEN t.attempt IS NULL OR json_type(t.attempt) NOT IN {_INTEGER}
+    THEN 'attempt must be an integer, got ' || coalesce(t.attempt::VARCHAR, 'nothing')
+  WHEN t.attempt::BIGINT < 1 OR t.attempt::BIGINT > $k
+    THEN 'attempt ' || t.attempt::VARCHAR || ' is out of range: the job requested 1..' || $k || ' per task'
+  WHEN t.status IS NULL OR json_type(t.status) <> 'VARCHAR' OR (t.status->>'$') NOT IN {STATUSES!r}
+    THEN 'status must be one of {", ".join(STATUSES)}, got ' || coalesce(t.status::VARCHAR, 'nothing')
+  WHEN t.reward IS NOT NULL AND json_type(t.reward) NOT IN ('NULL', 'BIGINT', 'UBIGINT', 'DOUBLE')
+    THEN 'reward must be a number or null, got ' || lower(json_type(t.reward)) || ' ' || t.reward::VARCHAR
+  WHEN t.exit_code IS NOT NULL AND json_type(t.exit_code) NOT IN ('NULL', 'BIGINT', 'UBIGINT')
+    THEN 'exit_code must be an integer or null, got ' || t.exit_code::VARCHAR
+  WHEN t.started_at IS NOT NULL AND TRY_CAST(t.started_at AS TIMESTAMPTZ) IS NULL
+    THEN 'started_at is not an RFC 3339 time: ' || t.started_at
+  WHEN t.finished_at IS NOT NULL AND TRY_CAST(t.finished_at AS TIMESTAMPTZ) IS NULL
+    THEN 'finished_at is not an RFC 3339 time: ' || t.finished_at
+  WHEN (t.task->>'$') NOT IN (SELECT task FROM {stage_name("tasks")})
+    THEN 'task ' || t.task::VARCHAR || ' is not among the job''s requested tasks'
+  WHEN t.metrics IS NOT NULL AND json_type(t.metrics) NOT IN ('OBJECT', 'NULL')
+    THEN 'metrics must be an object or null'
+  WHEN json_type(t.metrics, '$.dimensions') NOT IN ('OBJECT', 'NULL')
+    THEN 'metrics.dimensions must be an object of numbers'
+  WHEN json_type(t.metrics, '$.composite') NOT IN ('NULL', 'BIGINT', 'UBIGINT', 'DOUBLE')
+    THEN 'metrics.composite must be a number'
+  ELSE NULL
+END
+"""
+
+
+def load_envloop(
+    con: duckdb.DuckDBPyConnection,
+    source: str | Path,
+    *,
+    job_id: str | None = None,
+    lenient: bool = False,
+) -> None:
+    """Stage one EnvLoop export (``.json``, ``.jsonl`` or ``.jsonl.gz``).
+
+    Duplicate ``(task, attempt)`` trials resolve to the attempt of record: latest
+    ``finished_at``, then latest ``started_at``, then the later one in the file.
+    """
+    path = Path(source)
+    if _is_jsonl(path):
+        job, metrics = _read_jsonl(con, path)
+    else:
+        job, metrics = _read_document(con, path)
+    jid = job_id or job["id"]
+    _stage_job(con, path, job, metrics, jid)
+    k = int(job["attempts"])
+
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE _el_parsed AS
+            SELECT ord, place, j, json_transform(j, '{_TRIAL_STRUCT}') AS t FROM _el_raw"""
+    )
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE _el_checked AS
+            SELECT ord, place, t, {_PROBLEM} AS problem FROM _el_parsed""",
+        {"k": k},
+    )
+    bad = con.execute(
+        "SELECT count(*), min(ord) FROM _el_checked WHERE problem IS NOT NULL"
+    ).fetchone()
+    n_bad = int(bad[0]) if bad else 0
+    if n_bad:
+        first = con.execute(
+            "SELECT place, problem FROM _el_checked WHERE problem IS NOT NULL ORDER BY ord LIMIT 1"
+        ).fetchone()
+        assert first is not None
+        place, problem = str(first[0]), str(first[1])
+        if problem == "not valid JSON" and _is_jsonl(path):
+            problem = _explain_bad_line(path, int(place.removeprefix("line ")))
+        if not lenient:
+            more = f" ({n_bad - 1} more unusable lines)" if n_bad > 1 else ""
+            raise LoadError(path, place, problem + more)
+        warnings.warn(
+            f"{path}: skipped {n_bad} unusable trial(s); first at {place}: {problem}",
+            LoadWarning,
+            stacklevel=4,
+        )
+    _stage_trials(con, jid)
+    for name in ("_el_parsed", "_el_checked", "_el_doc_t"):
+        con.execute(f"DROP TABLE IF EXISTS {name}")
+    con.execute("DROP VIEW IF EXISTS _el_raw")
+    con.execute("DROP VIEW IF EXISTS _el_lines")
+
+
+def _explain_bad_line(path: Path, line_no: int) -> str:
+    with _open_text(path) as f:
+        for i, line in enumerate(f, start=1):
+            if i == line_no:
+                try:
+                    json.loads(line)
+                except json.JSONDecodeError as err:
+                    return f"not valid JSON ({err.msg} at column {err.colno}; truncated line?)"
+                break
+    return "not valid JSON"
+
+
+def _stage_trials(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
+    """Resolve retries to the attempt of record and write attempts and dimensions."""
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE _el_good AS
+        SELECT ord, place,
+               t.task->>'$' AS task,
+               t.attempt::INTEGER AS attempt,
+               t.id->>'$' AS trial_id,
+               t.status->>'$' AS status,
+               TRY_CAST(t.exit_code AS INTEGER) AS exit_code,
+               t.error AS error,
+               TRY_CAST(t.reward AS DOUBLE) AS reward,
+               t.metrics, t.usage, t.logprob, t.input, t.output, t.reference, t.artifacts,
+               t.started_at::TIMESTAMPTZ AS started_at,
+               t.finished_at::TIMESTAMPTZ AS finished_at,
+               count(*) OVER (PARTITION BY t.task, t.attempt) AS n_trials,
+               row_number() OVER (
+                   PARTITION BY t.task, t.attempt
+                   ORDER BY t.finished_at::TIMESTAMPTZ DESC NULLS LAST,
+                            t.started_at::TIMESTAMPTZ DESC NULLS LAST, ord DESC
+               ) AS rank_of_record
+        FROM _el_checked WHERE problem IS NULL"""
+    )
+    con.execute(
+        f"""INSERT INTO {stage_name("attempts")} BY NAME
+        SELECT $job_id AS job_id, task, attempt, trial_id, status, exit_code, error,
+               NULL AS error_type, reward,
+               TRY_CAST(metrics->'$.composite' AS DOUBLE) AS composite,
+               metrics->>'$.judge_summary' AS judge_summary,
+               metrics->>'$.verifier_version' AS verifier_version,
+               TRY_CAST(usage->'$.input_tokens' AS BIGINT) AS input_tokens,
+               TRY_CAST(usage->'$.output_tokens' AS BIGINT) AS output_tokens,
+               TRY_CAST(usage->'$.cache_tokens' AS BIGINT) AS cache_tokens,
+               TRY_CAST(usage->'$.turns' AS INTEGER) AS turns,
+               TRY_CAST(usage->'$.cost_usd' AS DOUBLE) AS cost_usd,
+               TRY_CAST(logprob->'$.mean' AS DOUBLE) AS logprob_mean,
+               TRY_CAST(logprob->'$.min' AS DOUBLE) AS logprob_min,
+               TRY_CAST(logprob->'$.max' AS DOUBLE) AS logprob_max,
+               TRY_CAST(logprob->'$.std' AS DOUBLE) AS logprob_std,
+               TRY_CAST(logprob->'$.zero_frac' AS DOUBLE) AS logprob_zero_frac,
+               started_at, finished_at,
+               epoch(finished_at) - epoch(started_at) AS duration_s,
+               CASE json_type(input) WHEN 'VARCHAR' THEN input->>'$'
+                    WHEN 'NULL' THEN NULL ELSE input::VARCHAR END AS input,
+               json_type(input) = 'ARRAY' AS input_is_chat,
+               output, reference, artifacts,
+               CASE WHEN metrics IS NOT NULL OR usage IS NOT NULL
+                    THEN json_object('metrics', metrics, 'usage', usage) END AS extra,
+               n_trials::INTEGER AS n_trials, place AS source_place
+        FROM _el_good WHERE rank_of_record = 1""",
+        {"job_id": job_id},
+    )
+    con.execute(
+        f"""INSERT INTO {stage_name("dimensions")} BY NAME
+        SELECT $job_id AS job_id, task, attempt, name,
+               TRY_CAST((metrics->'$.dimensions')->name AS DOUBLE) AS value
+        FROM (SELECT task, attempt, metrics,
+                     unnest(json_keys(metrics, '$.dimensions')) AS name
+              FROM _el_good
+              WHERE rank_of_record = 1 AND json_type(metrics, '$.dimensions') = 'OBJECT')""",
+        {"job_id": job_id},
+    )
+    con.execute(
+        f"""INSERT INTO {stage_name("dimension_meta")} BY NAME
+        SELECT $job_id AS job_id, d.name,
+               any_value((g.metrics->'$.units')->>d.name) AS unit,
+               any_value(TRY_CAST((g.metrics->'$.higher_is_better')->d.name AS BOOLEAN))
+                   AS higher_is_better,
+               any_value(g.metrics->>'$.verifier_version') AS verifier_version
+        FROM {stage_name("dimensions")} d JOIN _el_good g USING (task, attempt)
+        WHERE g.rank_of_record = 1
+        GROUP BY d.name""",
+        {"job_id": job_id},
+    )
+    con.execute("DROP TABLE IF EXISTS _el_good")

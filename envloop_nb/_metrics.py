@@ -1,0 +1,352 @@
+"""Job metrics with the platform's exact semantics, computed in DuckDB per task.
+
+Per job, ``k`` attempts are requested for every requested task. A slot is *scored* when
+its attempt of record has a numeric reward; an unscored slot whose attempt ended is
+also *invalid*. ``policy="unknown"`` keeps missing slots unknown (the platform's rule);
+``policy="failure"`` counts them as reward 0 (Harbor's and τ-bench's rule). Counts never
+depend on the policy; metrics do. ``threshold=t`` makes ``reward >= t`` a pass.
+
+Aggregation groups by task in SQL, so work on the Python side scales with tasks, not
+attempts; the combinatorics run vectorized on the per-task counts (``_passk``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from ._display import format_count, format_metric
+from ._frames import to_frame
+from ._passk import pass_at_k, pass_hat_k
+from ._types import FrameKind, Policy
+
+if TYPE_CHECKING:
+    import duckdb
+
+__all__ = ["JobSummary", "curve", "job_summary", "samples", "task_counts"]
+
+ENDED = ("completed", "failed", "cancelled")
+
+
+def _check_options(policy: str, threshold: float | None) -> None:
+    if policy not in ("unknown", "failure"):
+        raise ValueError(f"policy must be 'unknown' or 'failure', got {policy!r}")
+    if threshold is not None and not np.isfinite(threshold):
+        raise ValueError(f"threshold must be a finite number, got {threshold!r}")
+
+
+def _pass_sql(threshold: float | None) -> str:
+    return "reward = 1" if threshold is None else f"reward >= {float(threshold)!r}"
+
+
+def task_counts_sql(job_id_param: str = "$job_id", threshold: float | None = None) -> str:
+    """SQL giving one row per requested task with its attempt counts and reward sums.
+
+    Columns: task, position, tags, k, dispatched, scored, invalid, passes, nonbinary,
+    reward_sum, reward_sumsq, reward_min, reward_max.
+    """
+    return f"""
+    SELECT t.task, t.position, t.tags, j.attempts AS k,
+           count(a.attempt)::INTEGER AS dispatched,
+           count(a.reward)::INTEGER AS scored,
+           count(*) FILTER (WHERE a.attempt IS NOT NULL AND a.reward IS NULL
+                            AND a.status IN {ENDED!r})::INTEGER AS invalid,
+           count(*) FILTER (WHERE a.{_pass_sql(threshold)})::INTEGER AS passes,
+           count(*) FILTER (WHERE a.reward IS NOT NULL AND a.reward NOT IN (0, 1))::INTEGER
+               AS nonbinary,
+           coalesce(sum(a.reward), 0)::DOUBLE AS reward_sum,
+           coalesce(sum(a.reward * a.reward), 0)::DOUBLE AS reward_sumsq,
+           min(a.reward) AS reward_min, max(a.reward) AS reward_max
+    FROM tasks t
+    JOIN jobs j ON j.job_id = t.job_id
+    LEFT JOIN attempts a ON a.job_id = t.job_id AND a.task = t.task
+    WHERE t.job_id = {job_id_param}
+    GROUP BY t.task, t.position, t.tags, j.attempts
+    ORDER BY t.position
+    """
+
+
+def task_counts(
+    con: duckdb.DuckDBPyConnection, job_id: str, threshold: float | None = None
+) -> pa.Table:
+    """Per-task counts of one job as an Arrow table (one row per requested task)."""
+    return con.execute(task_counts_sql("$job_id", threshold), {"job_id": job_id}).to_arrow_table()
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    """A job's headline numbers with their coverage. Immutable.
+
+    ``to_dict()`` uses the platform's keys: ``score, pass, pass@k, pass^k, k, total,
+    scored, missing, invalid, total_members, complete_members``, plus ``policy``,
+    ``threshold``, ``binary`` and ``job_id``.
+    """
+
+    job_id: str
+    k: int
+    total: int
+    scored: int
+    missing: int
+    invalid: int
+    total_members: int
+    complete_members: int
+    score: float | None
+    pass_: float | None
+    pass_at_k: float | None
+    pass_hat_k: float | None
+    binary: bool
+    policy: Policy
+    threshold: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary keyed as the platform keys it (``pass@k``, ``pass^k``...).
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> d = job.summary().to_dict()
+        >>> d["score"], d["pass@k"], d["pass^k"], d["scored"], d["total"]
+        (0.6, 1.0, 0.5, 5, 6)
+        """
+        d = asdict(self)
+        out = {
+            "score": d.pop("score"),
+            "pass": d.pop("pass_"),
+            "pass@k": d.pop("pass_at_k"),
+            "pass^k": d.pop("pass_hat_k"),
+        }
+        out.update(d)
+        return out
+
+    @property
+    def coverage_text(self) -> str:
+        """``"5/6 attempts scored · 2/3 members complete"``."""
+        return (
+            f"{format_count(self.scored, self.total)} attempts scored · "
+            f"{format_count(self.complete_members, self.total_members)} members complete"
+        )
+
+    def __str__(self) -> str:
+        score = "-" if self.score is None else f"{self.score * 100:.1f}%"
+        if self.score is not None and not 0 <= self.score <= 1:
+            score = f"{self.score:.4g}"
+        return f"score {score} · {self.coverage_text}"
+
+    def metric_items(self) -> list[tuple[str, str]]:
+        """Label/value pairs as the cards show them, with the real k."""
+        k = self.k
+        return [
+            ("score", format_metric(self.score)),
+            ("pass", format_metric(self.pass_)),
+            (f"pass@{k}", format_metric(self.pass_at_k)),
+            (f"pass^{k}", format_metric(self.pass_hat_k)),
+        ]
+
+    def _repr_html_(self) -> str:
+        from ._cards import summary_card_html
+
+        return summary_card_html(self)
+
+
+def _per_task_arrays(counts: pa.Table, policy: Policy) -> dict[str, np.ndarray]:
+    """Effective n / c / sums per task under the policy (numpy, vectorized)."""
+    k = np.asarray(counts.column("k"), dtype=np.int64)
+    scored = np.asarray(counts.column("scored"), dtype=np.int64)
+    passes = np.asarray(counts.column("passes"), dtype=np.int64)
+    n = k.copy() if policy == "failure" else scored
+    return {"k": k, "scored": scored, "n": n, "c": passes}
+
+
+def job_summary(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    *,
+    policy: Policy = "unknown",
+    threshold: float | None = None,
+) -> JobSummary:
+    """Compute a job's summary (see the module docstring for the exact semantics)."""
+    _check_options(policy, threshold)
+    row = con.execute(
+        f"""
+        WITH per_task AS ({task_counts_sql("$job_id", threshold)})
+        SELECT any_value(k), count(*), coalesce(sum(scored), 0), coalesce(sum(invalid), 0),
+               count(*) FILTER (WHERE scored = k),
+               coalesce(sum(reward_sum), 0), coalesce(sum(passes), 0),
+               coalesce(sum(nonbinary), 0),
+               avg((passes > 0)::INTEGER) FILTER (WHERE scored = k),
+               avg((passes = k)::INTEGER) FILTER (WHERE scored = k),
+               avg((passes > 0)::INTEGER), avg((passes = k)::INTEGER)
+        FROM per_task
+        """,
+        {"job_id": job_id},
+    ).fetchone()
+    assert row is not None
+    (k, members, scored, invalid, complete, reward_sum, passes, nonbinary,
+     at_k_complete, hat_k_complete, at_k_all, hat_k_all) = row  # fmt: skip
+    if k is None:  # a job with no requested task
+        k = int(
+            con.execute("SELECT attempts FROM jobs WHERE job_id = ?", [job_id]).fetchone()[0]  # type: ignore[index]
+        )
+    total = int(members) * int(k)
+    binary = threshold is not None or int(nonbinary) == 0
+    score = pass_ = at_k = hat_k = None
+    if scored > 0:
+        denominator = total if policy == "failure" else scored
+        score = float(reward_sum) / denominator
+        if binary:
+            pass_ = float(passes) / denominator
+            if policy == "failure":
+                at_k, hat_k = at_k_all, hat_k_all
+            else:
+                at_k, hat_k = at_k_complete, hat_k_complete
+    return JobSummary(
+        job_id=job_id,
+        k=int(k),
+        total=total,
+        scored=int(scored),
+        missing=total - int(scored),
+        invalid=int(invalid),
+        total_members=int(members),
+        complete_members=int(complete),
+        score=score,
+        pass_=pass_,
+        pass_at_k=None if at_k is None else float(at_k),
+        pass_hat_k=None if hat_k is None else float(hat_k),
+        binary=binary,
+        policy=policy,
+        threshold=threshold,
+    )
+
+
+def _estimates(
+    n: np.ndarray, c: np.ndarray, k: int, ok: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-task pass@k and pass^k where ``ok`` (n >= k), NaN elsewhere."""
+    at = np.full(n.shape, np.nan)
+    hat = np.full(n.shape, np.nan)
+    if ok.any():
+        at[ok] = pass_at_k(n[ok], c[ok], k)
+        hat[ok] = pass_hat_k(n[ok], c[ok], k)
+    return at, hat
+
+
+def samples(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    *,
+    ks: Sequence[int] | None = None,
+    policy: Policy = "unknown",
+    threshold: float | None = None,
+    frame: FrameKind = "pandas",
+) -> Any:
+    """The per-task table: counts, pass rate, pass@k / pass^k for ``ks``, reward stats.
+
+    ``pass_rate`` is c/n and null ("-") unless every requested attempt of the task is
+    scored (under ``policy="failure"`` every task is complete). pass@k columns are null
+    where the task has fewer than k scored attempts or rewards are non-binary.
+    """
+    _check_options(policy, threshold)
+    counts = task_counts(con, job_id, threshold)
+    job_k = int(con.execute("SELECT attempts FROM jobs WHERE job_id = ?", [job_id]).fetchone()[0])  # type: ignore[index]
+    ks = list(ks) if ks is not None else [job_k]
+    arr = _per_task_arrays(counts, policy)
+    n, c, scored = arr["n"], arr["c"], arr["scored"]
+    k_req = arr["k"]
+    nonbinary = np.asarray(counts.column("nonbinary"), dtype=np.int64)
+    binary = threshold is not None or int(nonbinary.sum()) == 0
+    complete = (scored == k_req) | (policy == "failure")
+    reward_sum = np.asarray(counts.column("reward_sum"), dtype=np.float64)
+    sumsq = np.asarray(counts.column("reward_sumsq"), dtype=np.float64)
+    # Under "failure" a missing slot is a 0: it adds to n but not to the sums.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, reward_sum / np.maximum(n, 1), np.nan)
+        var = np.where(n > 1, (sumsq - n * mean * mean) / np.maximum(n - 1, 1), np.nan)
+    std = np.sqrt(np.clip(var, 0, None))
+    rmin = np.asarray(counts.column("reward_min").to_numpy(zero_copy_only=False), dtype=np.float64)
+    rmax = np.asarray(counts.column("reward_max").to_numpy(zero_copy_only=False), dtype=np.float64)
+    if policy == "failure":
+        has_missing = scored < k_req
+        rmin = np.where(has_missing, np.fmin(rmin, 0.0), rmin)
+        rmax = np.where(has_missing, np.fmax(rmax, 0.0), rmax)
+    cols: dict[str, Any] = {
+        "task": counts.column("task"),
+        "n": pa.array(k_req),
+        "dispatched": counts.column("dispatched"),
+        "scored": pa.array(scored),
+        "missing": pa.array(k_req - scored),
+        "invalid": counts.column("invalid"),
+        "passes": pa.array(c, mask=~np.full(c.shape, binary)),
+        "pass_rate": pa.array(
+            np.where(complete & (n > 0), c / np.maximum(n, 1), np.nan),
+            mask=~(complete & (n > 0) & binary),
+        ),
+        "complete": pa.array(complete),
+    }
+    for k in ks:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        ok = (n >= k) & binary
+        at, hat = _estimates(n, c, k, ok)
+        cols[f"pass@{k}"] = pa.array(at, mask=~ok)
+        cols[f"pass^{k}"] = pa.array(hat, mask=~ok)
+    cols["reward_mean"] = pa.array(mean, mask=np.isnan(mean))
+    cols["reward_min"] = pa.array(rmin, mask=np.isnan(rmin))
+    cols["reward_max"] = pa.array(rmax, mask=np.isnan(rmax))
+    cols["reward_std"] = pa.array(std, mask=np.isnan(std))
+    cols["tags"] = counts.column("tags")
+    table = pa.table(cols)
+    return to_frame(con.from_arrow(table), frame)
+
+
+def curve(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    *,
+    ks: Sequence[int] | None = None,
+    policy: Policy = "unknown",
+    threshold: float | None = None,
+    frame: FrameKind = "pandas",
+) -> Any:
+    """pass@k and pass^k for each k, averaged over the tasks that have >= k scored attempts.
+
+    Columns: ``k, pass@k, pass^k, tasks`` (tasks the point covers) and ``tasks_total``.
+    """
+    _check_options(policy, threshold)
+    counts = task_counts(con, job_id, threshold)
+    job_k = int(con.execute("SELECT attempts FROM jobs WHERE job_id = ?", [job_id]).fetchone()[0])  # type: ignore[index]
+    ks = list(ks) if ks is not None else list(range(1, job_k + 1))
+    arr = _per_task_arrays(counts, policy)
+    n, c = arr["n"], arr["c"]
+    binary = threshold is not None or int(np.asarray(counts.column("nonbinary")).sum()) == 0
+    rows_at: list[float | None] = []
+    rows_hat: list[float | None] = []
+    rows_tasks: list[int] = []
+    for k in ks:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        ok = n >= k
+        covered = int(ok.sum())
+        if covered and binary:
+            at, hat = _estimates(n, c, k, ok)
+            rows_at.append(float(np.nanmean(at)))
+            rows_hat.append(float(np.nanmean(hat)))
+        else:
+            rows_at.append(None)
+            rows_hat.append(None)
+        rows_tasks.append(covered)
+    table = pa.table(
+        {
+            "k": pa.array(ks, pa.int64()),
+            "pass@k": pa.array(rows_at, pa.float64()),
+            "pass^k": pa.array(rows_hat, pa.float64()),
+            "tasks": pa.array(rows_tasks, pa.int64()),
+            "tasks_total": pa.array([len(n)] * len(ks), pa.int64()),
+        }
+    )
+    return to_frame(con.from_arrow(table), frame)

@@ -1,0 +1,137 @@
+"""The workspace's relational schema (DuckDB DDL).
+
+One row per job in ``jobs``; one row per requested task in ``tasks`` (dispatched or
+not: undispatched tasks count in coverage); one row per *attempt of record* in
+``attempts`` (retried slots resolved at load time, ``n_trials`` says how many trials the
+slot saw); score dimensions in long form in ``dimensions`` with their units and
+direction in ``dimension_meta``; task tags in long form in ``task_tags``.
+Datasets exported or registered by the user live in ``datasets`` and ``dataset_rows``.
+
+Every table carries ``job_id`` first so that a job is replaced or removed with one
+``DELETE ... WHERE job_id = ?`` per table inside one transaction.
+"""
+
+from __future__ import annotations
+
+__all__ = ["JOB_TABLES", "SCHEMA_SQL", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+
+# Tables whose rows belong to one job, in the order they are written.
+JOB_TABLES = ("jobs", "tasks", "task_tags", "attempts", "dimensions", "dimension_meta")
+
+SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id            VARCHAR NOT NULL,   -- platform id, Harbor job id, or derived
+    source_format     VARCHAR NOT NULL,   -- envloop | harbor | tau-bench | tau2-bench | table
+    source_path       VARCHAR,
+    status            VARCHAR,            -- pending | running | completed | failed | cancelled
+    created_at        TIMESTAMPTZ,
+    finished_at       TIMESTAMPTZ,
+    dataset_name      VARCHAR,
+    dataset_version   VARCHAR,
+    dataset_revision  VARCHAR,            -- content digest of the frozen revision
+    runner            VARCHAR,
+    profile_name      VARCHAR,
+    profile_version   VARCHAR,
+    profile_params    JSON,
+    model             VARCHAR,
+    request_id        VARCHAR,
+    attempts          INTEGER NOT NULL,   -- k: attempts requested per task
+    labels            JSON,
+    platform_metrics  JSON,               -- the source's own aggregate numbers, verbatim
+    extra             JSON,               -- format-specific job facts (Harbor stats, ...)
+    loaded_at         TIMESTAMPTZ NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS tasks (
+    job_id    VARCHAR NOT NULL,
+    task      VARCHAR NOT NULL,
+    position  INTEGER NOT NULL,          -- order in the job's task list
+    digest    VARCHAR,
+    tags      JSON                       -- flat string map, as in the source
+);
+
+CREATE TABLE IF NOT EXISTS task_tags (
+    job_id  VARCHAR NOT NULL,
+    task    VARCHAR NOT NULL,
+    key     VARCHAR NOT NULL,
+    value   VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS attempts (
+    job_id            VARCHAR NOT NULL,
+    task              VARCHAR NOT NULL,
+    attempt           INTEGER NOT NULL,  -- 1..k
+    trial_id          VARCHAR,
+    status            VARCHAR NOT NULL,  -- pending | running | completed | failed | cancelled
+    exit_code         INTEGER,
+    error             VARCHAR,
+    error_type        VARCHAR,
+    reward            DOUBLE,            -- NULL = no reward (not yet, or never)
+    composite         DOUBLE,
+    judge_summary     VARCHAR,
+    verifier_version  VARCHAR,
+    input_tokens      BIGINT,
+    output_tokens     BIGINT,
+    cache_tokens      BIGINT,
+    turns             INTEGER,
+    cost_usd          DOUBLE,
+    logprob_mean      DOUBLE,
+    logprob_min       DOUBLE,
+    logprob_max       DOUBLE,
+    logprob_std       DOUBLE,
+    logprob_zero_frac DOUBLE,
+    started_at        TIMESTAMPTZ,
+    finished_at       TIMESTAMPTZ,
+    duration_s        DOUBLE,
+    input             VARCHAR,           -- the prompt text, or a ChatML list as JSON text
+    input_is_chat     BOOLEAN,
+    output            VARCHAR,
+    reference         VARCHAR,
+    artifacts         JSON,
+    extra             JSON,              -- phase timings, usage extras, raw metrics
+    n_trials          INTEGER NOT NULL,  -- trials seen for this slot (>1: retried)
+    source_place      VARCHAR            -- where in the source: "line 12", trial dir, ...
+);
+
+CREATE TABLE IF NOT EXISTS dimensions (
+    job_id   VARCHAR NOT NULL,
+    task     VARCHAR NOT NULL,
+    attempt  INTEGER NOT NULL,
+    name     VARCHAR NOT NULL,
+    value    DOUBLE
+);
+
+CREATE TABLE IF NOT EXISTS dimension_meta (
+    job_id            VARCHAR NOT NULL,
+    name              VARCHAR NOT NULL,
+    unit              VARCHAR,
+    higher_is_better  BOOLEAN,
+    verifier_version  VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS datasets (
+    name        VARCHAR NOT NULL,
+    version     VARCHAR NOT NULL,
+    purpose     VARCHAR,                 -- train | eval | NULL
+    path        VARCHAR,
+    row_count   BIGINT,
+    content_hash VARCHAR,
+    manifest    JSON,
+    created_at  TIMESTAMPTZ
+);
+
+CREATE TABLE IF NOT EXISTS dataset_rows (
+    dataset_name     VARCHAR NOT NULL,
+    dataset_version  VARCHAR NOT NULL,
+    row_index        BIGINT NOT NULL,
+    task             VARCHAR,
+    input            VARCHAR,
+    reference        VARCHAR,
+    tags             JSON,
+    extra            JSON
+);
+"""

@@ -1,0 +1,21 @@
+"""Type aliases shared across modules."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
+
+__all__ = ["Frame", "FrameKind", "Policy"]
+
+#: How a requested attempt without a reward is treated by the metrics.
+#: ``"unknown"`` (the platform's): it stays missing and coverage reports it.
+#: ``"failure"`` (Harbor's and τ-bench's): it counts as reward 0.
+Policy: TypeAlias = Literal["unknown", "failure"]
+
+#: Which frame library results come back in.
+FrameKind: TypeAlias = Literal["pandas", "polars"]
+
+Frame: TypeAlias = "pd.DataFrame | pl.DataFrame"

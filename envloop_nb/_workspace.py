@@ -1,0 +1,169 @@
+"""The workspace: one DuckDB database holding every loaded job."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from ._errors import EnvloopError
+from ._frames import to_frame
+from ._job import Job
+from ._loaders import load_source
+from ._schema import JOB_TABLES, SCHEMA_SQL, SCHEMA_VERSION
+from ._types import FrameKind
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["Workspace", "open"]
+
+
+class Workspace:
+    """A DuckDB database of evaluation jobs.
+
+    Use :func:`envloop_nb.open` to get one. ``ws.con`` is the DuckDB connection, free
+    for your own SQL over the tables documented in ``envloop_nb._schema``.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> ws = enb.open()
+    >>> len(ws.jobs())
+    0
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: str | None) -> None:
+        self.con = con
+        self.path = path
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute(SCHEMA_SQL)
+        con.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
+        )
+
+    def __repr__(self) -> str:
+        n = self.con.execute("SELECT count(*) FROM jobs").fetchone()
+        where = self.path or ":memory:"
+        return f"<envloop_nb.Workspace {where} · {n[0] if n else 0} jobs>"
+
+    # -- reading -------------------------------------------------------------
+    def sql(self, query: str, params: Sequence[Any] | None = None) -> duckdb.DuckDBPyRelation:
+        """Run SQL on the workspace; returns a DuckDB relation (``.df()``, ``.pl()``)."""
+        return self.con.sql(query, params=params)
+
+    def jobs(self, frame: FrameKind = "pandas") -> Any:
+        """One row per job, with its dataset, model, k and attempt counts.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> list(enb.open().jobs().columns)[:4]
+        ['job_id', 'source_format', 'status', 'model']
+        """
+        rel = self.con.sql(
+            """
+            SELECT j.job_id, j.source_format, j.status, j.model,
+                   j.dataset_name, j.dataset_version, j.dataset_revision, j.runner,
+                   j.profile_name, j.attempts AS k,
+                   (SELECT count(*) FROM tasks t WHERE t.job_id = j.job_id) AS tasks,
+                   (SELECT count(*) FROM attempts a WHERE a.job_id = j.job_id) AS dispatched,
+                   (SELECT count(a.reward) FROM attempts a WHERE a.job_id = j.job_id) AS scored,
+                   j.created_at, j.finished_at, j.source_path, j.loaded_at
+            FROM jobs j ORDER BY j.loaded_at, j.job_id
+            """
+        )
+        return to_frame(rel, frame)
+
+    def job(self, job_id: str) -> Job:
+        """The handle of a job already in the workspace."""
+        row = self.con.execute("SELECT 1 FROM jobs WHERE job_id = ?", [job_id]).fetchone()
+        if row is None:
+            known = [r[0] for r in self.con.execute("SELECT job_id FROM jobs").fetchall()]
+            raise EnvloopError(f"no job {job_id!r} in this workspace; jobs: {known}")
+        return Job(self, job_id)
+
+    # -- writing -------------------------------------------------------------
+    def load(
+        self,
+        source: Any,
+        *,
+        format: str | None = None,
+        job_id: str | None = None,
+        lenient: bool = False,
+        **options: Any,
+    ) -> Job:
+        """Load a job from a file, folder or in-memory frame; replace it if already there.
+
+        The format is detected (EnvLoop ``.json``/``.jsonl``/``.jsonl.gz``, a Harbor job
+        folder, τ-bench or τ²-bench results, or a table: Parquet, CSV, JSONL, a pandas,
+        polars or Arrow frame) unless ``format`` names it. A load either succeeds whole
+        or leaves the workspace exactly as it was. ``lenient=True`` skips unusable rows
+        where the format allows it and warns how many.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> job.id, len(job.attempts())
+        ('job_abc0001', 6)
+        """
+        loaded_id = load_source(
+            self.con, source, format=format, job_id=job_id, lenient=lenient, **options
+        )
+        return Job(self, loaded_id)
+
+    def remove(self, job: Job | str) -> None:
+        """Delete a job and everything that belongs to it."""
+        job_id = job.id if isinstance(job, Job) else job
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            for table in JOB_TABLES:
+                self.con.execute(f"DELETE FROM {table} WHERE job_id = ?", [job_id])
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def compare(self, jobs: Sequence[Job | str], baseline: Job | str | None = None) -> Any:
+        """Compare 2-5 jobs (see :class:`envloop_nb.Comparison`)."""
+        from ._compare import compare
+
+        return compare(self, jobs, baseline=baseline)
+
+    def close(self) -> None:
+        """Close the DuckDB connection (a persistent workspace keeps its file)."""
+        self.con.close()
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open(path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> Workspace:
+    """Open a workspace: in memory by default, or a DuckDB file that keeps every job.
+
+    Parameters
+    ----------
+    path
+        A ``.duckdb`` file, created if missing. ``None`` for an in-memory workspace.
+    read_only
+        Open an existing file without the right to change it.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> ws = enb.open()
+    >>> ws
+    <envloop_nb.Workspace :memory: · 0 jobs>
+    """
+    if path is None:
+        return Workspace(duckdb.connect(), None)
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    return Workspace(duckdb.connect(str(p), read_only=read_only), str(p))
