@@ -11,16 +11,26 @@ from ._errors import EnvloopError, LoadError, LoadWarning
 from ._job import Job
 from ._metrics import JobSummary
 from ._passk import pass_at_k, pass_hat_k
+from ._uncertainty import (
+    Interval,
+    bootstrap_mean_ci,
+    paired_bootstrap_diff,
+    wilson_interval,
+)
 from ._workspace import Workspace, open
 
 __all__ = [
     "EnvloopError",
+    "Interval",
     "Job",
     "JobSummary",
     "LoadError",
     "LoadWarning",
     "Workspace",
+    "bootstrap_mean_ci",
     "open",
+    "paired_bootstrap_diff",
     "pass_at_k",
     "pass_hat_k",
+    "wilson_interval",
 ]

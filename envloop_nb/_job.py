@@ -137,6 +137,39 @@ class Job:
 
         return curve(self.con, self.id, ks=ks, policy=policy, threshold=threshold, frame=frame)
 
+    def intervals(
+        self,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        confidence: float = 0.95,
+        resamples: int = 2000,
+        seed: int = 0,
+        frame: FrameKind | None = "pandas",
+    ) -> Any:
+        """Task-bootstrap intervals for score, pass, pass@k, pass^k (+ Wilson for pass).
+
+        ``frame=None`` returns a dict of :class:`envloop_nb.Interval` keyed by metric.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> job.intervals(resamples=200, frame=None)["score"].estimate
+        0.6
+        """
+        from ._uncertainty import intervals_frame, job_intervals
+
+        ivs = job_intervals(
+            self.con,
+            self.id,
+            policy=policy,
+            threshold=threshold,
+            confidence=confidence,
+            resamples=resamples,
+            seed=seed,
+        )
+        return ivs if frame is None else intervals_frame(ivs, frame)
+
     # -- views and exports (each lives in its own module) ------------------------
     def panel(self, **options: Any) -> Any:
         """The interactive panel of this job (overview, cases, buckets & export)."""

@@ -1,0 +1,426 @@
+"""How sure are we: Wilson intervals and task-resampling bootstrap intervals.
+
+Attempts of one task are correlated (same prompt, same environment), so an interval that
+treats attempts as independent is too narrow. The bootstrap here resamples **tasks**:
+each resample draws as many tasks as the job has, with replacement, as a multinomial
+weight vector over tasks, and recomputes the metric from the weighted per-task counts.
+All resamples are one weights matrix (vectorized with numpy, chunked to bound memory);
+a seed makes them reproducible. Intervals are percentile intervals.
+
+The pure functions (:func:`wilson_interval`, :func:`bootstrap_mean_ci`,
+:func:`bootstrap_ratio_ci`, :func:`paired_bootstrap_diff`) see only numbers; the
+workspace wrapper :func:`job_intervals` groups by task in DuckDB first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.special import ndtri
+
+from ._display import format_metric, format_pct
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from ._types import FrameKind, Policy
+
+__all__ = [
+    "Interval",
+    "bootstrap_mean_ci",
+    "bootstrap_ratio_ci",
+    "job_intervals",
+    "paired_bootstrap_diff",
+    "wilson_interval",
+]
+
+# Largest weights matrix built at once (resamples x tasks); larger work is chunked.
+_CHUNK_CELLS = 2_000_000
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with a confidence interval and a sentence saying how it was made.
+
+    ``estimate``, ``low`` and ``high`` are None when there is nothing to estimate from
+    (no task, or no task with a value). ``n_tasks`` is the number of resampled units (for
+    a Wilson interval, the number of observations). ``resamples`` and ``seed`` are None
+    for closed-form intervals.
+    """
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    method: str
+    confidence: float
+    n_tasks: int
+    resamples: int | None = None
+    seed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict."""
+        return asdict(self)
+
+    @property
+    def width(self) -> float | None:
+        """``high - low``, or None."""
+        if self.low is None or self.high is None:
+            return None
+        return self.high - self.low
+
+    def __str__(self) -> str:
+        level = format_pct(self.confidence)
+        if self.estimate is None:
+            return f"- ({level} CI: -)"
+        return (
+            f"{format_metric(self.estimate)} ({level} CI {format_metric(self.low)}"
+            f" – {format_metric(self.high)})"
+        )
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
+
+
+def _z(confidence: float) -> float:
+    return float(ndtri(0.5 + confidence / 2))
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
+    """Wilson score interval for a simple proportion ``successes / n``.
+
+    Right for independent yes/no observations (e.g. one attempt per task). For attempts
+    clustered in tasks prefer the task bootstrap (:func:`bootstrap_ratio_ci`).
+
+    Parameters
+    ----------
+    successes, n
+        Counts, ``0 <= successes <= n``. With ``n == 0`` every number is None.
+    confidence
+        Coverage of the interval, e.g. 0.95.
+
+    Examples
+    --------
+    >>> iv = wilson_interval(0, 10)
+    >>> round(iv.low, 4), round(iv.high, 4)
+    (0.0, 0.2775)
+    >>> iv = wilson_interval(5, 10)
+    >>> round(iv.low, 4), round(iv.high, 4)
+    (0.2366, 0.7634)
+    """
+    _check_confidence(confidence)
+    if n < 0 or successes < 0 or successes > n:
+        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
+    method = f"Wilson score interval over {n:,} independent observations"
+    if n == 0:
+        return Interval(None, None, None, method, confidence, 0)
+    z = _z(confidence)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return Interval(p, low, high, method, confidence, int(n))
+
+
+def _weight_chunks(n: int, resamples: int, seed: int) -> Iterator[NDArray[np.float64]]:
+    """Multinomial task weights, ``resamples x n``, in row chunks (deterministic per seed)."""
+    rng = np.random.default_rng(seed)
+    rows = max(1, _CHUNK_CELLS // max(n, 1))
+    probs = np.full(n, 1.0 / n)
+    done = 0
+    while done < resamples:
+        size = min(rows, resamples - done)
+        yield rng.multinomial(n, probs, size=size).astype(np.float64)
+        done += size
+
+
+def _percentile(stats: NDArray[np.float64], confidence: float) -> tuple[float, float]:
+    alpha = (1 - confidence) / 2
+    finite = stats[np.isfinite(stats)]
+    if finite.size == 0:
+        return math.nan, math.nan
+    low, high = np.quantile(finite, [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
+def _check_resampling(resamples: int, confidence: float) -> None:
+    _check_confidence(confidence)
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+
+
+def _none_if_nan(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def bootstrap_ratio_ci(
+    numerator: ArrayLike,
+    denominator: ArrayLike,
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    what: str = "ratio",
+) -> Interval:
+    """Task bootstrap of ``sum(numerator) / sum(denominator)`` over per-task values.
+
+    One entry per task, e.g. reward sum and scored attempts (the job's score), or a
+    per-task pass@k estimate and a 0/1 "task counts at k" flag. Tasks are resampled with
+    replacement; a resample whose denominator is 0 is left out of the percentiles.
+
+    Examples
+    --------
+    >>> iv = bootstrap_ratio_ci([2, 1, 0], [2, 2, 1], resamples=500, seed=1)
+    >>> iv.estimate, iv.low <= iv.estimate <= iv.high, iv.n_tasks
+    (0.6, True, 3)
+    """
+    _check_resampling(resamples, confidence)
+    num = np.asarray(numerator, dtype=np.float64).ravel()
+    den = np.asarray(denominator, dtype=np.float64).ravel()
+    if num.shape != den.shape:
+        raise ValueError(f"numerator and denominator differ in length: {num.size} vs {den.size}")
+    if not (np.isfinite(num).all() and np.isfinite(den).all()):
+        raise ValueError("per-task values must be finite numbers (drop or fill missing first)")
+    n = int(num.size)
+    method = (
+        f"percentile bootstrap of the {what}: {resamples:,} resamples of the {n:,} tasks "
+        f"with replacement (attempts stay with their task), seed {seed}"
+    )
+    if n == 0 or den.sum() == 0:
+        return Interval(None, None, None, method, confidence, n, resamples, seed)
+    estimate = float(num.sum() / den.sum())
+    stats = np.empty(resamples)
+    at = 0
+    for w in _weight_chunks(n, resamples, seed):
+        wden = w @ den
+        with np.errstate(invalid="ignore", divide="ignore"):
+            stats[at : at + len(w)] = np.where(wden > 0, (w @ num) / wden, np.nan)
+        at += len(w)
+    low, high = _percentile(stats, confidence)
+    return Interval(
+        estimate, _none_if_nan(low), _none_if_nan(high), method, confidence, n, resamples, seed
+    )
+
+
+def bootstrap_mean_ci(
+    values: ArrayLike,
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Interval:
+    """Percentile bootstrap interval of the mean of one value per task.
+
+    Parameters
+    ----------
+    values
+        One finite number per task (e.g. per-task mean reward or pass rate).
+    resamples, seed, confidence
+        Number of resamples, the random seed (same seed, same interval), coverage.
+
+    Examples
+    --------
+    >>> iv = bootstrap_mean_ci([0.0, 0.5, 1.0, 1.0], resamples=1000, seed=7)
+    >>> iv.estimate, iv.low <= 0.625 <= iv.high, iv == bootstrap_mean_ci(
+    ...     [0.0, 0.5, 1.0, 1.0], resamples=1000, seed=7)
+    (0.625, True, True)
+    """
+    v = np.asarray(values, dtype=np.float64).ravel()
+    return bootstrap_ratio_ci(
+        v,
+        np.ones_like(v),
+        resamples=resamples,
+        seed=seed,
+        confidence=confidence,
+        what="mean over tasks",
+    )
+
+
+def paired_bootstrap_diff(
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Interval:
+    """Paired task bootstrap of ``mean(a) - mean(b)`` where ``a[i]``, ``b[i]`` are one task.
+
+    Both jobs are resampled with the *same* task weights, so what the tasks share
+    (difficulty) cancels and the interval is about the difference only. Pairs where
+    either side is NaN (task missing or unscored in one job) are left out; ``n_tasks``
+    and ``method`` say how many pairs were used.
+
+    Examples
+    --------
+    >>> iv = paired_bootstrap_diff([1, 0, 1, 1], [1, 0, 1, 1], seed=3)
+    >>> iv.estimate, iv.low, iv.high
+    (0.0, 0.0, 0.0)
+    >>> iv = paired_bootstrap_diff([1, 1, 1, 0], [0, 1, 0, 0], resamples=500, seed=3)
+    >>> iv.estimate, iv.low <= 0.5 <= iv.high
+    (0.5, True)
+    """
+    _check_resampling(resamples, confidence)
+    av = np.asarray(a, dtype=np.float64).ravel()
+    bv = np.asarray(b, dtype=np.float64).ravel()
+    if av.shape != bv.shape:
+        raise ValueError(f"a and b must be paired by task: lengths {av.size} and {bv.size}")
+    keep = np.isfinite(av) & np.isfinite(bv)
+    dropped = int((~keep).sum())
+    diff = av[keep] - bv[keep]
+    iv = bootstrap_ratio_ci(
+        diff,
+        np.ones_like(diff),
+        resamples=resamples,
+        seed=seed,
+        confidence=confidence,
+        what="paired difference of means (a - b), same task weights for both",
+    )
+    if dropped:
+        method = iv.method + f"; {dropped:,} task(s) without a value on both sides left out"
+        iv = Interval(iv.estimate, iv.low, iv.high, method, confidence, iv.n_tasks, resamples, seed)
+    return iv
+
+
+# -- workspace wrapper ---------------------------------------------------------------
+
+
+def job_intervals(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    *,
+    policy: Policy = "unknown",
+    threshold: float | None = None,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, Interval]:
+    """Intervals for a job's score, pass, pass@k and pass^k, resampling tasks.
+
+    Each estimate equals the job summary's number (same policy and threshold). The
+    ``"pass (Wilson)"`` entry is the Wilson interval treating every scored attempt as
+    independent, shown for contrast: it is narrower than the task bootstrap whenever
+    attempts of a task agree with each other.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> ivs = job_intervals(job.con, job.id, resamples=200)
+    >>> ivs["score"].estimate, ivs["pass@k"].estimate, ivs["pass^k"].n_tasks
+    (0.6, 1.0, 3)
+    """
+    from ._metrics import _check_options, task_counts
+
+    _check_options(policy, threshold)
+    counts = task_counts(con, job_id, threshold)
+    k = np.asarray(counts.column("k"), dtype=np.float64)
+    scored = np.asarray(counts.column("scored"), dtype=np.float64)
+    passes = np.asarray(counts.column("passes"), dtype=np.float64)
+    reward_sum = np.asarray(counts.column("reward_sum"), dtype=np.float64)
+    nonbinary = int(np.asarray(counts.column("nonbinary")).sum())
+    binary = threshold is not None or nonbinary == 0
+    any_scored = scored.sum() > 0
+    if policy == "failure":
+        n = k
+        counted = np.ones_like(k)
+    else:
+        n = scored
+        counted = (scored == k).astype(np.float64)
+    opts: dict[str, Any] = {"resamples": resamples, "seed": seed, "confidence": confidence}
+
+    def gated(iv: Interval, ok: bool) -> Interval:
+        if ok:
+            return iv
+        return Interval(None, None, None, iv.method, confidence, iv.n_tasks, resamples, seed)
+
+    out: dict[str, Interval] = {}
+    out["score"] = gated(
+        bootstrap_ratio_ci(
+            reward_sum,
+            n,
+            what=f"score (reward sum / {'requested' if policy == 'failure' else 'scored'} attempts)",
+            **opts,
+        ),
+        bool(any_scored),
+    )
+    ok_binary = bool(any_scored and binary)
+    out["pass"] = gated(
+        bootstrap_ratio_ci(passes, n, what="pass rate (passes / attempts)", **opts), ok_binary
+    )
+    members = "requested" if policy == "failure" else "complete"
+    out["pass@k"] = gated(
+        bootstrap_ratio_ci(
+            (passes > 0) * counted,
+            counted,
+            what=f"pass@k (share of {members} members with a pass)",
+            **opts,
+        ),
+        ok_binary,
+    )
+    out["pass^k"] = gated(
+        bootstrap_ratio_ci(
+            ((passes == k) & (k > 0)) * counted,
+            counted,
+            what=f"pass^k (share of {members} members where every attempt passes)",
+            **opts,
+        ),
+        ok_binary,
+    )
+    wilson = wilson_interval(int(passes.sum()), int(n.sum()), confidence)
+    out["pass (Wilson)"] = gated(
+        Interval(
+            wilson.estimate,
+            wilson.low,
+            wilson.high,
+            wilson.method + " (attempts treated as independent: too narrow when they cluster)",
+            confidence,
+            wilson.n_tasks,
+        ),
+        ok_binary,
+    )
+    return out
+
+
+def intervals_frame(intervals: dict[str, Interval], frame: FrameKind = "pandas") -> Any:
+    """One row per metric: metric, estimate, low, high, confidence, n_tasks, resamples, seed, method."""
+    import duckdb
+    import pyarrow as pa
+
+    from ._frames import to_frame
+
+    rows = [{"metric": name, **iv.to_dict()} for name, iv in intervals.items()]
+    table = pa.Table.from_pylist(
+        rows,
+        schema=pa.schema(
+            [
+                ("metric", pa.string()),
+                ("estimate", pa.float64()),
+                ("low", pa.float64()),
+                ("high", pa.float64()),
+                ("method", pa.string()),
+                ("confidence", pa.float64()),
+                ("n_tasks", pa.int64()),
+                ("resamples", pa.int64()),
+                ("seed", pa.int64()),
+            ]
+        ),
+    )
+    con = duckdb.connect()
+    try:
+        return to_frame(
+            con.from_arrow(table).select(
+                "metric, estimate, low, high, confidence, n_tasks, resamples, seed, method"
+            ),
+            frame,
+        )
+    finally:
+        con.close()

@@ -1,0 +1,176 @@
+"""Wilson and task-bootstrap intervals: known values, reproducibility, pairing, job wrapper."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import binomtest
+
+import envloop_nb as enb
+from envloop_nb._uncertainty import (
+    Interval,
+    bootstrap_mean_ci,
+    bootstrap_ratio_ci,
+    paired_bootstrap_diff,
+    wilson_interval,
+)
+from tests.conftest import THREE_TASKS
+
+
+@pytest.mark.parametrize(
+    ("s", "n", "low", "high"),
+    [
+        (0, 10, 0.0, 0.2775),
+        (5, 10, 0.2366, 0.7634),
+        (10, 10, 0.7225, 1.0),
+        (81, 263, 0.2553, 0.3662),
+    ],
+)
+def test_wilson_known_values(s: int, n: int, low: float, high: float) -> None:
+    iv = wilson_interval(s, n)
+    assert iv.low == pytest.approx(low, abs=1e-4) and iv.high == pytest.approx(high, abs=1e-4)
+    assert iv.estimate == pytest.approx(s / n)
+    assert "Wilson" in iv.method and iv.resamples is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 500).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
+    st.sampled_from([0.8, 0.9, 0.95, 0.99]),
+)
+def test_wilson_matches_scipy(args: tuple[int, int], confidence: float) -> None:
+    s, n = args
+    ref = binomtest(s, n).proportion_ci(confidence_level=confidence, method="wilson")
+    iv = wilson_interval(s, n, confidence)
+    assert iv.low == pytest.approx(ref.low, abs=1e-9)
+    assert iv.high == pytest.approx(ref.high, abs=1e-9)
+
+
+def test_wilson_edge_cases() -> None:
+    assert wilson_interval(0, 0).estimate is None
+    with pytest.raises(ValueError):
+        wilson_interval(3, 2)
+    with pytest.raises(ValueError):
+        wilson_interval(1, 2, confidence=1.0)
+
+
+def test_interval_is_frozen_and_printable() -> None:
+    iv = wilson_interval(5, 10)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        iv.low = 0  # type: ignore[misc]
+    assert str(iv) == "50% (95% CI 23.7% – 76.3%)"
+    assert str(Interval(None, None, None, "x", 0.9, 0)) == "- (90% CI: -)"
+
+
+def test_bootstrap_reproducible_with_seed_and_changes_without() -> None:
+    rng = np.random.default_rng(0)
+    values = rng.random(50)
+    a = bootstrap_mean_ci(values, resamples=500, seed=11)
+    b = bootstrap_mean_ci(values, resamples=500, seed=11)
+    c = bootstrap_mean_ci(values, resamples=500, seed=12)
+    assert a == b
+    assert (a.low, a.high) != (c.low, c.high)
+    assert "resamples" in a.method and "seed 11" in a.method and a.n_tasks == 50
+
+
+def test_bootstrap_chunking_does_not_change_the_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    values = np.arange(40, dtype=float)
+    whole = bootstrap_mean_ci(values, resamples=300, seed=5)
+    import envloop_nb._uncertainty as mod
+
+    monkeypatch.setattr(mod, "_CHUNK_CELLS", 40 * 7)  # 7 resamples per chunk
+    chunked = bootstrap_mean_ci(values, resamples=300, seed=5)
+    assert chunked == whole
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=40),
+    st.integers(0, 2**31),
+)
+def test_bootstrap_covers_the_estimate(values: list[float], seed: int) -> None:
+    iv = bootstrap_mean_ci(values, resamples=200, seed=seed)
+    assert iv.estimate == pytest.approx(float(np.mean(values)))
+    assert iv.low is not None and iv.high is not None
+    assert min(values) - 1e-12 <= iv.low <= iv.estimate + 1e-9
+    assert iv.estimate - 1e-9 <= iv.high <= max(values) + 1e-12
+
+
+def test_bootstrap_width_shrinks_with_more_tasks() -> None:
+    rng = np.random.default_rng(1)
+    small = bootstrap_mean_ci(rng.integers(0, 2, 20), seed=0)
+    large = bootstrap_mean_ci(rng.integers(0, 2, 2000), seed=0)
+    assert large.width is not None and small.width is not None
+    assert large.width < small.width / 4
+
+
+def test_bootstrap_roughly_matches_normal_theory() -> None:
+    rng = np.random.default_rng(2)
+    values = rng.normal(0.5, 0.2, 400)
+    iv = bootstrap_mean_ci(values, resamples=4000, seed=0)
+    half = 1.96 * values.std(ddof=1) / np.sqrt(values.size)
+    assert iv.width == pytest.approx(2 * half, rel=0.1)
+
+
+def test_ratio_bootstrap_weights_tasks_not_attempts() -> None:
+    iv = bootstrap_ratio_ci([2, 1, 0], [2, 2, 1], resamples=300, seed=0)
+    assert iv.estimate == pytest.approx(0.6)
+    assert bootstrap_ratio_ci([], [], seed=0).estimate is None
+    assert bootstrap_ratio_ci([0, 0], [0, 0], seed=0).estimate is None
+    with pytest.raises(ValueError):
+        bootstrap_ratio_ci([1, np.nan], [1, 1])
+    with pytest.raises(ValueError):
+        bootstrap_ratio_ci([1], [1, 1])
+
+
+def test_paired_identical_data_gives_zero_difference() -> None:
+    values = np.random.default_rng(3).random(30)
+    iv = paired_bootstrap_diff(values, values, resamples=500, seed=0)
+    assert (iv.estimate, iv.low, iv.high) == (0.0, 0.0, 0.0)
+
+
+def test_paired_is_narrower_than_unpaired_when_tasks_share_difficulty() -> None:
+    rng = np.random.default_rng(4)
+    difficulty = rng.random(200)
+    a = difficulty + 0.05 + rng.normal(0, 0.02, 200)
+    b = difficulty
+    paired = paired_bootstrap_diff(a, b, seed=0)
+    assert paired.low is not None and paired.low > 0  # the +0.05 is detected
+    assert paired.width is not None and paired.width < 0.02
+    assert paired.estimate == pytest.approx(float(np.mean(a - b)))
+
+
+def test_paired_drops_pairs_with_a_missing_side_and_says_so() -> None:
+    iv = paired_bootstrap_diff([1.0, np.nan, 0.0], [0.0, 1.0, 0.0], resamples=100, seed=0)
+    assert iv.n_tasks == 2 and "1 task(s) without a value on both sides" in iv.method
+    with pytest.raises(ValueError):
+        paired_bootstrap_diff([1, 2], [1])
+
+
+def test_job_intervals_estimates_equal_the_summary(ws: enb.Workspace) -> None:
+    job = ws.load(THREE_TASKS)
+    for policy in ("unknown", "failure"):
+        ivs = job.intervals(policy=policy, resamples=300, frame=None)
+        s = job.summary(policy=policy)
+        assert ivs["score"].estimate == pytest.approx(s.score)
+        assert ivs["pass"].estimate == pytest.approx(s.pass_)
+        assert ivs["pass@k"].estimate == pytest.approx(s.pass_at_k)
+        assert ivs["pass^k"].estimate == pytest.approx(s.pass_hat_k)
+        for iv in ivs.values():
+            assert iv.low is not None and iv.high is not None
+            assert iv.low - 1e-12 <= iv.estimate <= iv.high + 1e-12  # type: ignore[operator]
+
+
+def test_job_intervals_frame(ws: enb.Workspace, frame_kind: str) -> None:
+    job = ws.load(THREE_TASKS)
+    df = job.intervals(resamples=100, seed=1, frame=frame_kind)
+    assert list(df.columns) == [
+        "metric", "estimate", "low", "high", "confidence", "n_tasks", "resamples", "seed", "method",
+    ]  # fmt: skip
+    assert df.shape[0] == 5
+    again = job.intervals(resamples=100, seed=1, frame=frame_kind)
+    assert df.equals(again)
