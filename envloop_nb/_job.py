@@ -137,6 +137,49 @@ class Job:
 
         return curve(self.con, self.id, ks=ks, policy=policy, threshold=threshold, frame=frame)
 
+    def groups(
+        self,
+        by: str = "subset",
+        policy: Policy = "unknown",
+        threshold: Any = None,
+        bad_below: Any = 0.5,
+        frame: FrameKind = "pandas",
+    ) -> Any:
+        """Summaries by task tag (``"subset"``, ``"tag:<key>"``) or by ``"dimension"``.
+
+        See :func:`envloop_nb._groups.group_summaries`.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> job.groups()[["value", "tasks", "score"]].values.tolist()
+        [['code', 2, 0.6666666666666666], ['math', 1, 0.5]]
+        """
+        from ._groups import group_summaries
+
+        return group_summaries(
+            self.con,
+            self.id,
+            by=by,
+            policy=policy,
+            threshold=threshold,
+            bad_below=bad_below,
+            frame=frame,
+        )
+
+    def rollout_stats(self, frame: FrameKind = "pandas") -> Any:
+        """Rollout statistics as RL evaluation reports them (see :mod:`envloop_nb._rollouts`)."""
+        from ._rollouts import rollout_stats
+
+        return rollout_stats(self.con, self.id, frame=frame)
+
+    def diagnose(self, against: Job | None = None, options: Any = None) -> Any:
+        """Flag suspicious patterns with their evidence: a list of :class:`envloop_nb.Finding`."""
+        from ._diagnosis import diagnose
+
+        return diagnose(self, against=against, options=options)
+
     def intervals(
         self,
         policy: Policy = "unknown",

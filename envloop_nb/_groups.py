@@ -1,0 +1,384 @@
+"""Summaries by task tag (subset, difficulty, ...) and by score dimension.
+
+Every row is a job summary restricted to one group, with the platform's semantics
+(see :mod:`envloop_nb._metrics`): coverage counts, score, pass, pass@k and pass^k at the
+job's k, plus a *bad case* count: tasks whose per-task pass rate (binary) or mean value
+(graded) is worse than ``bad_below``.
+
+Work happens in one DuckDB query: attempts are grouped by (value name, task) first, then
+by group; the few group rows are finished by a pure function (:func:`finish_rows`).
+
+Binary or not is decided per value name over the whole job (not per group), so every
+row of one table uses the same metric definitions. A per-task rate exists as in
+``job.samples()``: the pass rate only for a complete task (or any task under
+``policy="failure"``), the mean value for any task with a value.
+
+For dimensions, the direction comes from ``dimension_meta.higher_is_better``: with a
+threshold, a lower-is-better value passes when ``value <= threshold``; a graded
+lower-is-better task is bad when its mean is *above* ``bad_below``. Under
+``policy="failure"`` a missing value counts as 0 for every dimension (beware: for a
+lower-is-better dimension 0 is the best value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from ._frames import to_frame
+from ._metrics import ENDED, _check_options
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from ._types import FrameKind, Policy
+
+__all__ = ["dimension_groups", "finish_rows", "group_summaries", "tag_groups"]
+
+#: Per-name options: a threshold / bad_below for all names, or one per name.
+PerName = float | Mapping[str, float] | None
+
+
+def _for(option: PerName, name: str) -> float | None:
+    if option is None or isinstance(option, int | float):
+        return None if option is None else float(option)
+    value = option.get(name)
+    return None if value is None else float(value)
+
+
+def _per_task_sql(values_sql: str, failure: bool) -> str:
+    """One row per (name, task): counts and sums of ``values_sql`` (name, task, attempt, value).
+
+    ``$names``/``$thr``/``$hib``/``$bad`` are parallel lists giving each name's options.
+    """
+    n_expr = "s.k" if failure else "count(v.value)"
+    return f"""
+    vals AS ({values_sql}),
+    opts AS (SELECT unnest($names) AS name, unnest($thr) AS thr, unnest($hib) AS hib,
+                    unnest($bad) AS bad),
+    slots AS (
+        SELECT o.name, o.thr, o.hib, o.bad, t.task, t.position, j.attempts AS k
+        FROM tasks t JOIN jobs j ON j.job_id = t.job_id CROSS JOIN opts o
+        WHERE t.job_id = $job_id),
+    per_task AS (
+        SELECT s.name, s.task, s.position, s.k, s.thr, s.hib, s.bad,
+               count(a.attempt)::INTEGER AS dispatched,
+               count(v.value)::INTEGER AS scored,
+               {n_expr}::INTEGER AS n,
+               count(*) FILTER (WHERE a.attempt IS NOT NULL AND v.value IS NULL
+                                AND a.status IN {ENDED!r})::INTEGER AS invalid,
+               count(*) FILTER (WHERE CASE
+                   WHEN s.thr IS NULL THEN v.value = CASE WHEN s.hib IS FALSE THEN 0 ELSE 1 END
+                   WHEN s.hib IS FALSE THEN v.value <= s.thr
+                   ELSE v.value >= s.thr END)::INTEGER AS passes,
+               count(*) FILTER (WHERE v.value IS NOT NULL AND v.value NOT IN (0, 1))::INTEGER
+                   AS nonbinary,
+               coalesce(sum(v.value), 0)::DOUBLE AS vsum
+        FROM slots s
+        LEFT JOIN attempts a ON a.job_id = $job_id AND a.task = s.task
+        LEFT JOIN vals v ON v.name = s.name AND v.task = a.task AND v.attempt = a.attempt
+        GROUP BY ALL),
+    bin_of AS (
+        SELECT name, (sum(nonbinary) = 0 OR any_value(thr) IS NOT NULL) AS is_binary
+        FROM per_task GROUP BY name),
+    rated AS (
+        SELECT p.*, b.is_binary,
+               CASE WHEN b.is_binary THEN
+                        CASE WHEN n > 0 AND ({"TRUE" if failure else "scored = k"})
+                             THEN passes / n END
+                    ELSE CASE WHEN n > 0 THEN vsum / n END END AS task_value
+        FROM per_task p JOIN bin_of b USING (name))
+    """
+
+
+_GROUP_SELECT = """
+    count(*)::BIGINT AS tasks,
+    sum(k)::BIGINT AS total,
+    sum(scored)::BIGINT AS scored,
+    sum(invalid)::BIGINT AS invalid,
+    count(*) FILTER (WHERE scored = k)::BIGINT AS complete_members,
+    sum(vsum)::DOUBLE AS vsum,
+    sum(passes)::BIGINT AS passes,
+    bool_and(is_binary) AS is_binary,
+    any_value(k) AS k,
+    avg((passes > 0)::INTEGER) FILTER (WHERE scored = k) AS at_complete,
+    avg((passes = k)::INTEGER) FILTER (WHERE scored = k) AS hat_complete,
+    avg((passes > 0)::INTEGER) AS at_all,
+    avg((passes = k)::INTEGER) AS hat_all,
+    count(task_value)::BIGINT AS rated_tasks,
+    count(*) FILTER (WHERE CASE
+        WHEN is_binary OR hib IS NOT FALSE THEN task_value < bad
+        ELSE task_value > bad END)::BIGINT AS bad_cases,
+    any_value(bad) AS bad_below
+"""
+
+
+def finish_rows(rows: Sequence[Mapping[str, Any]], policy: Policy) -> list[dict[str, Any]]:
+    """Turn per-group sums into the group's metrics (pure; same rules as the job summary).
+
+    Examples
+    --------
+    >>> row = dict(tasks=3, total=6, scored=5, invalid=0, complete_members=2, vsum=3.0,
+    ...            passes=3, is_binary=True, k=2, at_complete=1.0, hat_complete=0.5,
+    ...            at_all=2 / 3, hat_all=1 / 3, rated_tasks=2, bad_cases=1, bad_below=0.5)
+    >>> out = finish_rows([row], "unknown")[0]
+    >>> out["score"], out["pass@k"], out["pass^k"], out["missing"], out["coverage"]
+    (0.6, 1.0, 0.5, 1, 0.8333333333333334)
+    """
+    out = []
+    for r in rows:
+        total, scored = int(r["total"] or 0), int(r["scored"] or 0)
+        score = pass_ = at = hat = None
+        if scored > 0:
+            den = total if policy == "failure" else scored
+            score = float(r["vsum"]) / den
+            if r["is_binary"]:
+                pass_ = int(r["passes"]) / den
+                at, hat = (
+                    (r["at_all"], r["hat_all"])
+                    if policy == "failure"
+                    else (r["at_complete"], r["hat_complete"])
+                )
+        out.append(
+            {
+                "tasks": int(r["tasks"]),
+                "total": total,
+                "scored": scored,
+                "missing": total - scored,
+                "invalid": int(r["invalid"] or 0),
+                "coverage": scored / total if total else None,
+                "complete_members": int(r["complete_members"] or 0),
+                "score": score,
+                "pass": pass_,
+                "pass@k": None if at is None else float(at),
+                "pass^k": None if hat is None else float(hat),
+                "k": int(r["k"]),
+                "binary": bool(r["is_binary"]),
+                "bad_cases": int(r["bad_cases"] or 0),
+                "rated_tasks": int(r["rated_tasks"] or 0),
+                "bad_below": r["bad_below"],
+            }
+        )
+    return out
+
+
+_COLUMNS: list[tuple[str, pa.DataType]] = [
+    ("tasks", pa.int64()),
+    ("total", pa.int64()),
+    ("scored", pa.int64()),
+    ("missing", pa.int64()),
+    ("invalid", pa.int64()),
+    ("coverage", pa.float64()),
+    ("complete_members", pa.int64()),
+    ("score", pa.float64()),
+    ("pass", pa.float64()),
+    ("pass@k", pa.float64()),
+    ("pass^k", pa.float64()),
+    ("k", pa.int64()),
+    ("binary", pa.bool_()),
+    ("bad_cases", pa.int64()),
+    ("rated_tasks", pa.int64()),
+    ("bad_below", pa.float64()),
+]
+
+
+def _fetch(
+    con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]
+) -> list[dict[str, Any]]:
+    cur = con.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def _table(
+    lead: list[tuple[str, pa.DataType]], rows: list[dict[str, Any]], policy: Policy
+) -> pa.Table:
+    schema = pa.schema([*lead, *_COLUMNS, ("policy", pa.string()), ("threshold", pa.float64())])
+    return pa.Table.from_pylist([{**r, "policy": policy} for r in rows], schema=schema)
+
+
+def tag_groups(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    *,
+    key: str = "subset",
+    policy: Policy = "unknown",
+    threshold: float | None = None,
+    bad_below: float = 0.5,
+    frame: FrameKind = "pandas",
+) -> Any:
+    """One summary row per value of task tag ``key`` (tasks without the tag: value null).
+
+    Columns: ``key, value, tasks, total, scored, missing, invalid, coverage,
+    complete_members, score, pass, pass@k, pass^k, k, binary, bad_cases, rated_tasks,
+    bad_below, policy, threshold``.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> df = tag_groups(job.con, job.id)
+    >>> df[["value", "tasks", "scored", "score", "pass@k", "bad_cases"]].values.tolist()
+    [['code', 2, 3, 0.6666666666666666, 1.0, 0], ['math', 1, 2, 0.5, 1.0, 0]]
+    """
+    _check_options(policy, threshold)
+    present = con.execute(
+        "SELECT DISTINCT key FROM task_tags WHERE job_id = ? ORDER BY key", [job_id]
+    ).fetchall()
+    keys = [k for (k,) in present]
+    if key not in keys:
+        raise ValueError(
+            f"no task of job {job_id!r} has tag {key!r}; tags present: "
+            + (", ".join(keys) if keys else "none")
+        )
+    sql = f"""
+    WITH {_per_task_sql("SELECT 'reward' AS name, task, attempt, reward AS value FROM attempts WHERE job_id = $job_id", policy == "failure")}
+    SELECT $key AS key, tt.value AS value, {_GROUP_SELECT}
+    FROM rated r LEFT JOIN task_tags tt ON tt.job_id = $job_id AND tt.task = r.task AND tt.key = $key
+    GROUP BY tt.value ORDER BY tt.value NULLS LAST
+    """
+    params = {
+        "job_id": job_id,
+        "key": key,
+        "names": ["reward"],
+        "thr": [threshold],
+        "hib": [True],
+        "bad": [float(bad_below)],
+    }
+    raw = _fetch(con, sql, params)
+    rows = [
+        {"key": r["key"], "value": r["value"], **f, "threshold": threshold}
+        for r, f in zip(raw, finish_rows(raw, policy), strict=True)
+    ]
+    table = _table([("key", pa.string()), ("value", pa.string())], rows, policy)
+    return to_frame(con.from_arrow(table), frame)
+
+
+def dimension_groups(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    *,
+    policy: Policy = "unknown",
+    threshold: PerName = None,
+    bad_below: PerName = 0.5,
+    frame: FrameKind = "pandas",
+) -> Any:
+    """One summary row per value: ``reward`` first, then ``composite`` (if any), then each
+    named dimension, each treated as the attempt's value.
+
+    ``threshold`` and ``bad_below`` are one number for all, or a mapping name → number
+    (names not in the mapping: no threshold / no bad-case count). Columns: ``dimension,
+    unit, higher_is_better`` and the columns of :func:`tag_groups` after ``value``.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> df = dimension_groups(job.con, job.id)
+    >>> df[["dimension", "scored", "score"]].values.tolist()
+    [['reward', 5, 0.6], ['composite', 1, 0.9], ['style', 1, 0.8], ['tests_passed', 1, 1.0]]
+    """
+    _check_options(policy, None)
+    meta = _fetch(
+        con,
+        """SELECT d.name, any_value(m.unit) AS unit, any_value(m.higher_is_better) AS hib
+           FROM (SELECT DISTINCT name FROM dimensions WHERE job_id = $job_id) d
+           LEFT JOIN dimension_meta m ON m.name = d.name AND m.job_id = $job_id
+           GROUP BY d.name ORDER BY d.name""",
+        {"job_id": job_id},
+    )
+    has_composite = con.execute(
+        "SELECT count(composite) > 0 FROM attempts WHERE job_id = ?", [job_id]
+    ).fetchone()
+    names: list[tuple[str, str | None, bool | None]] = [("reward", None, True)]
+    if has_composite and has_composite[0]:
+        names.append(("composite", None, True))
+    names += [(m["name"], m["unit"], m["hib"]) for m in meta if m["name"] not in ("reward",)]
+    values_sql = """
+        SELECT 'reward' AS name, task, attempt, reward AS value FROM attempts WHERE job_id = $job_id
+        UNION ALL SELECT 'composite', task, attempt, composite FROM attempts WHERE job_id = $job_id
+        UNION ALL SELECT name, task, attempt, value FROM dimensions
+            WHERE job_id = $job_id AND name NOT IN ('reward', 'composite')"""
+    for label, opt in (("threshold", threshold), ("bad_below", bad_below)):
+        if isinstance(opt, Mapping):
+            unknown = sorted(set(opt) - {n for n, _, _ in names})
+            if unknown:
+                raise ValueError(
+                    f"{label} names unknown dimension(s) {', '.join(unknown)}; "
+                    f"dimensions: {', '.join(n for n, _, _ in names)}"
+                )
+    params = {
+        "job_id": job_id,
+        "names": [n for n, _, _ in names],
+        "thr": [_for(threshold, n) for n, _, _ in names],
+        "hib": [h for _, _, h in names],
+        "bad": [_for(bad_below, n) for n, _, _ in names],
+    }
+    sql = f"""
+    WITH {_per_task_sql(values_sql, policy == "failure")}
+    SELECT name, {_GROUP_SELECT} FROM rated GROUP BY name
+    """
+    raw = {r["name"]: r for r in _fetch(con, sql, params)}
+    ordered = [raw[n] for n, _, _ in names]
+    rows = [
+        {
+            "dimension": n,
+            "unit": unit,
+            "higher_is_better": hib,
+            **f,
+            "threshold": _for(threshold, n),
+        }
+        for (n, unit, hib), f in zip(names, finish_rows(ordered, policy), strict=True)
+    ]
+    table = _table(
+        [("dimension", pa.string()), ("unit", pa.string()), ("higher_is_better", pa.bool_())],
+        rows,
+        policy,
+    )
+    return to_frame(con.from_arrow(table), frame)
+
+
+def group_summaries(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    *,
+    by: str = "subset",
+    policy: Policy = "unknown",
+    threshold: PerName = None,
+    bad_below: PerName = 0.5,
+    frame: FrameKind = "pandas",
+) -> Any:
+    """Dispatch ``by="subset"``, ``by="tag:<key>"`` or ``by="dimension"``.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> group_summaries(job.con, job.id, by="tag:subset")["value"].tolist()
+    ['code', 'math']
+    """
+    if by == "dimension":
+        return dimension_groups(
+            con,
+            job_id,
+            policy=policy,
+            threshold=threshold,
+            bad_below=bad_below,
+            frame=frame,
+        )
+    if by == "subset" or by.startswith("tag:"):
+        key = "subset" if by == "subset" else by.removeprefix("tag:")
+        if isinstance(threshold, Mapping) or isinstance(bad_below, Mapping) or bad_below is None:
+            raise ValueError("per-name threshold/bad_below mappings apply to by='dimension' only")
+        return tag_groups(
+            con,
+            job_id,
+            key=key,
+            policy=policy,
+            threshold=threshold,
+            bad_below=bad_below,
+            frame=frame,
+        )
+    raise ValueError(f"by must be 'subset', 'tag:<key>' or 'dimension', got {by!r}")
