@@ -90,8 +90,8 @@ def detect_format(source: Any) -> str:
     if not path.exists():
         raise LoadError(path, None, "no such file or folder")
     if path.is_dir():
-        if (path / "config.json").exists() and (path / "result.json").exists():
-            return "harbor"
+        if (path / "config.json").exists() or (path / "result.json").exists():
+            return "harbor"  # the Harbor loader names what is missing
         if any(path.glob("**/*.parquet")):
             return "table"
         raise LoadError(
@@ -102,8 +102,11 @@ def detect_format(source: Any) -> str:
     name = path.name.lower()
     if name.endswith((".parquet", ".csv", ".tsv")):
         return "table"
-    head = _sniff(path).lstrip()
-    if b'"schema_version"' in head[:512] and b"envloop.job-result" in head[:512]:
+    try:
+        head = _sniff(path).lstrip()
+    except (OSError, EOFError) as err:
+        raise LoadError(path, None, f"cannot be read ({err})") from None
+    if b'"schema_version"' in head and b"envloop.job-result" in head:
         return "envloop"
     if head.startswith(b"{") and (b'"simulations"' in head or b'"num_trials"' in head):
         return "tau2-bench"
@@ -133,7 +136,15 @@ def load_source(
         raise LoadError(source, None, f"unknown format {fmt!r}; one of {sorted(LOADERS)}")
     label = str(source) if isinstance(source, str | Path) else f"<{type(source).__name__}>"
     with staging(con):
-        LOADERS[fmt](con, source, job_id=job_id, lenient=lenient, **options)
+        try:
+            LOADERS[fmt](con, source, job_id=job_id, lenient=lenient, **options)
+        except duckdb.Error as err:  # never a bare traceback from deep inside a reader
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise LoadError(label, None, f"cannot be read as {fmt}: {first}") from err
+        except TypeError as err:
+            if "unexpected keyword argument" not in str(err):
+                raise
+            raise LoadError(label, "options", f"format {fmt!r} does not take {err}") from None
         staged_id = validate_stage(con, label)
         con.execute(
             f"UPDATE {stage_name('jobs')} SET loaded_at = ?",

@@ -352,7 +352,7 @@ def _explain_bad_line(path: Path, line_no: int) -> str:
                 try:
                     json.loads(line)
                 except json.JSONDecodeError as err:
-                    return f"not valid JSON ({err.msg} at column {err.colno}; truncated line?)"
+                    return f"not valid JSON ({err.msg}, column {err.colno}); truncated line?"
                 break
     return "not valid JSON"
 

@@ -1,0 +1,658 @@
+"""Any table of attempts: Parquet (file, glob, hive-partitioned folder), CSV/TSV, JSONL
+or a JSON array of records (optionally ``.gz``), or a pandas / polars / Arrow frame
+already in memory.
+
+Everything runs in DuckDB SQL: files are read by DuckDB directly (``read_parquet`` with
+``hive_partitioning``, ``read_csv``, ``read_json_objects``), frames are registered
+through Arrow; rows are validated, numbered and inserted with ``INSERT ... SELECT``.
+Ten million rows never become Python objects.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from .._errors import LoadError, LoadWarning
+from ._stage import stage_name
+
+__all__ = ["DEFAULT_MAPPING", "load_table"]
+
+STATUSES = ("pending", "running", "completed", "failed", "cancelled")
+
+#: Our column ← the source's column, by default (a missing optional column is fine).
+DEFAULT_MAPPING: dict[str, str] = {
+    "task": "task",
+    "attempt": "attempt",
+    "reward": "reward",
+    "status": "status",
+    "trial_id": "trial_id",
+    "input": "input",
+    "output": "output",
+    "reference": "reference",
+    "error": "error",
+    "error_type": "error_type",
+    "exit_code": "exit_code",
+    "turns": "turns",
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "cache_tokens": "cache_tokens",
+    "cost_usd": "cost_usd",
+    "started_at": "started_at",
+    "finished_at": "finished_at",
+    "duration_s": "duration_s",
+    "digest": "digest",
+}
+_INT_FIELDS = ("exit_code", "turns", "input_tokens", "output_tokens", "cache_tokens")
+_DOUBLE_FIELDS = ("cost_usd", "duration_s")
+_TEXT_FIELDS = ("trial_id", "output", "reference", "error", "error_type")
+_TIME_FIELDS = ("started_at", "finished_at")
+_DEFAULT_TAGS = ("subset", "difficulty")
+_INTERNAL = ("_enb_ord", "_enb_file", "file_row_number")
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@dataclass
+class _Source:
+    """A staged view ``_tb_src`` over the input with ``_enb_ord`` and ``_enb_place``."""
+
+    label: str
+    columns: list[str]
+    json: bool  # rows are JSON objects in column ``j`` (JSONL / JSON array)
+    types: dict[str, str] = field(default_factory=dict)
+    registered: list[str] = field(default_factory=list)
+
+    def raw(self, col: str) -> str:
+        """The column's value (JSON for JSON rows)."""
+        if self.json:
+            return f"(j->{_lit('$.' + _ident(col))})"
+        return _ident(col)
+
+    def text(self, col: str) -> str:
+        """The value as text (NULL stays NULL)."""
+        if self.json:
+            return f"(j->>{_lit('$.' + _ident(col))})"
+        return f"{_ident(col)}::VARCHAR"
+
+    def shown(self, col: str) -> str:
+        """The value as it reads in the source, for messages (``'high'``, ``"x"``)."""
+        if self.json:
+            return f"coalesce({self.raw(col)}::VARCHAR, 'nothing')"
+        return f"coalesce('''' || {_ident(col)}::VARCHAR || '''', 'nothing')"
+
+    def number_ok(self, col: str) -> str:
+        """SQL true when the value is NULL or a number."""
+        if self.json:
+            return f"coalesce(json_type(j, {_lit('$.' + _ident(col))}), 'NULL') IN ('NULL', 'BIGINT', 'UBIGINT', 'DOUBLE')"
+        return f"({_ident(col)} IS NULL OR TRY_CAST({_ident(col)} AS DOUBLE) IS NOT NULL)"
+
+    def number(self, col: str) -> str:
+        if self.json:
+            return f"TRY_CAST({self.raw(col)} AS DOUBLE)"
+        return f"TRY_CAST({_ident(col)} AS DOUBLE)"
+
+    def time(self, col: str) -> str:
+        if self.json or self.types.get(col, "").startswith(("VARCHAR", "JSON")):
+            return f"TRY_CAST({self.text(col)} AS TIMESTAMPTZ)"
+        return f"TRY_CAST({_ident(col)} AS TIMESTAMPTZ)"
+
+
+def _open_frame(con: duckdb.DuckDBPyConnection, source: Any) -> _Source:
+    import numpy as np
+    import pyarrow as pa
+
+    module = type(source).__module__.split(".")[0]
+    if module == "pandas":
+        table = pa.Table.from_pandas(source, preserve_index=False)
+    elif module == "polars":
+        table = source.to_arrow()
+    elif isinstance(source, pa.Table):
+        table = source
+    elif isinstance(source, pa.RecordBatch):
+        table = pa.Table.from_batches([source])
+    elif hasattr(source, "__arrow_c_stream__"):
+        table = pa.table(source)
+    else:
+        raise LoadError(
+            f"<{type(source).__name__}>",
+            None,
+            "expected a file path, a pandas/polars DataFrame or an Arrow table",
+        )
+    label = f"<{type(source).__module__.split('.')[0]} {type(source).__name__}>"
+    if "_enb_ord" in table.column_names:
+        raise LoadError(label, None, "column name _enb_ord is reserved")
+    table = table.append_column("_enb_ord", pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    con.register("_tb_frame", table)
+    con.execute(
+        """CREATE OR REPLACE TEMP VIEW _tb_src AS
+           SELECT *, 'row ' || _enb_ord AS _enb_place FROM _tb_frame"""
+    )
+    src = _Source(label, [], json=False)
+    src.registered.append("_tb_frame")
+    _describe(con, src)
+    return src
+
+
+def _describe(con: duckdb.DuckDBPyConnection, src: _Source) -> None:
+    rows = con.execute("DESCRIBE SELECT * FROM _tb_src").fetchall()
+    src.types = {str(r[0]): str(r[1]) for r in rows}
+    src.columns = [c for c in src.types if c not in (*_INTERNAL, "_enb_place")]
+
+
+def _open_path(con: duckdb.DuckDBPyConnection, source: str | Path) -> _Source:
+    text = str(source)
+    is_glob = any(ch in text for ch in "*?[")
+    path = Path(text)
+    name = path.name.lower()
+    if is_glob or path.is_dir() or name.endswith(".parquet"):
+        pattern = text
+        if not is_glob and path.is_dir():
+            pattern = str(path / "**" / "*.parquet")
+        files = [
+            r[0]
+            for r in con.execute("SELECT file FROM glob(?) ORDER BY file", [pattern]).fetchall()
+        ]
+        if not files:
+            raise LoadError(source, None, f"no Parquet file matches {pattern}")
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _tb_files AS "
+            "SELECT unnest($files) AS _enb_file, generate_subscripts($files, 1) AS _enb_idx",
+            {"files": files},
+        )
+        con.execute(
+            f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
+                SELECT p.* EXCLUDE (_enb_file, file_row_number),
+                       (f._enb_idx::BIGINT << 40) + p.file_row_number AS _enb_ord,
+                       p._enb_file || ' row ' || (p.file_row_number + 1) AS _enb_place
+                FROM read_parquet({_lit(pattern)}, hive_partitioning = true,
+                                  union_by_name = true, filename = '_enb_file',
+                                  file_row_number = true) p
+                JOIN _tb_files f USING (_enb_file)"""
+        )
+        src = _Source(text, [], json=False)
+        _describe(con, src)
+        return src
+    if not path.is_file():
+        raise LoadError(path, None, "no such file")
+    if name.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")):
+        delim = "\t" if ".tsv" in name else ","
+        con.execute(
+            f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
+                SELECT * EXCLUDE (ordinality), ordinality AS _enb_ord,
+                       'line ' || (ordinality + 1) AS _enb_place
+                FROM read_csv({_lit(str(path))}, header = true, delim = {_lit(delim)})
+                     WITH ORDINALITY"""
+        )
+        src = _Source(str(path), [], json=False)
+        _describe(con, src)
+        return src
+    # JSON lines (or a JSON array of records): one JSON object per row.
+    fmt = "newline_delimited"
+    with _open_bytes(path) as f:
+        head = f.read(64).lstrip()
+    if head.startswith(b"["):
+        fmt = "array"
+    place = (
+        "'line ' || ordinality" if fmt == "newline_delimited" else "'[' || (ordinality - 1) || ']'"
+    )
+    errors = ", ignore_errors = true" if fmt == "newline_delimited" else ""
+    con.execute(
+        f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
+            SELECT json AS j, ordinality AS _enb_ord, {place} AS _enb_place
+            FROM read_json_objects({_lit(str(path))}, format = {_lit(fmt)}{errors})
+                 WITH ORDINALITY"""
+    )
+    keys = con.execute(
+        """SELECT k, min(_enb_ord) AS first
+           FROM (SELECT unnest(json_keys(j)) AS k, _enb_ord FROM _tb_src
+                 WHERE json_type(j) = 'OBJECT')
+           GROUP BY k ORDER BY first"""
+    ).fetchall()
+    return _Source(str(path), [str(r[0]) for r in keys], json=True)
+
+
+def _open_bytes(path: Path) -> Any:
+    import gzip
+
+    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb")
+
+
+def _resolve_mapping(
+    src: _Source, mapping: Mapping[str, Any] | None
+) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """Our field → source column (present ones only), tag key → column, dimension → column."""
+    user = dict(mapping or {})
+    tags_opt = user.pop("tags", None)
+    dims_opt = user.pop("dimensions", None)
+    unknown = sorted(set(user) - set(DEFAULT_MAPPING))
+    if unknown:
+        raise LoadError(
+            src.label,
+            "mapping",
+            f"unknown field(s) {unknown}; map any of {sorted(DEFAULT_MAPPING)}, 'tags', 'dimensions'",
+        )
+    present = set(src.columns)
+    fields: dict[str, str] = {}
+    for ours, default in DEFAULT_MAPPING.items():
+        theirs = user.get(ours, default)
+        if theirs is None:
+            continue
+        if theirs in present:
+            fields[ours] = theirs
+        elif ours in user or ours in ("task", "reward"):
+            raise LoadError(
+                src.label,
+                f"column {theirs!r}",
+                f"missing: the {ours} column was mapped to {theirs!r}; "
+                f"the source has {sorted(present)}",
+            )
+    tags = _named_columns(src, tags_opt, "tags", list(_DEFAULT_TAGS), "tag_")
+    dims = _named_columns(src, dims_opt, "dimensions", [], "dim_")
+    return fields, tags, dims
+
+
+def _named_columns(
+    src: _Source, option: Any, what: str, defaults: list[str], prefix: str
+) -> dict[str, str]:
+    present = set(src.columns)
+    if option is None:
+        out = {c: c for c in defaults if c in present}
+        out.update(
+            {
+                c[len(prefix) :]: c
+                for c in src.columns
+                if c.startswith(prefix) and len(c) > len(prefix)
+            }
+        )
+        return out
+    pairs = dict(option) if isinstance(option, Mapping) else {c: c for c in option}
+    for key, col in pairs.items():
+        if col not in present:
+            raise LoadError(src.label, f"column {col!r}", f"missing: {what} {key!r} maps to it")
+    return {str(k): str(v) for k, v in pairs.items()}
+
+
+def _typed_view(
+    con: duckdb.DuckDBPyConnection,
+    src: _Source,
+    fields: dict[str, str],
+    tags: dict[str, str],
+    dims: dict[str, str],
+    k: int | None,
+) -> None:
+    """View ``_tb_v``: one typed row per source row plus ``_problem`` (NULL when usable)."""
+    sel: list[str] = ["_enb_ord", "_enb_place"]
+    checks: list[str] = []
+    if src.json:
+        checks.append("WHEN j IS NULL THEN 'not valid JSON'")
+        checks.append(
+            "WHEN json_type(j) <> 'OBJECT' THEN 'expected a JSON object, got ' || json_type(j)"
+        )
+
+    def text_expr(ours: str) -> str:
+        return src.text(fields[ours]) if ours in fields else "NULL::VARCHAR"
+
+    sel.append(f"{text_expr('task')} AS task")
+    checks.append(f"WHEN {text_expr('task')} IS NULL THEN 'task is missing ({fields['task']!s})'")
+    if "attempt" in fields:
+        col = fields["attempt"]
+        num = src.number(col)
+        sel.append(f"TRY_CAST({num} AS BIGINT) AS attempt_given")
+        checks.append(
+            f"WHEN {num} IS NULL OR NOT ({src.number_ok(col)}) OR {num} <> floor({num}) "
+            f"THEN 'attempt must be an integer, got ' || {src.shown(col)}"
+        )
+        checks.append(
+            f"WHEN {num} < 1 THEN 'attempt ' || {src.text(col)} || ' is out of range: attempts are numbered from 1'"
+        )
+        if k is not None:
+            checks.append(
+                f"WHEN {num} > {int(k)} THEN 'attempt ' || {src.text(col)} "
+                f"|| ' is out of range: the job requested 1..{int(k)} per task'"
+            )
+    else:
+        sel.append("NULL::BIGINT AS attempt_given")
+    rcol = fields["reward"]
+    rnum = src.number(rcol)
+    sel.append(f"CASE WHEN isnan({rnum}) THEN NULL ELSE {rnum} END AS reward")
+    checks.append(
+        f"WHEN NOT ({src.number_ok(rcol)}) THEN 'reward must be a number or empty, got ' "
+        f"|| {src.shown(rcol)}"
+    )
+    checks.append(f"WHEN isinf({rnum}) THEN 'reward must be finite, got ' || {src.text(rcol)}")
+    if "status" in fields:
+        st = src.text(fields["status"])
+        sel.append(f"coalesce({st}, 'completed') AS status")
+        checks.append(
+            f"WHEN {st} IS NOT NULL AND {st} NOT IN {STATUSES!r} "
+            f"THEN 'status must be one of {', '.join(STATUSES)}, got ' || {st}"
+        )
+    else:
+        sel.append("'completed' AS status")
+    for ours in _INT_FIELDS:
+        if ours in fields:
+            col = fields[ours]
+            num = src.number(col)
+            sel.append(f"TRY_CAST({num} AS BIGINT) AS {ours}")
+            checks.append(
+                f"WHEN NOT ({src.number_ok(col)}) OR {num} <> floor({num}) "
+                f"THEN '{ours} must be an integer, got ' || {src.shown(col)}"
+            )
+        else:
+            sel.append(f"NULL::BIGINT AS {ours}")
+    for ours in _DOUBLE_FIELDS:
+        if ours in fields:
+            col = fields[ours]
+            sel.append(f"{src.number(col)} AS {ours}")
+            checks.append(
+                f"WHEN NOT ({src.number_ok(col)}) THEN '{ours} must be a number, got ' || {src.shown(col)}"
+            )
+        else:
+            sel.append(f"NULL::DOUBLE AS {ours}")
+    for ours in _TIME_FIELDS:
+        if ours in fields:
+            col = fields[ours]
+            sel.append(f"{src.time(col)} AS {ours}")
+            checks.append(
+                f"WHEN {src.text(col)} IS NOT NULL AND {src.time(col)} IS NULL "
+                f"THEN '{ours} is not an RFC 3339 time: ' || {src.shown(col)}"
+            )
+        else:
+            sel.append(f"NULL::TIMESTAMPTZ AS {ours}")
+    for ours in (*_TEXT_FIELDS, "digest"):
+        sel.append(f"{text_expr(ours)} AS {ours}")
+    if "input" in fields:
+        col = fields["input"]
+        if src.json:
+            jt = f"json_type(j, {_lit('$.' + _ident(col))})"
+            sel.append(
+                f"CASE {jt} WHEN 'VARCHAR' THEN {src.text(col)} WHEN 'NULL' THEN NULL "
+                f"ELSE {src.raw(col)}::VARCHAR END AS input"
+            )
+            sel.append(f"coalesce({jt} = 'ARRAY', false) AS input_is_chat")
+        elif src.types.get(col, "VARCHAR") == "VARCHAR":
+            c = _ident(col)
+            sel.append(f"{c} AS input")
+            sel.append(
+                f"coalesce(starts_with(ltrim({c}), '[') AND json_valid({c}) "
+                f"AND json_type(TRY_CAST({c} AS JSON)) = 'ARRAY', false) AS input_is_chat"
+            )
+        else:
+            c = _ident(col)
+            sel.append(f"to_json({c})::VARCHAR AS input")
+            sel.append(f"({c} IS NOT NULL) AS input_is_chat")
+    else:
+        sel.append("NULL::VARCHAR AS input")
+        sel.append("NULL::BOOLEAN AS input_is_chat")
+    for i, (_key, col) in enumerate(tags.items()):
+        sel.append(f"{src.text(col)} AS _tag{i}")
+    for i, (name, col) in enumerate(dims.items()):
+        sel.append(
+            f"CASE WHEN isnan({src.number(col)}) THEN NULL ELSE {src.number(col)} END AS _dim{i}"
+        )
+        checks.append(
+            f"WHEN NOT ({src.number_ok(col)}) THEN 'dimension {name} must be a number, got ' || {src.shown(col)}"
+        )
+    used = set(fields.values()) | set(tags.values()) | set(dims.values())
+    rest = [c for c in src.columns if c not in used]
+    if rest:
+        pairs = ", ".join(f"{_lit(c)}, {src.raw(c)}" for c in rest)
+        sel.append(f"json_object({pairs}) AS extra")
+    else:
+        sel.append("NULL::JSON AS extra")
+    problem = "CASE " + " ".join(checks) + " ELSE NULL END"
+    con.execute(
+        f"""CREATE OR REPLACE TEMP VIEW _tb_v AS
+            SELECT {", ".join(sel)}, {problem} AS _problem FROM _tb_src"""
+    )
+
+
+def load_table(
+    con: duckdb.DuckDBPyConnection,
+    source: Any,
+    *,
+    job_id: str | None = None,
+    lenient: bool = False,
+    mapping: Mapping[str, Any] | None = None,
+    k: int | None = None,
+    dataset: str | None = None,
+    dataset_version: str | None = None,
+    dataset_revision: str | None = None,
+    model: str | None = None,
+    runner: str | None = None,
+) -> None:
+    """Stage a table of attempts, one row per attempt.
+
+    Parameters
+    ----------
+    source
+        A Parquet file, glob (``runs/*.parquet``) or hive-partitioned folder; a CSV/TSV
+        file; a JSONL file or JSON array of records (``.gz`` too); or a pandas, polars or
+        Arrow frame in memory.
+    mapping
+        Our column → the source's column. Defaults: each field under its own name
+        (``task``, ``attempt``, ``reward``, ``status``, ``trial_id``, ``input``, ``output``,
+        ``reference``, ``error``, ``error_type``, ``exit_code``, ``turns``,
+        ``input_tokens``, ``output_tokens``, ``cache_tokens``, ``cost_usd``,
+        ``started_at``, ``finished_at``, ``duration_s``, ``digest``). ``task`` and
+        ``reward`` must exist; a field mapped explicitly must exist; map a field to
+        ``None`` to ignore a column. ``"tags"``: a list of columns (or ``{tag: column}``)
+        that become task tags (default: ``subset``, ``difficulty`` and ``tag_*``
+        columns); ``"dimensions"``: columns that become score dimensions (default:
+        ``dim_*`` columns). Other columns are kept in the attempt's ``extra`` JSON.
+    k
+        Attempts requested per task; default the highest attempt found.
+    job_id
+        Default ``"table:<file stem>"``; required for an in-memory frame.
+
+    Rules: an empty reward (or NaN) is no reward, never 0. Without a status column every
+    row is ``completed`` (an empty status too). Without an attempt column, a task's rows
+    are its attempts 1, 2, ... in the order they appear (file order; for Parquet, files
+    in name order, then row order). The requested tasks are the distinct task values, in
+    order of first appearance. Two rows for the same (task, attempt) are an error.
+    ``lenient=True`` skips unusable rows (bad JSON line, non-numeric reward, ...) and
+    warns with :class:`~envloop_nb.LoadWarning` how many.
+    """
+    if isinstance(source, str | Path):
+        src = _open_path(con, source)
+        stem = Path(str(source).rstrip("/")).name
+        for suffix in (".gz", ".parquet", ".csv", ".tsv", ".jsonl", ".ndjson", ".json"):
+            stem = stem.removesuffix(suffix)
+        jid = job_id or f"table:{stem}"
+    else:
+        src = _open_frame(con, source)
+        if not job_id:
+            con.unregister("_tb_frame")
+            raise LoadError(src.label, None, "pass job_id=... to load an in-memory frame")
+        jid = job_id
+    if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
+        raise LoadError(src.label, "k", f"expected an integer >= 1, got {k!r}")
+    try:
+        _load(
+            con,
+            src,
+            jid,
+            lenient,
+            mapping,
+            k,
+            dataset,
+            dataset_version,
+            dataset_revision,
+            model,
+            runner,
+            source,
+        )
+    finally:
+        for name in src.registered:
+            con.unregister(name)
+        con.execute("DROP VIEW IF EXISTS _tb_n")
+        con.execute("DROP VIEW IF EXISTS _tb_v")
+        con.execute("DROP VIEW IF EXISTS _tb_src")
+        con.execute("DROP TABLE IF EXISTS _tb_files")
+
+
+def _load(
+    con: duckdb.DuckDBPyConnection,
+    src: _Source,
+    jid: str,
+    lenient: bool,
+    mapping: Mapping[str, Any] | None,
+    k: int | None,
+    dataset: str | None,
+    dataset_version: str | None,
+    dataset_revision: str | None,
+    model: str | None,
+    runner: str | None,
+    source: Any,
+) -> None:
+    fields, tags, dims = _resolve_mapping(src, mapping)
+    _typed_view(con, src, fields, tags, dims, k)
+    bad = con.execute(
+        "SELECT count(*), arg_min(_enb_place, _enb_ord), arg_min(_problem, _enb_ord) "
+        "FROM _tb_v WHERE _problem IS NOT NULL"
+    ).fetchone()
+    assert bad is not None
+    n_bad = int(bad[0])
+    where = ""
+    if n_bad:
+        place, problem = str(bad[1]), str(bad[2])
+        if problem == "not valid JSON" and place.startswith("line "):
+            problem = _explain_bad_line(Path(src.label), int(place.removeprefix("line ")))
+        if not lenient:
+            more = f" ({n_bad - 1} more unusable rows)" if n_bad > 1 else ""
+            raise LoadError(src.label, place, problem + more)
+        warnings.warn(
+            f"{src.label}: skipped {n_bad} unusable row(s); first at {place}: {problem}",
+            LoadWarning,
+            stacklevel=5,
+        )
+        where = "WHERE _problem IS NULL"
+    attempt = (
+        "attempt_given::INTEGER"
+        if "attempt" in fields
+        else "row_number() OVER (PARTITION BY task ORDER BY _enb_ord)::INTEGER"
+    )
+    con.execute(
+        f"CREATE OR REPLACE TEMP VIEW _tb_n AS SELECT *, {attempt} AS attempt FROM _tb_v {where}"
+    )
+    con.execute(
+        f"""INSERT INTO {stage_name("attempts")} BY NAME
+            SELECT $jid AS job_id, task, attempt, trial_id, status,
+                   exit_code::INTEGER AS exit_code, error, error_type, reward,
+                   input_tokens, output_tokens, cache_tokens, turns::INTEGER AS turns,
+                   cost_usd, started_at, finished_at,
+                   coalesce(duration_s, epoch(finished_at) - epoch(started_at)) AS duration_s,
+                   input, input_is_chat, output, reference, extra,
+                   1 AS n_trials, _enb_place AS source_place
+            FROM _tb_n ORDER BY _enb_ord""",
+        {"jid": jid},
+    )
+    if dims:
+        structs = ", ".join(
+            f"{{'name': {_lit(name)}, 'value': _dim{i}}}" for i, name in enumerate(dims)
+        )
+        con.execute(
+            f"""INSERT INTO {stage_name("dimensions")} BY NAME
+                SELECT $jid AS job_id, task, attempt, d.name, d.value
+                FROM (SELECT task, attempt, unnest([{structs}]) AS d FROM _tb_n)""",
+            {"jid": jid},
+        )
+        con.execute(
+            f"""INSERT INTO {stage_name("dimension_meta")} BY NAME
+                SELECT $jid AS job_id, unnest($names) AS name""",
+            {"jid": jid, "names": list(dims)},
+        )
+    tag_cols = "".join(
+        f", any_value(_tag{i}) FILTER (WHERE _tag{i} IS NOT NULL) AS _tag{i}"
+        for i in range(len(tags))
+    )
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE _tb_tasks AS
+            SELECT task, min(_enb_ord) AS first, any_value(digest) FILTER (WHERE digest IS NOT NULL) AS digest
+                   {tag_cols}
+            FROM _tb_v {where} GROUP BY task"""
+    )
+    try:
+        for i, key in enumerate(tags):
+            con.execute(
+                f"""INSERT INTO {stage_name("task_tags")} BY NAME
+                    SELECT $jid AS job_id, task, {_lit(key)} AS key, _tag{i} AS value
+                    FROM _tb_tasks WHERE _tag{i} IS NOT NULL""",
+                {"jid": jid},
+            )
+        con.execute(
+            f"""INSERT INTO {stage_name("tasks")} BY NAME
+                SELECT $jid AS job_id, t.task,
+                       (row_number() OVER (ORDER BY t.first) - 1)::INTEGER AS position,
+                       t.digest,
+                       coalesce((SELECT json_group_object(g.key, g.value)
+                                 FROM {stage_name("task_tags")} g WHERE g.task = t.task),
+                                '{{}}')::JSON AS tags
+                FROM _tb_tasks t ORDER BY t.first""",
+            {"jid": jid},
+        )
+    finally:
+        con.execute("DROP TABLE IF EXISTS _tb_tasks")
+    stats = con.execute(
+        f"""SELECT max(attempt), count(*) FILTER (WHERE status IN ('pending', 'running')),
+                   min(started_at), max(finished_at)
+            FROM {stage_name("attempts")}"""
+    ).fetchone()
+    assert stats is not None
+    job_k = k if k is not None else int(stats[0] or 1)
+    con.execute(
+        f"""INSERT INTO {stage_name("jobs")} BY NAME
+            SELECT $jid AS job_id, 'table' AS source_format, $path AS source_path,
+                   $status AS status, $created::TIMESTAMPTZ AS created_at,
+                   $finished::TIMESTAMPTZ AS finished_at, $dataset AS dataset_name,
+                   $version AS dataset_version, $revision AS dataset_revision,
+                   $runner AS runner, $model AS model, $k AS attempts,
+                   $extra::JSON AS extra, now() AS loaded_at""",
+        {
+            "jid": jid,
+            "path": str(source) if isinstance(source, str | Path) else None,
+            "status": "running" if stats[1] else "completed",
+            "created": stats[2],
+            "finished": None if stats[1] else stats[3],
+            "dataset": dataset,
+            "version": dataset_version,
+            "revision": dataset_revision,
+            "runner": runner,
+            "model": model,
+            "k": job_k,
+            "extra": json.dumps(
+                {"mapping": fields, "tags": tags, "dimensions": dims, "skipped_rows": n_bad}
+            ),
+        },
+    )
+
+
+def _explain_bad_line(path: Path, line_no: int) -> str:
+    try:
+        with _open_bytes(path) as f:
+            for i, line in enumerate(f, start=1):
+                if i == line_no:
+                    try:
+                        json.loads(line)
+                    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                        msg = getattr(err, "msg", str(err))
+                        col = getattr(err, "colno", None)
+                        at = f", column {col}" if col else ""
+                        return f"not valid JSON ({msg}{at}); truncated line?"
+                    break
+    except OSError:
+        pass
+    return "not valid JSON"
