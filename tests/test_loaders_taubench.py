@@ -1,0 +1,123 @@
+"""τ-bench (real data) and τ²-bench (a fixture from the documented fields)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import envloop_nb as enb
+from envloop_nb._loaders import detect_format
+from tests.conftest import ROOT, TAU_BENCH
+from tests.test_loaders_envloop import assert_frames_agree
+
+TAU2 = ROOT / "tests" / "data" / "tau2" / "results.json"
+
+
+def test_tau_bench_is_50_tasks_by_4_attempts(ws: enb.Workspace) -> None:
+    assert detect_format(TAU_BENCH) == "tau-bench"
+    job = ws.load(TAU_BENCH)
+    assert job.id == "tau-bench:gpt-4o-airline"
+    assert job.k == 4
+    assert len(job.tasks()) == 50
+    a = job.attempts()
+    assert len(a) == 200
+    assert a.groupby("task")["attempt"].apply(sorted).map(tuple).unique().tolist() == [(1, 2, 3, 4)]
+    assert job.tasks()["task"].tolist()[:3] == ["0", "1", "2"]
+    info = job.info
+    assert info["source_format"] == "tau-bench"
+    assert info["model"] is None  # not in the file
+
+
+def test_tau_bench_published_pass_hat_k(ws: enb.Workspace) -> None:
+    """τ-bench's README for this run: pass^1..4 = 0.420, 0.273, 0.220, 0.200."""
+    job = ws.load(TAU_BENCH)
+    curve = job.curve(policy="failure")
+    assert [round(v, 3) for v in curve["pass^k"]] == [0.420, 0.273, 0.220, 0.200]
+    samples = job.samples(ks=[1, 2, 3, 4], policy="failure")
+    means = [round(float(samples[f"pass^{k}"].mean()), 3) for k in (1, 2, 3, 4)]
+    assert means == [0.420, 0.273, 0.220, 0.200]
+    # every trial is scored, so the platform's "unknown" policy agrees here
+    assert job.summary().pass_hat_k == pytest.approx(0.2)
+
+
+def test_tau_bench_attempt_fields(ws: enb.Workspace) -> None:
+    job = ws.load(TAU_BENCH)
+    rows = json.loads(TAU_BENCH.read_text())
+    first = job.attempts().iloc[0]
+    assert (first["task"], first["attempt"]) == ("0", 1)
+    assert first["input_is_chat"]
+    traj = json.loads(first["input"])
+    assert traj == rows[0]["traj"]
+    last_assistant = [m for m in rows[0]["traj"] if m["role"] == "assistant" and m.get("content")]
+    assert first["output"] == last_assistant[-1]["content"]
+    extra = json.loads(first["extra"])
+    assert extra["task"]["instruction"] == rows[0]["info"]["task"]["instruction"]
+    assert first["status"] == "completed"
+    assert first["source_place"] == "[0] (task_id 0, trial 0)"
+
+
+def test_tau_bench_near_one_is_a_pass_and_errors_kept(ws: enb.Workspace, tmp_path: Path) -> None:
+    rows = json.loads(TAU_BENCH.read_text())[:8]  # tasks 0-7, trial 0
+    rows[0]["reward"] = 1 - 5e-7
+    rows[1]["reward"] = 1 - 5e-6  # not within 1e-6: kept as is, not a pass
+    rows[2]["reward"] = 0.0
+    rows[2]["info"]["error"] = "litellm.RateLimitError"
+    path = tmp_path / "mini.json"
+    path.write_text(json.dumps(rows))
+    job = ws.load(path)
+    a = job.attempts().set_index("task")
+    assert a.loc["0", "reward"] == 1.0
+    assert json.loads(a.loc["0", "extra"])["raw_reward"] == pytest.approx(1 - 5e-7)
+    assert a.loc["1", "reward"] == pytest.approx(1 - 5e-6)
+    assert a.loc["2", "status"] == "failed" and a.loc["2", "reward"] == 0.0
+    assert a.loc["2", "error"] == "litellm.RateLimitError"
+    assert job.k == 1
+    assert job.summary(threshold=None).binary is False  # 1 - 5e-6 is not binary
+
+
+def test_tau_bench_options(ws: enb.Workspace) -> None:
+    job = ws.load(TAU_BENCH, job_id="t", model="gpt-4o", k=5, dataset_version="airline")
+    assert (job.id, job.k, job.info["model"], job.info["dataset_version"]) == (
+        "t",
+        5,
+        "gpt-4o",
+        "airline",
+    )
+    assert job.summary().missing == 50
+
+
+def test_tau2_bench_fixture(ws: enb.Workspace) -> None:
+    assert detect_format(TAU2) == "tau2-bench"
+    job = ws.load(TAU2)
+    assert job.id == "tau2-bench:tau2"
+    info = job.info
+    assert info["model"] == "gpt-4.1-mini"
+    assert info["dataset_name"] == "tau2-bench/airline"
+    assert info["created_at"].isoformat() == "2026-03-05T10:00:00+00:00"
+    assert job.k == 2
+    assert job.tasks()["task"].tolist() == ["0", "1", "2", "3"]  # task 3 never ran
+    a = job.attempts().set_index("trial_id")
+    assert len(a) == 6
+    infra = a.loc["s-1-1"]
+    assert infra["reward"] != infra["reward"]  # NULL: left out, not a failure
+    assert (infra["status"], infra["error_type"]) == ("failed", "infrastructure_error")
+    assert a.loc["s-0-1", "reward"] == 1.0  # 0.9999999 is a success
+    assert a.loc["s-1-0", "duration_s"] == 120.25
+    assert a.loc["s-1-0", "cost_usd"] == pytest.approx(0.054)
+    assert json.loads(a.loc["s-1-0", "extra"])["termination_reason"] == "max_steps"
+    assert a.loc["s-2-0", "output"] == "One bag added to ZFA04Y."
+    s = job.summary()
+    # τ²'s own average leaves the infrastructure error out: 3 of 5 scored
+    assert (s.scored, s.invalid, s.missing, s.total) == (5, 1, 3, 8)
+    assert s.score == pytest.approx(3 / 5)
+    assert job.summary(policy="failure").score == pytest.approx(3 / 8)
+    dims = job.dimensions()
+    assert set(dims["name"]) == {"DB", "COMMUNICATE"}
+    assert len(dims) == 10  # the infrastructure error's empty breakdown adds nothing
+
+
+def test_pandas_and_polars_attempts_agree(ws: enb.Workspace) -> None:
+    assert_frames_agree(ws.load(TAU_BENCH))
+    assert_frames_agree(ws.load(TAU2))
