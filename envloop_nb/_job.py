@@ -213,6 +213,39 @@ class Job:
         )
         return ivs if frame is None else intervals_frame(ivs, frame)
 
+    # -- buckets and held-out checks (see _buckets.py, _heldout.py) ---------------
+    def buckets(
+        self,
+        rules: Any,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        *,
+        allow_partial: bool = False,
+        frame: FrameKind = "pandas",
+    ) -> Any:
+        """Apply hard-case bucket rules (see :class:`envloop_nb.BucketRules`).
+
+        Refuses a pending or running job unless ``allow_partial=True`` (the result is
+        then marked partial). Returns a :class:`envloop_nb.BucketResult`.
+        """
+        from ._buckets import job_buckets
+
+        return job_buckets(
+            self, rules, policy=policy, threshold=threshold, allow_partial=allow_partial, frame=frame
+        )
+
+    def heldout_check(self, *, warn: bool = True) -> Any:
+        """Overlap of this job's inputs with training datasets (see :func:`envloop_nb.check_heldout`)."""
+        from ._heldout import check_heldout
+
+        return check_heldout(self.workspace, self, warn=warn)
+
+    def fill_references(self, dataset: Any) -> Any:
+        """Fill missing reference answers from a dataset by stripped-exact input match."""
+        from ._heldout import fill_references
+
+        return fill_references(self, dataset)
+
     # -- views and exports (each lives in its own module) ------------------------
     def panel(self, **options: Any) -> Any:
         """The interactive panel of this job (overview, cases, buckets & export)."""

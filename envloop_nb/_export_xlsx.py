@@ -1,0 +1,722 @@
+"""An XLSX workbook for reviewers: Summary, Tasks and Attempts sheets (openpyxl).
+
+The workbook is written in openpyxl's write-only (streaming) mode and attempts are
+streamed from DuckDB in Arrow record batches, so memory stays flat in the number of
+rows. Everything that came from a model, a user or a file is written as a text cell
+(``data_type "s"`` plus Excel's quote prefix when it starts with ``= + - @``), never as
+a formula. Excel's limits are handled, not hit: a sheet that would pass 1,048,576 rows
+continues on ``"Attempts (2)"``, ``"Attempts (3)"``...; a cell over 32,767 characters is
+cut with a visible ``"… [truncated N chars]"`` marker; XML-illegal control characters
+are shown as ``\\x07``-style escapes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._buckets import BucketResult, BucketRules, _ident, _sql_str, job_buckets, parse_names
+
+if TYPE_CHECKING:
+    from ._job import Job
+    from ._types import Policy
+
+__all__ = ["MAX_CELL_CHARS", "MAX_ROWS", "ExportResult", "export_xlsx"]
+
+#: Excel's hard limit of rows per sheet (the header row included).
+MAX_ROWS = 1_048_576
+#: Excel's hard limit of characters per cell.
+MAX_CELL_CHARS = 32_767
+#: Attempts fetched from DuckDB per Arrow batch.
+BATCH_ROWS = 2_048
+
+_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PCT = "0.0%"
+_NUM = "0.###"
+_EXCLUDED = "(excluded)"
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What :func:`export_xlsx` wrote.
+
+    ``rows_per_sheet`` counts data rows (header excluded) per sheet, in sheet order;
+    ``truncated_cells`` counts cells cut at Excel's 32,767-character limit;
+    ``escaped_cells`` counts cells whose XML-illegal control characters were escaped.
+    """
+
+    path: Path
+    rows_per_sheet: dict[str, int]
+    truncated_cells: int
+    escaped_cells: int
+    partial: bool
+    buckets: tuple[str, ...] | None
+    rules: BucketRules | None = field(default=None, repr=False)
+
+    def __str__(self) -> str:
+        sheets = ", ".join(f"{k} {v:,}" for k, v in self.rows_per_sheet.items())
+        extra = ""
+        if self.truncated_cells:
+            extra += f" · {self.truncated_cells:,} cells truncated"
+        if self.partial:
+            extra += " · PARTIAL (job unfinished)"
+        return f"wrote {self.path.name}: {sheets} rows{extra}"
+
+
+class _Cells:
+    """Makes write-only cells: text always as text, numbers with their formats."""
+
+    def __init__(self) -> None:
+        from openpyxl.styles import Alignment, Font
+
+        self.truncated = 0
+        self.escaped = 0
+        self.wrap = Alignment(wrap_text=True, vertical="top")
+        self.top = Alignment(vertical="top")
+        self.bold = Font(bold=True)
+
+    def text(self, ws: Any, value: str, wrap: bool = False) -> Any:
+        from openpyxl.cell import WriteOnlyCell
+
+        if _ILLEGAL.search(value):
+            value = _ILLEGAL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
+            self.escaped += 1
+        if len(value) > MAX_CELL_CHARS:
+            value = truncate_text(value)
+            self.truncated += 1
+        cell = WriteOnlyCell(ws, value=value)
+        cell.data_type = "s"  # never a formula, whatever the first character
+        if value.startswith(_FORMULA_START):
+            cell.quotePrefix = True  # stays text even when a reviewer edits the cell
+        cell.alignment = self.wrap if wrap else self.top
+        return cell
+
+    def value(self, ws: Any, value: Any, fmt: str | None = None, wrap: bool = False) -> Any:
+        from openpyxl.cell import WriteOnlyCell
+
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return self.text(ws, value, wrap)
+        if isinstance(value, bool):
+            cell = WriteOnlyCell(ws, value=value)
+        elif isinstance(value, int | float):
+            if isinstance(value, float) and not math.isfinite(value):
+                return None if math.isnan(value) else self.text(ws, str(value))
+            cell = WriteOnlyCell(ws, value=value)
+            if fmt:
+                cell.number_format = fmt
+        elif isinstance(value, dt.datetime):
+            cell = WriteOnlyCell(ws, value=value.astimezone(dt.UTC).replace(tzinfo=None))
+            cell.number_format = "yyyy-mm-dd hh:mm:ss"
+        else:
+            return self.text(ws, str(value), wrap)
+        cell.alignment = self.top
+        return cell
+
+    def header(self, ws: Any, value: str) -> Any:
+        cell = self.text(ws, value)
+        cell.font = self.bold
+        return cell
+
+
+def truncate_text(value: str, limit: int | None = None) -> str:
+    """Cut ``value`` to ``limit`` characters with a visible marker saying how much went.
+
+    Examples
+    --------
+    >>> truncate_text("x" * 50, limit=30)
+    'xxxxxxxx… [truncated 42 chars]'
+    """
+    limit = MAX_CELL_CHARS if limit is None else limit
+    if len(value) <= limit:
+        return value
+    keep = limit
+    while True:
+        marker = f"… [truncated {len(value) - keep} chars]"
+        if keep + len(marker) <= limit:
+            return value[:keep] + marker
+        keep = limit - len(marker)
+
+
+@dataclass
+class _Column:
+    name: str
+    width: float
+    fmt: str | None = None
+    wrap: bool = False
+
+
+class _Sheet:
+    """A logical sheet that continues on "Title (2)"... past Excel's row limit."""
+
+    def __init__(self, wb: Any, title: str, columns: list[_Column], cells: _Cells) -> None:
+        self.wb, self.title, self.columns, self.cells = wb, title, columns, cells
+        self.part = 0
+        self.rows_in_part = 0
+        self.counts: dict[str, int] = {}
+        self.ws: Any = None
+        self._new_part()
+
+    def _new_part(self) -> None:
+        from openpyxl.utils import get_column_letter
+
+        if self.ws is not None:
+            self._close_part()
+        self.part += 1
+        name = self.title if self.part == 1 else _suffix_title(self.title, f" ({self.part})")
+        ws = self.wb.create_sheet(name)
+        for i, col in enumerate(self.columns, 1):
+            ws.column_dimensions[get_column_letter(i)].width = col.width
+        ws.freeze_panes = "A2"
+        _print_setup(ws)
+        ws.append([self.cells.header(ws, c.name) for c in self.columns])
+        self.ws = ws
+        self.rows_in_part = 0
+        self.counts[name] = 0
+
+    def _close_part(self) -> None:
+        from openpyxl.utils import get_column_letter
+
+        last = get_column_letter(max(len(self.columns), 1))
+        self.ws.auto_filter.ref = f"A1:{last}{self.rows_in_part + 1}"
+
+    def append(self, values: Sequence[Any]) -> None:
+        # MAX_ROWS is read at call time so tests can patch it small.
+        if self.rows_in_part + 1 >= _max_rows():
+            self._new_part()
+        ws = self.ws
+        cells = self.cells
+        lines = _row_lines(values, self.columns)
+        row_idx = self.rows_in_part + 2
+        if lines > 1:  # streamed rows are not auto-fitted: give wrapped text room
+            ws.row_dimensions[row_idx].height = 15 * lines
+        ws.append(
+            [cells.value(ws, v, c.fmt, c.wrap) for v, c in zip(values, self.columns, strict=True)]
+        )
+        if lines > 1:
+            del ws.row_dimensions[row_idx]  # written already; keep memory flat
+        self.rows_in_part += 1
+        self.counts[ws.title] += 1
+
+    def close(self) -> None:
+        self._close_part()
+
+
+#: Most text lines a streamed row is made tall enough to show.
+MAX_ROW_LINES = 8
+
+
+def _row_lines(values: Sequence[Any], columns: Sequence[_Column]) -> int:
+    """Text lines the tallest wrapped cell of a row needs (1..MAX_ROW_LINES)."""
+    most = 1
+    for v, c in zip(values, columns, strict=True):
+        if c.wrap and isinstance(v, str) and v:
+            per_line = max(int(c.width * 1.1), 1)
+            n = 0
+            for part in v[: per_line * MAX_ROW_LINES].split("\n"):
+                n += max(1, -(-len(part) // per_line))
+                if n >= MAX_ROW_LINES:
+                    break
+            most = max(most, min(n, MAX_ROW_LINES))
+    return most
+
+
+def _print_setup(ws: Any) -> None:
+    """Landscape, all columns on one page width, header row repeated on every page."""
+    ws.page_setup.orientation = "landscape"
+    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToHeight = 0
+    ws.print_title_rows = "1:1"
+
+
+def _max_rows() -> int:
+    return MAX_ROWS
+
+
+def _suffix_title(title: str, suffix: str) -> str:
+    return title[: 31 - len(suffix)] + suffix
+
+
+_BAD_TITLE = re.compile(r"[\[\]:*?/\\]")
+
+
+def _sheet_title(name: str, taken: set[str]) -> str:
+    title = _BAD_TITLE.sub("_", name).strip("'") or "bucket"
+    title = title[:31]
+    base, i = title, 2
+    while title.lower() in taken:
+        title = _suffix_title(base, f" ({i})")
+        i += 1
+    taken.add(title.lower())
+    return title
+
+
+# -- frames ---------------------------------------------------------------------------
+
+
+def _tag_keys(job: Job) -> list[str]:
+    rows = job.con.execute(
+        """SELECT key FROM task_tags tt JOIN tasks t USING (job_id, task)
+           WHERE tt.job_id = ? GROUP BY key
+           ORDER BY key <> 'subset', min(t.position), key""",
+        [job.id],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def _dimension_names(job: Job) -> list[str]:
+    rows = job.con.execute(
+        "SELECT DISTINCT name FROM dimensions WHERE job_id = ? ORDER BY name", [job.id]
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def _unique(name: str, taken: set[str], prefix: str) -> str:
+    out = name if name not in taken else f"{prefix}{name}"
+    taken.add(out)
+    return out
+
+
+_CHAT_SQL = """CASE WHEN a.input_is_chat AND json_valid(a.input) AND json_type(a.input::JSON) = 'ARRAY'
+THEN array_to_string(list_transform(json_extract(a.input::JSON, '$[*]'),
+       m -> coalesce(m->>'role', '?') || ': ' ||
+            CASE WHEN json_type(m->'content') = 'ARRAY'
+                 THEN array_to_string(list_transform(json_extract(m->'content', '$[*]'),
+                        p -> coalesce(p->>'text', p::VARCHAR)), chr(10))
+                 ELSE coalesce(m->>'content', '') END),
+     chr(10) || chr(10))
+ELSE a.input END"""
+
+
+def render_chat_sql(column: str = "a.input", is_chat: str = "a.input_is_chat") -> str:
+    """SQL rendering a ChatML message list as readable turns ``"user: ...\\n\\nassistant: ..."``."""
+    return _CHAT_SQL.replace("a.input_is_chat", is_chat).replace("a.input", column)
+
+
+# -- the export -----------------------------------------------------------------------
+
+
+def export_xlsx(
+    job: Job,
+    path: str | Path,
+    *,
+    rules: BucketRules | None = None,
+    buckets: Sequence[str] | str | None = None,
+    policy: Policy = "unknown",
+    threshold: float | None = None,
+    sheet_per_bucket: bool = False,
+    allow_partial: bool = False,
+) -> ExportResult:
+    """Write a workbook for reviewers: Summary, Tasks and Attempts sheets.
+
+    Parameters
+    ----------
+    job
+        The job to export.
+    path
+        The ``.xlsx`` file to write (replaced if it exists).
+    rules
+        Bucket rules (:class:`envloop_nb.BucketRules`). Without rules the whole job is
+        exported and there is no bucket column.
+    buckets
+        Export only these buckets' tasks and attempts (needs ``rules``). ``None``
+        exports everything, including tasks whose metric is undefined (blank bucket).
+    policy, threshold
+        Metric options, as in :meth:`envloop_nb.Job.summary`.
+    sheet_per_bucket
+        Write each bucket's attempts on its own sheet (named after the bucket) instead
+        of one Attempts sheet (needs ``rules``).
+    allow_partial
+        Bucket a pending/running job anyway; the workbook is then marked PARTIAL.
+
+    Returns
+    -------
+    ExportResult
+        Rows per sheet, truncated-cell count, partial flag.
+
+    Examples
+    --------
+    >>> import tempfile, envloop_nb as enb
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> out = job.export_xlsx(tempfile.mkdtemp() + "/review.xlsx")
+    >>> out.rows_per_sheet["Tasks"], out.rows_per_sheet["Attempts"]
+    (3, 6)
+    """
+    from openpyxl import Workbook
+
+    if rules is None and buckets is not None:
+        raise ValueError(
+            "buckets=... needs rules=...: without bucketing only 'export everything' is possible"
+        )
+    if rules is None and sheet_per_bucket:
+        raise ValueError("sheet_per_bucket=True needs rules=... to know the buckets")
+    if rules is not None and not isinstance(rules, BucketRules):
+        raise TypeError(f"rules must be a BucketRules, got {type(rules).__name__}")
+    chosen = parse_names(rules, buckets) if rules is not None else None
+    path = Path(path)
+    if path.suffix.lower() != ".xlsx":
+        raise ValueError(f"{path}: the workbook file name must end in .xlsx")
+    if path.parent and not path.parent.exists():
+        raise FileNotFoundError(f"{path.parent}: no such folder to write the workbook into")
+
+    result: BucketResult | None = None
+    if rules is not None:
+        result = job_buckets(
+            job, rules, policy=policy, threshold=threshold, allow_partial=allow_partial
+        )
+    from ._metrics import samples
+
+    summary = job.summary(policy=policy, threshold=threshold)
+    tasks = (
+        result.frame
+        if result is not None and rules is not None and rules.level == "task"
+        else samples(job.con, job.id, policy=policy, threshold=threshold)
+    )
+
+    wb = Workbook(write_only=True)
+    cells = _Cells()
+    counts: dict[str, int] = {}
+    summary_ws = wb.create_sheet("Summary")  # filled last, but first in the workbook
+
+    # -- Tasks ---------------------------------------------------------------------
+    tasks_sheet = _write_tasks(job, wb, cells, tasks, result, chosen)
+    counts.update(tasks_sheet.counts)
+
+    # -- Attempts ------------------------------------------------------------------
+    dims = _dimension_names(job)
+    if sheet_per_bucket and rules is not None:
+        names = chosen or rules.names
+        taken = {"summary", "tasks"}
+        groups: list[tuple[str, list[str | None]]] = [(n, [n]) for n in names]
+        if chosen is None and result is not None and result.excluded:
+            groups.append((_EXCLUDED, [None]))
+        for name, group in groups:
+            title = _sheet_title(name, taken)
+            sheet = _write_attempts(job, wb, cells, title, rules, result, group, dims)
+            counts.update(sheet.counts)
+    else:
+        group_all: list[str | None] | None = list(chosen) if chosen is not None else None
+        sheet = _write_attempts(job, wb, cells, "Attempts", rules, result, group_all, dims)
+        counts.update(sheet.counts)
+
+    exported_at = dt.datetime.now(dt.UTC)
+    summary_rows = _write_summary(
+        job, summary_ws, cells, summary, result, chosen, counts, exported_at, policy, threshold
+    )
+    counts = {"Summary": summary_rows, **counts}
+    tmp = path.with_name(path.name + ".partial-write")
+    try:
+        wb.save(tmp)
+        tmp.replace(path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return ExportResult(
+        path=path,
+        rows_per_sheet=counts,
+        truncated_cells=cells.truncated,
+        escaped_cells=cells.escaped,
+        partial=bool(result and result.partial),
+        buckets=tuple(chosen) if chosen is not None else None,
+        rules=rules,
+    )
+
+
+def _write_tasks(
+    job: Job,
+    wb: Any,
+    cells: _Cells,
+    tasks: Any,
+    result: BucketResult | None,
+    chosen: list[str] | None,
+) -> _Sheet:
+    import pandas as pd
+
+    frame = tasks
+    if result is not None and result.rules.level == "attempt" and chosen is not None:
+        # per-attempt buckets: keep tasks that have an attempt in a chosen bucket
+        keep = set(result.frame.loc[result.frame["bucket"].isin(chosen), "task"])
+        frame = frame[frame["task"].isin(keep)]
+    elif result is not None and chosen is not None:
+        frame = frame[frame["bucket"].isin(chosen)]
+    tag_keys = _tag_keys(job)
+    tag_rows = job.con.execute(
+        "SELECT task, key, value FROM task_tags WHERE job_id = ?", [job.id]
+    ).df()
+    tags = (
+        tag_rows.pivot(index="task", columns="key", values="value")
+        if len(tag_rows)
+        else pd.DataFrame(index=pd.Index([], name="task"))
+    )
+    taken: set[str] = set()
+    cols: list[tuple[str, _Column]] = []  # (source column, sheet column)
+    bucketed = result is not None and result.rules.level == "task"
+    if bucketed:
+        cols.append(("bucket", _Column(_unique("bucket", taken, ""), 18)))
+    cols.append(("task", _Column(_unique("task", taken, ""), 28)))
+    tag_cols = [(f"tag:{k}", _Column(_unique(k, taken, "tag: "), 14)) for k in tag_keys]
+    cols.extend(tag_cols)
+    pct = {"pass_rate"} | {c for c in frame.columns if c.startswith(("pass@", "pass^"))}
+    skip = {"bucket", "task", "tags", "complete"}
+    for c in frame.columns:
+        if c in skip:
+            continue
+        fmt = _PCT if c in pct else (_NUM if c.startswith(("reward", "composite")) else None)
+        if result is not None and c == result.metric and c not in pct:
+            fmt = _NUM
+        width = max(10, len(c) + 3)
+        cols.append((c, _Column(_unique(c, taken, "metric: "), width, fmt)))
+    sheet = _Sheet(wb, "Tasks", [c for _, c in cols], cells)
+    records = frame.merge(
+        tags.rename(columns={k: f"tag:{k}" for k in tags.columns}),
+        how="left",
+        left_on="task",
+        right_index=True,
+    )
+    src = [s for s, _ in cols]
+    for row in records[src].itertuples(index=False, name=None):
+        sheet.append([_plain(v) for v in row])
+    sheet.close()
+    return sheet
+
+
+def _plain(v: Any) -> Any:
+    """numpy / pandas scalars to Python values; missing to None."""
+    if v is None:
+        return None
+    try:
+        import pandas as pd
+
+        if pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        pass
+    if hasattr(v, "item"):
+        return v.item()
+    return v
+
+
+def _attempt_columns(
+    rules: BucketRules | None, result: BucketResult | None, dims: list[str]
+) -> tuple[list[_Column], list[str]]:
+    taken: set[str] = set()
+    cols: list[_Column] = []
+    exprs: list[str] = []
+
+    def add(expr: str, name: str, width: float, fmt: str | None = None, wrap: bool = False) -> None:
+        cols.append(_Column(_unique(name, taken, "dim: "), width, fmt, wrap))
+        exprs.append(expr)
+
+    add("a.task", "task", 28)
+    add("a.attempt", "attempt", 9)
+    if rules is not None:
+        add("bucket", "bucket", 18)
+    add("a.status", "status", 11)
+    add("a.reward", "reward", 9, _NUM)
+    add("a.composite", "composite", 11, _NUM)
+    for d in dims:
+        add(f"d.{_ident(d)}", d, max(10, min(len(d) + 2, 20)), _NUM)
+    add("a.error", "error", 40, wrap=True)
+    add(render_chat_sql(), "input", 60, wrap=True)
+    add("a.output", "output", 60, wrap=True)
+    add("a.reference", "reference", 30, wrap=True)
+    add("a.input_tokens", "input tokens", 12)
+    add("a.output_tokens", "output tokens", 13)
+    add("a.turns", "turns", 8)
+    add("a.duration_s", "duration (s)", 12, "0.0")
+    return cols, exprs
+
+
+def _write_attempts(
+    job: Job,
+    wb: Any,
+    cells: _Cells,
+    title: str,
+    rules: BucketRules | None,
+    result: BucketResult | None,
+    group: list[str | None] | None,
+    dims: list[str],
+) -> _Sheet:
+    cols, exprs = _attempt_columns(rules, result, dims)
+    sheet = _Sheet(wb, title, cols, cells)
+    for batch in _attempt_batches(job, rules, result, group, dims, exprs):
+        columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+        for row in zip(*columns, strict=True):
+            sheet.append(row)
+    sheet.close()
+    return sheet
+
+
+def _attempt_batches(
+    job: Job,
+    rules: BucketRules | None,
+    result: BucketResult | None,
+    group: list[str | None] | None,
+    dims: list[str],
+    exprs: list[str],
+) -> Iterator[Any]:
+    """Arrow record batches of the attempts to export, in task order then attempt."""
+    import pyarrow as pa
+
+    con = job.con
+    jid = _sql_str(job.id)
+    pivot = ", ".join(
+        f"max(value) FILTER (WHERE name = '{_sql_str(d)}') AS {_ident(d)}" for d in dims
+    )
+    dim_join = (
+        f"""LEFT JOIN (SELECT task, attempt, {pivot} FROM dimensions WHERE job_id = '{jid}'
+                     GROUP BY task, attempt) d ON d.task = a.task AND d.attempt = a.attempt"""
+        if dims
+        else ""
+    )
+    bucket_join = ""
+    bucket_expr = "NULL"
+    registered = False
+    if rules is not None and result is not None:
+        if rules.level == "task":
+            frame = result.frame[["task", "bucket"]]
+            con.register("_xl_task_bucket", pa.Table.from_pandas(frame, preserve_index=False))
+            registered = True
+            bucket_join = "LEFT JOIN _xl_task_bucket tb ON tb.task = a.task"
+            bucket_expr = "tb.bucket"
+        else:
+            metric = rules.metric
+            col = (
+                f"a.{_ident(metric)}"
+                if metric in ("reward", "composite")
+                else f"d.{_ident(metric)}"
+            )
+            bucket_expr = rules.sql_case(col)
+    where = ""
+    if group is not None:
+        named = [g for g in group if g is not None]
+        conds = []
+        if named:
+            conds.append("bucket IN (" + ", ".join(f"'{_sql_str(g)}'" for g in named) + ")")
+        if None in group:
+            conds.append("bucket IS NULL")
+        where = "WHERE " + " OR ".join(conds)
+    select = ", ".join(
+        ("bucket" if e == "bucket" else e) + f" AS c{i}" for i, e in enumerate(exprs)
+    )
+    sql = f"""
+        SELECT {select} FROM (
+            SELECT a.*, t.position, {bucket_expr} AS bucket
+            FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task
+            {bucket_join}
+            WHERE a.job_id = '{jid}'
+        ) a {dim_join}
+        {where}
+        ORDER BY a.position, a.attempt
+    """
+    try:
+        reader = con.execute(sql).to_arrow_reader(BATCH_ROWS)
+        yield from reader
+    finally:
+        if registered:
+            con.unregister("_xl_task_bucket")
+
+
+def _write_summary(
+    job: Job,
+    ws: Any,
+    cells: _Cells,
+    summary: Any,
+    result: BucketResult | None,
+    chosen: list[str] | None,
+    counts: dict[str, int],
+    exported_at: dt.datetime,
+    policy: str,
+    threshold: float | None,
+) -> int:
+    info = job.info
+    ws.column_dimensions["A"].width = 26
+    ws.column_dimensions["B"].width = 56
+    ws.column_dimensions["C"].width = 16
+    ws.column_dimensions["D"].width = 12
+    ws.column_dimensions["E"].width = 60
+    rows = 0
+    _print_setup(ws)
+
+    def put(
+        *values: Any,
+        fmt: str | None = None,
+        fmts: Sequence[str | None] | None = None,
+        bold: bool = False,
+    ) -> None:
+        nonlocal rows
+        out = []
+        for i, v in enumerate(values):
+            c = cells.value(ws, v, fmts[i] if fmts else (fmt if i > 0 else None))
+            if c is not None and bold:
+                c.font = cells.bold
+            out.append(c)
+        ws.append(out)
+        rows += 1
+
+    partial = bool(result and result.partial)
+    put("envloop_nb review workbook", bold=True)
+    if partial:
+        put(
+            "PARTIAL",
+            f"job was {result.status if result else ''} when exported: buckets and pass "
+            "rates will change as attempts finish",
+            bold=True,
+        )
+    put("job", job.id)
+    put("status", info.get("status"))
+    put("model", info.get("model"))
+    put("dataset", f"{info.get('dataset_name')}@{info.get('dataset_version')}")
+    put("revision", info.get("dataset_revision"))
+    put("source", info.get("source_path"))
+    put("policy", policy)
+    put("threshold", "reward = 1 passes" if threshold is None else f"reward >= {threshold:g}")
+    put("coverage", summary.coverage_text)
+    k = summary.k
+    metric_fmt = _PCT if summary.binary else _NUM
+    put("score", summary.score, fmt=metric_fmt)
+    put("pass", summary.pass_, fmt=_PCT)
+    put(f"pass@{k}", summary.pass_at_k, fmt=_PCT)
+    put(f"pass^{k}", summary.pass_hat_k, fmt=_PCT)
+    put("partial", "yes" if partial else "no")
+    put("exported at (UTC)", exported_at.strftime("%Y-%m-%d %H:%M:%S"))
+    put(
+        "exported",
+        "everything" if chosen is None else "buckets: " + ", ".join(chosen),
+    )
+    put("rows per sheet", ", ".join(f"{n}: {c:,}" for n, c in counts.items()))
+    put()
+    if result is None:
+        put("rules", "none: no bucketing, everything exported")
+        return rows
+    rules = result.rules
+    for i, line in enumerate(str(rules).splitlines()):
+        put("rules" if i == 0 else None, line)
+    put("rules (JSON)", rules.to_json(indent=None))
+    put()
+    put("bucket", "range", "count", "share", "note", bold=True)
+    frame = result.counts
+    for name, rng, count, share, note in zip(
+        frame["bucket"], frame["range"], frame["count"], frame["share"], frame["note"], strict=True
+    ):
+        put(
+            name,
+            rng,
+            _plain(count),
+            _plain(share),
+            note or None,
+            fmts=(None, None, None, _PCT, None),
+        )
+    if result.warnings:
+        put()
+        for w in result.warnings:
+            put("warning", w)
+    return rows
