@@ -7,6 +7,7 @@
 score 60.0% · 5/6 attempts scored · 2/3 members complete
 """
 
+from ._diagnosis import DiagnosisOptions, Finding, Findings
 from ._errors import EnvloopError, LoadError, LoadWarning
 from ._job import Job
 from ._metrics import JobSummary
@@ -20,7 +21,10 @@ from ._uncertainty import (
 from ._workspace import Workspace, open
 
 __all__ = [
+    "DiagnosisOptions",
     "EnvloopError",
+    "Finding",
+    "Findings",
     "Interval",
     "Job",
     "JobSummary",
