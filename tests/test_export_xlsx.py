@@ -1,0 +1,305 @@
+"""The XLSX review export, read back with openpyxl (a real reload of the saved file)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from openpyxl import load_workbook
+
+import envloop_nb as enb
+import envloop_nb._export_xlsx as xl
+from envloop_nb import Bucket, BucketRules
+
+from .conftest import SAMPLE_DATA, THREE_TASKS
+
+RULES = BucketRules(
+    [Bucket("hard", 0, 0.25), Bucket("medium", 0.25, 0.75), Bucket("easy", 0.75, 1.01)]
+)
+HOSTILE = {
+    "output": '=HYPERLINK("http://evil.example/x","click me")',
+    "error": "+cmd|' /C calc'!A0",
+    "input": "@SUM(1+1)*cmd|' /C calc'!A0",
+    "reference": "-2+3",
+    "task": "=1+1",
+}
+
+
+def write_job(
+    path: Path,
+    trials: list[dict[str, Any]],
+    tasks: list[str],
+    status: str = "completed",
+    k: int = 2,
+) -> Path:
+    doc = {
+        "schema_version": "envloop.job-result/v1",
+        "job": {
+            "id": "job_hand",
+            "status": status,
+            "dataset": {"name": "hand", "version": "1", "revision": "sha256:00"},
+            "model": "m",
+            "attempts": k,
+            "tasks": [{"name": t, "tags": {"subset": "s"}} for t in tasks],
+        },
+        "trials": [
+            {"id": f"tr_{i}", "status": "completed", "reward": 1, **t} for i, t in enumerate(trials)
+        ],
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def rows(ws: Any) -> list[tuple[Any, ...]]:
+    return list(ws.iter_rows(values_only=True))
+
+
+@pytest.fixture
+def base(ws: enb.Workspace) -> enb.Job:
+    return ws.load(SAMPLE_DATA / "base.json")
+
+
+def test_workbook_matches_the_frames(base: enb.Job, tmp_path: Path) -> None:
+    out = base.export_xlsx(tmp_path / "review.xlsx", rules=RULES)
+    wb = load_workbook(out.path)
+    assert wb.sheetnames == ["Summary", "Tasks", "Attempts"]
+    result = base.buckets(RULES)
+    frame = result.frame
+
+    tasks = wb["Tasks"]
+    header = [c.value for c in tasks[1]]
+    assert header[:4] == ["bucket", "task", "subset", "difficulty"]
+    for col in ("n", "scored", "pass_rate", "pass@4", "pass^4", "reward_mean", "reward_std"):
+        assert col in header
+    assert tasks.freeze_panes == "A2"
+    assert tasks.auto_filter.ref == f"A1:{tasks.cell(1, len(header)).column_letter}{len(frame) + 1}"
+    assert tasks.max_row == len(frame) + 1 == out.rows_per_sheet["Tasks"] + 1
+    idx = {h: i for i, h in enumerate(header)}
+    tags = base.tasks().set_index("task")["tags"].map(json.loads)
+    for r, (_, row) in zip(rows(tasks)[1:], frame.iterrows(), strict=True):
+        assert r[idx["task"]] == row["task"]
+        assert r[idx["bucket"]] == row["bucket"]
+        assert r[idx["subset"]] == tags[row["task"]]["subset"]
+        for col in ("pass_rate", "pass@4", "pass^4", "reward_mean"):
+            if pd.isna(row[col]):
+                assert r[idx[col]] is None
+            else:
+                assert r[idx[col]] == pytest.approx(row[col])
+    for col in ("pass_rate", "pass@4", "pass^4"):
+        cell = tasks.cell(2, idx[col] + 1)
+        assert cell.number_format == "0.0%", col
+    assert tasks.cell(1, 1).font.b
+
+    attempts = wb["Attempts"]
+    a_header = [c.value for c in attempts[1]]
+    assert a_header[:4] == ["task", "attempt", "bucket", "status"]
+    for col in ("reward", "error", "input", "output", "reference", "input tokens", "turns"):
+        assert col in a_header
+    expected = base.attempts()
+    assert attempts.max_row == len(expected) + 1
+    assert attempts.freeze_panes == "A2" and attempts.auto_filter.ref
+    a_idx = {h: i for i, h in enumerate(a_header)}
+    got = rows(attempts)[1:]
+    bucket_of = dict(zip(frame["task"], frame["bucket"], strict=True))
+    for r, (_, e) in zip(got, expected.iterrows(), strict=True):
+        assert (r[a_idx["task"]], r[a_idx["attempt"]]) == (e["task"], e["attempt"])
+        assert r[a_idx["bucket"]] == bucket_of[e["task"]]
+        assert r[a_idx["reward"]] == (None if pd.isna(e["reward"]) else e["reward"])
+        assert r[a_idx["output"]] == (None if pd.isna(e["output"]) else e["output"] or None)
+    assert attempts.cell(2, a_idx["input"] + 1).alignment.wrap_text
+
+    summary = {r[0]: r[1] for r in rows(wb["Summary"]) if r and r[0]}
+    info = base.info
+    assert summary["job"] == "job_base"
+    assert summary["model"] == info["model"]
+    assert summary["dataset"] == f"{info['dataset_name']}@{info['dataset_version']}"
+    assert summary["policy"] == "unknown"
+    assert summary["coverage"] == base.summary().coverage_text
+    assert summary["pass@4"] == pytest.approx(base.summary().pass_at_k)
+    assert summary["partial"] == "no"
+    counts = dict(zip(result.counts["bucket"], result.counts["count"], strict=True))
+    assert (summary["hard"], summary["medium"], summary["easy"]) == (
+        "[0%, 25%)",
+        "[25%, 75%)",
+        "[75%, 101%)",
+    )
+    table = {r[0]: r[2] for r in rows(wb["Summary"]) if r and r[0] in counts}
+    assert table == {k: int(v) for k, v in counts.items()}
+
+
+def test_text_never_becomes_a_formula(ws: enb.Workspace, tmp_path: Path) -> None:
+    trials = [
+        {
+            "task": HOSTILE["task"],
+            "attempt": 1,
+            **{k: v for k, v in HOSTILE.items() if k != "task"},
+        },
+        {"task": HOSTILE["task"], "attempt": 2, "output": "=cmd|' /C calc'!A0", "reward": 0},
+    ]
+    job = ws.load(write_job(tmp_path / "hostile.json", trials, [HOSTILE["task"]]))
+    out = job.export_xlsx(tmp_path / "hostile.xlsx", rules=RULES)
+    wb = load_workbook(out.path)
+    sheet = wb["Attempts"]
+    header = [c.value for c in sheet[1]]
+    row = {h: sheet.cell(2, i + 1) for i, h in enumerate(header)}
+    for key in ("output", "error", "input", "reference", "task"):
+        cell = row[key]
+        assert cell.data_type == "s", key
+        assert cell.value == HOSTILE[key], key
+        assert cell.quotePrefix, key
+    assert sheet.cell(3, header.index("output") + 1).value == "=cmd|' /C calc'!A0"
+    assert wb["Tasks"].cell(2, 2).value == "=1+1"
+    assert wb["Tasks"].cell(2, 2).data_type == "s"
+    with zipfile.ZipFile(out.path) as z:
+        for name in z.namelist():
+            if name.startswith("xl/worksheets/"):
+                assert b"<f>" not in z.read(name) and b"<f " not in z.read(name), name
+
+
+def test_long_text_is_truncated_visibly(ws: enb.Workspace, tmp_path: Path) -> None:
+    long = "y" * 40_000
+    trials = [{"task": "t", "attempt": 1, "output": long}, {"task": "t", "attempt": 2}]
+    job = ws.load(write_job(tmp_path / "long.json", trials, ["t"]))
+    out = job.export_xlsx(tmp_path / "long.xlsx")
+    assert out.truncated_cells == 1
+    sheet = load_workbook(out.path)["Attempts"]
+    header = [c.value for c in sheet[1]]
+    value = sheet.cell(2, header.index("output") + 1).value
+    assert len(value) == xl.MAX_CELL_CHARS
+    kept = value.index("…")
+    assert value.endswith(f"… [truncated {40_000 - kept} chars]")
+
+
+def test_control_characters_are_escaped(ws: enb.Workspace, tmp_path: Path) -> None:
+    trials = [
+        {"task": "t", "attempt": 1, "output": "bell\x07and\x1bescape\ttab"},
+        {"task": "t", "attempt": 2},
+    ]
+    job = ws.load(write_job(tmp_path / "ctl.json", trials, ["t"]))
+    out = job.export_xlsx(tmp_path / "ctl.xlsx")
+    assert out.escaped_cells == 1
+    sheet = load_workbook(out.path)["Attempts"]
+    header = [c.value for c in sheet[1]]
+    assert sheet.cell(2, header.index("output") + 1).value == "bell\\x07and\\x1bescape\ttab"
+
+
+def test_row_limit_splits_sheets(
+    base: enb.Job, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(xl, "MAX_ROWS", 301)  # 300 data rows + header per sheet
+    out = base.export_xlsx(tmp_path / "split.xlsx")
+    n = len(base.attempts())  # 797
+    assert out.rows_per_sheet["Attempts"] == 300
+    assert out.rows_per_sheet["Attempts (2)"] == 300
+    assert out.rows_per_sheet["Attempts (3)"] == n - 600
+    wb = load_workbook(out.path)
+    assert wb.sheetnames == ["Summary", "Tasks", "Attempts", "Attempts (2)", "Attempts (3)"]
+    got = []
+    for name in ("Attempts", "Attempts (2)", "Attempts (3)"):
+        sheet = wb[name]
+        assert sheet.max_row <= 301
+        assert sheet.cell(1, 1).value == "task"  # header repeated
+        assert sheet.freeze_panes == "A2"
+        assert sheet.auto_filter.ref.endswith(str(sheet.max_row))
+        got.extend((r[0], r[1]) for r in rows(sheet)[1:])
+    exp = base.attempts()
+    assert got == list(zip(exp["task"], exp["attempt"], strict=True))
+
+
+def test_bucket_selection_and_sheet_per_bucket(base: enb.Job, tmp_path: Path) -> None:
+    result = base.buckets(RULES)
+    hard = set(result.frame.loc[result.frame["bucket"] == "hard", "task"])
+    out = base.export_xlsx(tmp_path / "hard.xlsx", rules=RULES, buckets=["hard"])
+    wb = load_workbook(out.path)
+    assert {r[1] for r in rows(wb["Tasks"])[1:]} == hard
+    assert {r[0] for r in rows(wb["Attempts"])[1:]} == hard
+    assert {r[2] for r in rows(wb["Attempts"])[1:]} == {"hard"}
+    summary = {r[0]: r[1] for r in rows(wb["Summary"]) if r and r[0]}
+    assert summary["exported"] == "buckets: hard"
+
+    out = base.export_xlsx(tmp_path / "per.xlsx", rules=RULES, sheet_per_bucket=True)
+    wb = load_workbook(out.path)
+    assert wb.sheetnames == [
+        "Summary",
+        "Tasks",
+        "hard",
+        "medium",
+        "easy",
+        "Other (matched no rule)",
+        "(excluded)",
+    ]
+    for name in ("hard", "medium", "easy"):
+        assert {r[2] for r in rows(wb[name])[1:]} == {name}
+    assert out.rows_per_sheet["(excluded)"] == int(
+        base.attempts()["task"].isin(result.frame.loc[result.frame["bucket"].isna(), "task"]).sum()
+    )
+
+
+def test_option_errors(base: enb.Job, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="needs rules"):
+        base.export_xlsx(tmp_path / "x.xlsx", buckets=["hard"])
+    with pytest.raises(ValueError, match="needs rules"):
+        base.export_xlsx(tmp_path / "x.xlsx", sheet_per_bucket=True)
+    with pytest.raises(ValueError, match="unknown bucket"):
+        base.export_xlsx(tmp_path / "x.xlsx", rules=RULES, buckets=["nope"])
+    with pytest.raises(ValueError, match=r"\.xlsx"):
+        base.export_xlsx(tmp_path / "x.csv")
+    assert not (tmp_path / "x.xlsx").exists()
+
+
+def test_partial_job_is_refused_or_marked(ws: enb.Workspace, tmp_path: Path) -> None:
+    job = ws.load(THREE_TASKS)  # running
+    with pytest.raises(enb.EnvloopError, match="still running"):
+        job.export_xlsx(tmp_path / "p.xlsx", rules=RULES)
+    out = job.export_xlsx(tmp_path / "p.xlsx", rules=RULES, allow_partial=True)
+    assert out.partial and "PARTIAL" in str(out)
+    summary = {r[0]: r[1] for r in rows(load_workbook(out.path)["Summary"]) if r and r[0]}
+    assert summary["partial"] == "yes"
+    assert "PARTIAL" in summary
+    # without rules there is no bucketing, so nothing to refuse
+    assert not job.export_xlsx(tmp_path / "all.xlsx").partial
+
+
+def test_chat_input_is_rendered_as_turns(ws: enb.Workspace, tmp_path: Path) -> None:
+    trials = [
+        {
+            "task": "t",
+            "attempt": 1,
+            "input": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
+            ],
+        },
+        {"task": "t", "attempt": 2, "input": "plain"},
+    ]
+    job = ws.load(write_job(tmp_path / "chat.json", trials, ["t"]))
+    sheet = load_workbook(job.export_xlsx(tmp_path / "chat.xlsx").path)["Attempts"]
+    header = [c.value for c in sheet[1]]
+    col = header.index("input") + 1
+    assert sheet.cell(2, col).value == "system: Be brief.\n\nuser: Hi"
+    assert sheet.cell(3, col).value == "plain"
+
+
+def test_dimensions_become_columns(ws: enb.Workspace, tmp_path: Path) -> None:
+    graded = ws.load(SAMPLE_DATA / "graded.json")
+    out = graded.export_xlsx(tmp_path / "g.xlsx")
+    sheet = load_workbook(out.path)["Attempts"]
+    header = [c.value for c in sheet[1]]
+    dims = graded.dimensions()
+    first = dims[(dims["task"] == dims["task"].iloc[0]) & (dims["attempt"] == 1)]
+    row = rows(sheet)[1]
+    for name, value in zip(first["name"], first["value"], strict=True):
+        assert row[header.index(name)] == pytest.approx(value)
+
+
+def test_summary_without_rules(base: enb.Job, tmp_path: Path) -> None:
+    out = base.export_xlsx(tmp_path / "all.xlsx")
+    wb = load_workbook(out.path)
+    assert "bucket" not in [c.value for c in wb["Tasks"][1]]
+    summary = {r[0]: r[1] for r in rows(wb["Summary"]) if r and r[0]}
+    assert summary["rules"].startswith("none")
+    assert summary["exported"] == "everything"
