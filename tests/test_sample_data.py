@@ -78,7 +78,11 @@ def test_regenerating_gives_the_committed_bytes(tmp_path: Path) -> None:
             assert gzip.decompress(fresh) == gzip.decompress(committed), name
             assert fresh[4:8] == b"\x00\x00\x00\x00"  # gzip mtime field
         else:
-            assert fresh == committed, name
+            assert fresh == committed, (
+                f"{name} differs from what generate.py writes now: if you changed the generator "
+                "(or numpy changed a random stream), run `.venv/bin/python sample_data/generate.py` "
+                "and commit the files"
+            )
 
 
 def test_files_match_the_published_schema() -> None:
