@@ -15,6 +15,13 @@ from envloop_nb._loaders import detect_format
 from tests.conftest import SAMPLE_DATA, THREE_TASKS
 
 
+def load_job(ws: enb.Workspace, source: Any, **options: Any) -> enb.Job:
+    """``ws.load`` typed as a job (it returns a Dataset only for dataset folders)."""
+    job = ws.load(source, **options)
+    assert isinstance(job, enb.Job)
+    return job
+
+
 def assert_frames_agree(job: enb.Job) -> None:
     """``job.attempts()`` as pandas and as polars hold the same content."""
     pdf = job.attempts(frame="pandas")
@@ -64,7 +71,7 @@ def _rows(job: enb.Job) -> list[tuple]:
 
 
 def test_document_keeps_every_field(ws: enb.Workspace) -> None:
-    job = ws.load(THREE_TASKS)
+    job = load_job(ws, THREE_TASKS)
     info = job.info
     assert info["source_format"] == "envloop"
     assert info["dataset_revision"] == "sha256:3b1f0c"
@@ -95,12 +102,12 @@ def test_document_keeps_every_field(ws: enb.Workspace) -> None:
 
 @pytest.mark.parametrize("name", ["run.jsonl", "run.jsonl.gz", "run.ndjson"])
 def test_jsonl_forms_equal_the_document(ws: enb.Workspace, tmp_path: Path, name: str) -> None:
-    doc_job = ws.load(THREE_TASKS)
+    doc_job = load_job(ws, THREE_TASKS)
     doc_rows = _rows(doc_job)
     doc_info = doc_job.info
     path = to_jsonl(_doc(), tmp_path / name)
     assert detect_format(path) == "envloop"
-    job = ws.load(path)
+    job = load_job(ws, path)
     assert job.id == doc_job.id
     assert _rows(job) == doc_rows
     assert job.info["platform_metrics"] == doc_info["platform_metrics"]
@@ -108,7 +115,7 @@ def test_jsonl_forms_equal_the_document(ws: enb.Workspace, tmp_path: Path, name:
 
 
 def test_jsonl_without_metrics_line(ws: enb.Workspace, tmp_path: Path) -> None:
-    job = ws.load(to_jsonl(_doc(), tmp_path / "x.jsonl", metrics=False))
+    job = load_job(ws, to_jsonl(_doc(), tmp_path / "x.jsonl", metrics=False))
     assert job.info["platform_metrics"] is None
     assert len(job.attempts()) == 6
 
@@ -126,7 +133,7 @@ def test_duplicate_slots_resolve_to_attempt_of_record(ws: enb.Workspace, tmp_pat
             path.write_text(json.dumps(doc))
         else:
             to_jsonl(doc, path)
-        a = ws.load(path).attempts().set_index(["task", "attempt"])
+        a = load_job(ws, path).attempts().set_index(["task", "attempt"])
         assert a.loc[("A", 2), "trial_id"] == "tr_2_retry"
         assert a.loc[("A", 2), "n_trials"] == 2
         assert a.loc[("A", 1), "trial_id"] == "tr_1"  # later finished_at wins
@@ -138,7 +145,7 @@ def test_undispatched_tasks_are_known(ws: enb.Workspace, tmp_path: Path) -> None
     doc["job"]["tasks"].append({"name": "D", "digest": "sha256:dd", "tags": {}})
     path = tmp_path / "d.json"
     path.write_text(json.dumps(doc))
-    job = ws.load(path)
+    job = load_job(ws, path)
     s = job.summary()
     assert s.total_members == 4 and s.total == 8 and s.missing == 3
 
@@ -149,10 +156,10 @@ def test_sample_data_loads(ws: enb.Workspace) -> None:
         pytest.skip("sample data not generated yet")
     for path in paths:
         assert detect_format(path) == "envloop", path
-        job = ws.load(path)
+        job = load_job(ws, path)
         assert len(job.attempts()) > 0
     assert len(ws.jobs()) == len(paths)
 
 
 def test_pandas_and_polars_attempts_agree(ws: enb.Workspace) -> None:
-    assert_frames_agree(ws.load(THREE_TASKS))
+    assert_frames_agree(load_job(ws, THREE_TASKS))

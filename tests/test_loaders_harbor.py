@@ -11,6 +11,7 @@ import pytest
 import envloop_nb as enb
 from envloop_nb._loaders import detect_format
 from tests.conftest import HARBOR
+from tests.test_loaders_envloop import assert_frames_agree, load_job
 
 CURRENT = HARBOR / "2026-03-02__14-05-11"
 MULTIKEY = HARBOR / "2026-03-03__09-00-00-multikey"
@@ -27,7 +28,7 @@ def _eval_block(folder: Path) -> dict:
 @pytest.mark.parametrize("folder", ALL, ids=lambda p: p.name)
 def test_detected_and_loaded_with_job_facts(ws: enb.Workspace, folder: Path) -> None:
     assert detect_format(folder) == "harbor"
-    job = ws.load(folder)
+    job = load_job(ws, folder)
     config = json.loads((folder / "config.json").read_text())
     result = json.loads((folder / "result.json").read_text())
     info = job.info
@@ -54,7 +55,7 @@ def test_detected_and_loaded_with_job_facts(ws: enb.Workspace, folder: Path) -> 
 def test_failure_policy_reproduces_harbor_mean_and_pass_at_k(
     ws: enb.Workspace, folder: Path
 ) -> None:
-    job = ws.load(folder)
+    job = load_job(ws, folder)
     block = _eval_block(folder)
     metrics = block["metrics"][0]
     summary = job.summary(policy="failure")
@@ -71,7 +72,7 @@ def test_failure_policy_reproduces_harbor_mean_and_pass_at_k(
 
 
 def test_current_layout_details(ws: enb.Workspace) -> None:
-    job = ws.load(CURRENT)
+    job = load_job(ws, CURRENT)
     a = job.attempts().set_index("source_place")
     # RewardFileNotFoundError: an attempt without reward, failed, never a 0.
     no_reward = a.loc["fix-git__6ETtNED"]
@@ -111,7 +112,7 @@ def test_current_layout_details(ws: enb.Workspace) -> None:
 
 def test_no_reward_trials_stay_attempts_in_every_fixture(ws: enb.Workspace) -> None:
     for folder in ALL:
-        job = ws.load(folder)
+        job = load_job(ws, folder)
         n_null = sum(
             json.loads((p / "result.json").read_text())["verifier_result"] is None
             for p in folder.iterdir()
@@ -122,7 +123,7 @@ def test_no_reward_trials_stay_attempts_in_every_fixture(ws: enb.Workspace) -> N
 
 
 def test_multikey_dimensions_reproduce_harbor_metrics(ws: enb.Workspace) -> None:
-    job = ws.load(MULTIKEY)
+    job = load_job(ws, MULTIKEY)
     metrics = _eval_block(MULTIKEY)["metrics"][0]
     dims = job.dimensions()
     assert set(dims["name"]) == {"reward", "style"}
@@ -147,7 +148,7 @@ def test_multikey_dimensions_reproduce_harbor_metrics(ws: enb.Workspace) -> None
 
 
 def test_legacy_reward_layout(ws: enb.Workspace) -> None:
-    job = ws.load(LEGACY)
+    job = load_job(ws, LEGACY)
     a = job.attempts()
     assert sorted(a["reward"].tolist()) == [0, 0, 0, 0, 0, 0, 1, 1]
     assert (a["status"] == "completed").all()
@@ -155,9 +156,9 @@ def test_legacy_reward_layout(ws: enb.Workspace) -> None:
 
 
 def test_reload_is_idempotent_and_job_id_override(ws: enb.Workspace) -> None:
-    ws.load(CURRENT)
-    ws.load(CURRENT)
-    ws.load(CURRENT, job_id="mine")
+    load_job(ws, CURRENT)
+    load_job(ws, CURRENT)
+    load_job(ws, CURRENT, job_id="mine")
     assert sorted(ws.jobs()["job_id"]) == sorted(["f768064f-9585-07ad-239e-ed24c2c063fe", "mine"])
 
 
@@ -168,7 +169,7 @@ def test_unfinished_trial_is_a_running_attempt(ws: enb.Workspace, tmp_path: Path
     result = json.loads((folder / "result.json").read_text())
     result["finished_at"] = None
     (folder / "result.json").write_text(json.dumps(result))
-    job = ws.load(folder)
+    job = load_job(ws, folder)
     row = job.attempts().set_index("source_place").loc["fix-git__HnJHMUw"]
     assert row["status"] == "running"
     assert job.info["status"] == "running"
@@ -179,19 +180,18 @@ def test_no_job_result_uses_job_name(ws: enb.Workspace, tmp_path: Path) -> None:
     folder = tmp_path / "job"
     shutil.copytree(LEGACY, folder)
     (folder / "result.json").unlink()
-    job = ws.load(folder, format="harbor")
+    job = load_job(ws, folder, format="harbor")
     assert job.id == "2025-10-01__10-00-00-legacy"
     assert job.info["platform_metrics"] is None
 
 
 def test_inconsistent_checksums_leave_digest_null(ws: enb.Workspace) -> None:
     # The fixture's trials of one task carry different task_checksum values.
-    job = ws.load(CURRENT)
+    job = load_job(ws, CURRENT)
     assert job.tasks()["digest"].isna().all()
 
 
 def test_pandas_and_polars_attempts_agree(ws: enb.Workspace) -> None:
-    from tests.test_loaders_envloop import assert_frames_agree
 
     for folder in ALL:
-        assert_frames_agree(ws.load(folder))
+        assert_frames_agree(load_job(ws, folder))

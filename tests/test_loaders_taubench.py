@@ -10,14 +10,14 @@ import pytest
 import envloop_nb as enb
 from envloop_nb._loaders import detect_format
 from tests.conftest import ROOT, TAU_BENCH
-from tests.test_loaders_envloop import assert_frames_agree
+from tests.test_loaders_envloop import assert_frames_agree, load_job
 
 TAU2 = ROOT / "tests" / "data" / "tau2" / "results.json"
 
 
 def test_tau_bench_is_50_tasks_by_4_attempts(ws: enb.Workspace) -> None:
     assert detect_format(TAU_BENCH) == "tau-bench"
-    job = ws.load(TAU_BENCH)
+    job = load_job(ws, TAU_BENCH)
     assert job.id == "tau-bench:gpt-4o-airline"
     assert job.k == 4
     assert len(job.tasks()) == 50
@@ -32,7 +32,7 @@ def test_tau_bench_is_50_tasks_by_4_attempts(ws: enb.Workspace) -> None:
 
 def test_tau_bench_published_pass_hat_k(ws: enb.Workspace) -> None:
     """τ-bench's README for this run: pass^1..4 = 0.420, 0.273, 0.220, 0.200."""
-    job = ws.load(TAU_BENCH)
+    job = load_job(ws, TAU_BENCH)
     curve = job.curve(policy="failure")
     assert [round(v, 3) for v in curve["pass^k"]] == [0.420, 0.273, 0.220, 0.200]
     samples = job.samples(ks=[1, 2, 3, 4], policy="failure")
@@ -43,7 +43,7 @@ def test_tau_bench_published_pass_hat_k(ws: enb.Workspace) -> None:
 
 
 def test_tau_bench_attempt_fields(ws: enb.Workspace) -> None:
-    job = ws.load(TAU_BENCH)
+    job = load_job(ws, TAU_BENCH)
     rows = json.loads(TAU_BENCH.read_text())
     first = job.attempts().iloc[0]
     assert (first["task"], first["attempt"]) == ("0", 1)
@@ -66,7 +66,7 @@ def test_tau_bench_near_one_is_a_pass_and_errors_kept(ws: enb.Workspace, tmp_pat
     rows[2]["info"]["error"] = "litellm.RateLimitError"
     path = tmp_path / "mini.json"
     path.write_text(json.dumps(rows))
-    job = ws.load(path)
+    job = load_job(ws, path)
     a = job.attempts().set_index("task")
     assert a.loc["0", "reward"] == 1.0
     assert json.loads(a.loc["0", "extra"])["raw_reward"] == pytest.approx(1 - 5e-7)
@@ -78,7 +78,7 @@ def test_tau_bench_near_one_is_a_pass_and_errors_kept(ws: enb.Workspace, tmp_pat
 
 
 def test_tau_bench_options(ws: enb.Workspace) -> None:
-    job = ws.load(TAU_BENCH, job_id="t", model="gpt-4o", k=5, dataset_version="airline")
+    job = load_job(ws, TAU_BENCH, job_id="t", model="gpt-4o", k=5, dataset_version="airline")
     assert (job.id, job.k, job.info["model"], job.info["dataset_version"]) == (
         "t",
         5,
@@ -90,7 +90,7 @@ def test_tau_bench_options(ws: enb.Workspace) -> None:
 
 def test_tau2_bench_fixture(ws: enb.Workspace) -> None:
     assert detect_format(TAU2) == "tau2-bench"
-    job = ws.load(TAU2)
+    job = load_job(ws, TAU2)
     assert job.id == "tau2-bench:tau2"
     info = job.info
     assert info["model"] == "gpt-4.1-mini"
@@ -119,5 +119,5 @@ def test_tau2_bench_fixture(ws: enb.Workspace) -> None:
 
 
 def test_pandas_and_polars_attempts_agree(ws: enb.Workspace) -> None:
-    assert_frames_agree(ws.load(TAU_BENCH))
-    assert_frames_agree(ws.load(TAU2))
+    assert_frames_agree(load_job(ws, TAU_BENCH))
+    assert_frames_agree(load_job(ws, TAU2))

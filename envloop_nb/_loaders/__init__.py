@@ -90,6 +90,8 @@ def detect_format(source: Any) -> str:
     if not path.exists():
         raise LoadError(path, None, "no such file or folder")
     if path.is_dir():
+        if (path / "manifest.json").is_file():
+            return "dataset"  # written by job.export_dataset; ws.load hands it to load_dataset
         if (path / "config.json").exists() or (path / "result.json").exists():
             return "harbor"  # the Harbor loader names what is missing
         if any(path.glob("**/*.parquet")):
@@ -106,6 +108,8 @@ def detect_format(source: Any) -> str:
         head = _sniff(path).lstrip()
     except (OSError, EOFError) as err:
         raise LoadError(path, None, f"cannot be read ({err})") from None
+    if not head:
+        raise LoadError(path, None, "empty file: nothing to load")
     if b'"schema_version"' in head and b"envloop.job-result" in head:
         return "envloop"
     if head.startswith(b"{") and (b'"simulations"' in head or b'"num_trials"' in head):
@@ -132,9 +136,41 @@ def load_source(
 ) -> str:
     """Load ``source`` into the workspace on ``con``; return the job id."""
     fmt = format or detect_format(source)
+    if fmt == "dataset":
+        raise LoadError(source, None, "a dataset folder, not a job: use ws.load_dataset(path)")
     if fmt not in LOADERS:
         raise LoadError(source, None, f"unknown format {fmt!r}; one of {sorted(LOADERS)}")
     label = str(source) if isinstance(source, str | Path) else f"<{type(source).__name__}>"
+    try:
+        return _load_staged(con, source, fmt, label, job_id=job_id, lenient=lenient, **options)
+    finally:
+        _drop_scratch(con)
+
+
+def _drop_scratch(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop the loaders' temporary scratch tables and views, even after an error."""
+    prefixes = ("_el_", "_tb_")
+    for kind, catalog in (("VIEW", "duckdb_views()"), ("TABLE", "duckdb_tables()")):
+        names = con.execute(
+            f"SELECT view_name FROM {catalog} WHERE temporary"
+            if kind == "VIEW"
+            else f"SELECT table_name FROM {catalog} WHERE temporary"
+        ).fetchall()
+        for (name,) in names:
+            if str(name).startswith(prefixes):
+                con.execute(f'DROP {kind} IF EXISTS "{name}"')
+
+
+def _load_staged(
+    con: duckdb.DuckDBPyConnection,
+    source: Any,
+    fmt: str,
+    label: str,
+    *,
+    job_id: str | None,
+    lenient: bool,
+    **options: Any,
+) -> str:
     with staging(con):
         try:
             LOADERS[fmt](con, source, job_id=job_id, lenient=lenient, **options)

@@ -12,7 +12,14 @@ from typing import Any, TypeGuard
 
 from .._errors import LoadError
 
-__all__ = ["duration_s", "is_number", "parse_time", "read_json_file"]
+__all__ = [
+    "duration_s",
+    "is_number",
+    "parse_time",
+    "physical_line",
+    "physical_place",
+    "read_json_file",
+]
 
 
 def read_json_file(path: Path, what: str = "a JSON document") -> Any:
@@ -73,3 +80,27 @@ def duration_s(start: dt.datetime | None, end: dt.datetime | None) -> float | No
     if start is None or end is None:
         return None
     return (end - start).total_seconds()
+
+
+def physical_line(path: Path, ordinal: int) -> int:
+    """The file line number of the ``ordinal``-th non-blank line (DuckDB's JSON readers
+    skip blank lines, so their row ordinal can run behind the line number)."""
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    seen = 0
+    try:
+        with opener(path, "rb") as f:
+            for number, line in enumerate(f, start=1):
+                if line.strip():
+                    seen += 1
+                    if seen == ordinal:
+                        return number
+    except (OSError, EOFError):
+        pass
+    return ordinal
+
+
+def physical_place(path: Path, place: str) -> str:
+    """``"line N"`` (a row ordinal) → ``"line M"`` (the file's line); other places unchanged."""
+    if place.startswith("line ") and place[5:].isdigit():
+        return f"line {physical_line(path, int(place[5:]))}"
+    return place

@@ -18,6 +18,7 @@ import duckdb
 import pyarrow as pa
 
 from .._errors import LoadError, LoadWarning
+from ._common import physical_place
 from ._stage import insert_rows, stage_name
 
 __all__ = ["SCHEMA_VERSION", "load_envloop"]
@@ -73,19 +74,20 @@ def _check_job(source: Path, doc: Any, place: str) -> dict[str, Any]:
     """Validate the header: schema version and the job object's required fields."""
     if not isinstance(doc, dict):
         raise LoadError(source, place, "expected a JSON object with schema_version and job")
+    sep = " " if place else ""
     version = doc.get("schema_version")
     if version != SCHEMA_VERSION:
         raise LoadError(
-            source, f"{place} $.schema_version", f"expected {SCHEMA_VERSION!r}, got {version!r}"
+            source, f"{place}{sep}$.schema_version", f"expected {SCHEMA_VERSION!r}, got {version!r}"
         )
     job = doc.get("job")
     if not isinstance(job, dict):
-        raise LoadError(source, f"{place} $.job", "expected the job object")
+        raise LoadError(source, f"{place}{sep}$.job", "expected the job object")
 
     def need(cond: bool, field: str, what: str) -> None:
         if not cond:
             raise LoadError(
-                source, f"{place} $.job.{field}", f"expected {what}, got {job.get(field)!r}"
+                source, f"{place}{sep}$.job.{field}", f"expected {what}, got {job.get(field)!r}"
             )
 
     need(isinstance(job.get("id"), str) and bool(job["id"]), "id", "a non-empty string")
@@ -106,7 +108,7 @@ def _check_job(source: Path, doc: Any, place: str) -> dict[str, Any]:
     )
     need(isinstance(job.get("tasks"), list), "tasks", "an array of {name, digest, tags}")
     for i, task in enumerate(job["tasks"]):
-        where = f"{place} $.job.tasks[{i}]"
+        where = f"{place}{sep}$.job.tasks[{i}]"
         if not isinstance(task, dict) or not isinstance(task.get("name"), str) or not task["name"]:
             raise LoadError(
                 source, where, f"expected an object with a non-empty name, got {task!r}"
@@ -328,6 +330,8 @@ def load_envloop(
         ).fetchone()
         assert first is not None
         place, problem = str(first[0]), str(first[1])
+        if _is_jsonl(path):
+            place = physical_place(path, place)
         if problem == "not valid JSON" and _is_jsonl(path):
             problem = _explain_bad_line(path, int(place.removeprefix("line ")))
         if not lenient:

@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 
 from .._errors import LoadError, LoadWarning
+from ._common import physical_place
 from ._stage import stage_name
 
 __all__ = ["DEFAULT_MAPPING", "load_table"]
@@ -529,6 +530,8 @@ def _load(
     where = ""
     if n_bad:
         place, problem = str(bad[1]), str(bad[2])
+        if src.json:
+            place = physical_place(Path(src.label), place)
         if problem == "not valid JSON" and place.startswith("line "):
             problem = _explain_bad_line(Path(src.label), int(place.removeprefix("line ")))
         if not lenient:

@@ -1,0 +1,213 @@
+"""Any table: Parquet (file, glob, hive folder), CSV, JSONL(.gz), JSON array, frames."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import envloop_nb as enb
+from envloop_nb._loaders import detect_format
+from tests.test_loaders_envloop import assert_frames_agree, load_job
+
+ROWS = [
+    # task, attempt, reward, status, subset, turns, started_at
+    ("A", 1, 1.0, "completed", "math", 3, "2026-01-01T00:00:00Z"),
+    ("A", 2, 0.0, "failed", "math", 5, "2026-01-01T00:01:00Z"),
+    ("B", 1, 1.0, "completed", "code", 7, "2026-01-01T00:02:00Z"),
+    ("B", 2, None, "cancelled", "code", None, None),
+    ("C", 1, 0.0, "completed", "code", 2, "2026-01-01T00:03:00Z"),
+]
+COLUMNS = ["task", "attempt", "reward", "status", "subset", "turns", "started_at"]
+
+
+def frame() -> pd.DataFrame:
+    df = pd.DataFrame(ROWS, columns=COLUMNS)
+    df["turns"] = df["turns"].astype("Int64")
+    return df
+
+
+def _core(job: enb.Job) -> list[tuple]:
+    return job.con.execute(
+        """SELECT task, attempt, reward, status, turns, started_at FROM attempts
+           WHERE job_id = ? ORDER BY task, attempt""",
+        [job.id],
+    ).fetchall()
+
+
+def _write(tmp_path: Path, kind: str) -> Path:
+    df = frame()
+    if kind == "parquet":
+        path = tmp_path / "run.parquet"
+        df.to_parquet(path)
+    elif kind == "csv":
+        path = tmp_path / "run.csv"
+        df.to_csv(path, index=False)
+    elif kind in ("jsonl", "jsonl.gz"):
+        path = tmp_path / f"run.{kind}"
+        text = "".join(
+            json.dumps({k: (None if pd.isna(v) else v) for k, v in zip(COLUMNS, r, strict=True)})
+            + "\n"
+            for r in ROWS
+        )
+        if kind == "jsonl.gz":
+            with gzip.open(path, "wt") as f:
+                f.write(text)
+        else:
+            path.write_text(text)
+    elif kind == "json":
+        path = tmp_path / "run.json"
+        path.write_text(json.dumps([dict(zip(COLUMNS, r, strict=True)) for r in ROWS]))
+    else:
+        raise AssertionError(kind)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["parquet", "csv", "jsonl", "jsonl.gz", "json"])
+def test_every_file_kind_loads_the_same(ws: enb.Workspace, tmp_path: Path, kind: str) -> None:
+    path = _write(tmp_path, kind)
+    assert detect_format(path) == "table"
+    job = load_job(ws, path)
+    assert job.id == "table:run"
+    assert job.k == 2
+    reference = load_job(ws, frame(), job_id="ref")
+    assert _core(job) == _core(reference)
+    assert job.tasks()["task"].tolist() == ["A", "B", "C"]
+    tags = job.tasks()["tags"].map(json.loads).tolist()
+    assert tags == [{"subset": "math"}, {"subset": "code"}, {"subset": "code"}]
+    s = job.summary()
+    assert (s.total, s.scored, s.invalid) == (6, 4, 1)
+    assert s.score == pytest.approx(0.5)
+    assert_frames_agree(job)
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow"])
+def test_in_memory_frames(ws: enb.Workspace, kind: str) -> None:
+    df = frame()
+    source = {"pandas": df, "polars": pl.from_pandas(df), "arrow": pa.Table.from_pandas(df)}[kind]
+    job = load_job(ws, source, job_id=f"j-{kind}", model="m", dataset="d", dataset_version="1")
+    assert job.info["source_format"] == "table" and job.info["model"] == "m"
+    assert job.attempts()["source_place"].tolist()[:2] == ["row 0", "row 1"]
+    assert _core(job) == _core(load_job(ws, frame(), job_id="ref"))
+    assert df.equals(frame())  # the caller's frame is not changed
+    assert_frames_agree(job)
+
+
+def test_frame_needs_a_job_id(ws: enb.Workspace) -> None:
+    with pytest.raises(enb.LoadError, match=r"pass job_id=\.\.\. to load an in-memory frame"):
+        load_job(ws, frame())
+    assert len(ws.jobs()) == 0
+
+
+def test_parquet_glob_and_hive_folder(ws: enb.Workspace, tmp_path: Path) -> None:
+    con = duckdb.connect()
+    con.register("df", frame())
+    root = tmp_path / "hive"
+    con.execute(
+        f"COPY (SELECT * EXCLUDE (subset), subset FROM df) TO '{root}' (FORMAT parquet, PARTITION_BY (subset))"
+    )
+    assert sorted(p.name for p in root.iterdir()) == ["subset=code", "subset=math"]
+    job = load_job(ws, root)
+    assert job.id == "table:hive"
+    assert sorted(_core(job)) == sorted(_core(load_job(ws, frame(), job_id="ref")))
+    tags = dict(zip(job.tasks()["task"], job.tasks()["tags"].map(json.loads), strict=True))
+    assert tags["A"] == {"subset": "math"} and tags["C"] == {"subset": "code"}
+    place = job.attempts()["source_place"].iloc[0]
+    assert ".parquet row " in place
+    # a glob over the same files
+    job2 = load_job(ws, str(root / "*" / "*.parquet"), job_id="glob")
+    assert sorted(_core(job2)) == sorted(_core(job))
+
+
+def test_mapping_and_numbering_by_appearance(ws: enb.Workspace) -> None:
+    df = pd.DataFrame(
+        {
+            "problem": ["x", "y", "x", "x", "y"],
+            "score": [1, 0, 0, 1, None],
+            "prompt": ["p1", "p2", "p1", "p1", "p2"],
+            "answer": ["a", "b", "c", "d", "e"],
+            "gold": ["a", "b", "a", "a", "b"],
+            "level": ["easy", "hard", "easy", "easy", "hard"],
+            "dim_style": [0.5, 0.2, 0.1, 0.9, None],
+            "seed": [1, 2, 3, 4, 5],
+        }
+    )
+    job = load_job(
+        ws,
+        df,
+        job_id="mapped",
+        mapping={
+            "task": "problem",
+            "reward": "score",
+            "input": "prompt",
+            "output": "answer",
+            "reference": "gold",
+            "tags": {"difficulty": "level"},
+        },
+    )
+    a = job.attempts()
+    assert a[["task", "attempt"]].values.tolist() == [
+        ["x", 1],
+        ["x", 2],
+        ["x", 3],
+        ["y", 1],
+        ["y", 2],
+    ]
+    assert a["output"].tolist() == ["a", "c", "d", "b", "e"]
+    assert (a["status"] == "completed").all()
+    assert job.k == 3
+    assert json.loads(a["extra"].iloc[0]) == {"seed": 1}
+    assert json.loads(job.tasks()["tags"].iloc[0]) == {"difficulty": "easy"}
+    dims = job.dimensions()
+    assert dims.query("task == 'x' and attempt == 3")["value"].tolist() == [0.9]
+    assert set(dims["name"]) == {"style"}
+    s = job.summary()
+    assert (s.total, s.scored, s.invalid) == (6, 4, 1)  # y: 2 of 3 slots dispatched
+
+
+def test_k_option_and_nan_reward(ws: enb.Workspace) -> None:
+    df = frame()
+    df.loc[0, "reward"] = float("nan")
+    job = load_job(ws, pl.from_pandas(df, nan_to_null=False), job_id="nan", k=3)
+    assert job.k == 3
+    rewards = job.attempts()["reward"].tolist()
+    assert rewards[0] != rewards[0]  # NaN is no reward, never 0
+    assert job.summary().total == 9
+
+
+def test_running_rows_make_a_running_job(ws: enb.Workspace) -> None:
+    df = frame()
+    df.loc[4, "status"] = "running"
+    df.loc[4, "reward"] = None
+    assert load_job(ws, df, job_id="r").info["status"] == "running"
+    assert load_job(ws, frame(), job_id="c").info["status"] == "completed"
+
+
+def test_reload_is_idempotent(ws: enb.Workspace, tmp_path: Path) -> None:
+    path = _write(tmp_path, "csv")
+    load_job(ws, path)
+    load_job(ws, path)
+    assert len(ws.jobs()) == 1 and len(ws.job("table:run").attempts()) == 5
+
+
+def test_a_million_rows_stay_in_duckdb(ws: enb.Workspace, tmp_path: Path) -> None:
+    """1M rows (the 10M measurement is in the report) load through SQL in seconds."""
+    path = tmp_path / "big.parquet"
+    duckdb.connect().execute(
+        f"""COPY (SELECT 'task-' || (i % 10000) AS task, (i // 10000 + 1)::INTEGER AS attempt,
+                  (hash(i) % 2)::DOUBLE AS reward, 'subset-' || (i % 10000 % 5) AS subset
+                  FROM range(1000000) t(i)) TO '{path}' (FORMAT parquet)"""
+    )
+    start = time.perf_counter()
+    job = load_job(ws, path)
+    elapsed = time.perf_counter() - start
+    s = job.summary()
+    assert (job.k, s.total_members, s.total, s.scored) == (100, 10000, 1_000_000, 1_000_000)
+    assert elapsed < 60, elapsed
