@@ -1,0 +1,112 @@
+"""Chart specs: SQL-aggregated frames stay small; Vega-Lite specs carry the right marks/fields."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import envloop_nb as enb
+from envloop_nb import _charts
+
+from .conftest import SAMPLE_DATA, THREE_TASKS
+
+
+def _data(spec: dict) -> list[dict]:
+    return spec["datasets"][spec["data"]["name"]]
+
+
+@pytest.fixture
+def job(ws: enb.Workspace) -> enb.Job:
+    return ws.load(THREE_TASKS)
+
+
+def test_reward_distribution_is_discrete_and_skips_missing(job: enb.Job) -> None:
+    frame = _charts.distribution_frame(job.con, job.id, "reward")
+    assert frame.to_dict("list") == {"low": [0.0, 1.0], "high": [0.0, 1.0], "count": [2, 3]}
+    spec = _charts.distribution_chart(frame, title="reward", x_title="reward").to_dict()
+    assert spec["mark"]["type"] == "bar"
+    assert spec["encoding"]["x"]["field"] == "low" and spec["encoding"]["x"]["type"] == "ordinal"
+    assert spec["encoding"]["y"]["field"] == "count"
+    assert "5 attempts" in spec["title"]  # the running attempt has no reward: not a zero
+
+
+def test_binned_distribution_counts_every_value(job: enb.Job) -> None:
+    frame = _charts.distribution_frame(job.con, job.id, "duration", bins=3)
+    assert int(frame["count"].sum()) == 5
+    assert frame["low"].iloc[0] == 84.0 and frame["high"].iloc[-1] == pytest.approx(531.0)
+    spec = _charts.distribution_chart(frame, title="d", x_title="s").to_dict()
+    assert spec["encoding"]["x2"]["field"] == "high"
+    assert len(_data(spec)) == 3
+
+
+def test_tokens_sum_input_and_output(job: enb.Job) -> None:
+    frame = _charts.distribution_frame(job.con, job.id, "tokens", bins=100)
+    assert sorted(frame["low"]) == [1020.0, 1510.0, 3400.0, 5890.0, 6280.0]
+
+
+def test_unknown_measure_and_bad_bins(job: enb.Job) -> None:
+    with pytest.raises(ValueError, match="measure must be one of"):
+        _charts.distribution_frame(job.con, job.id, "nope")
+    with pytest.raises(ValueError, match="bins"):
+        _charts.distribution_frame(job.con, job.id, "reward", bins=0)
+
+
+def test_empty_distribution(job: enb.Job) -> None:
+    frame = _charts.distribution_frame(job.con, job.id, "tokens")
+    job.con.execute("UPDATE attempts SET turns = NULL")
+    empty = _charts.distribution_frame(job.con, job.id, "turns")
+    assert len(frame) > 0 and len(empty) == 0
+    spec = _charts.distribution_chart(empty, title="t", x_title="t").to_dict()
+    assert "0 attempts" in spec["title"]
+
+
+def test_status_frame_counts_requested_slots(ws: enb.Workspace) -> None:
+    job = ws.load(SAMPLE_DATA / "running.json")
+    frame = _charts.status_frame(job.con, job.id)
+    total = job.summary().total
+    assert int(frame["count"].sum()) == total
+    assert list(frame["status"])[:6] == list(_charts.STATUS_ORDER)
+    spec = _charts.status_chart(frame).to_dict()
+    assert spec["encoding"]["color"]["scale"]["domain"] == list(frame["status"])
+
+
+def test_curve_chart_long_form_drops_nulls(job: enb.Job) -> None:
+    spec = _charts.curve_chart(job.curve()).to_dict()
+    rows = _data(spec)
+    assert {r["metric"] for r in rows} == {"pass@k", "pass^k"}
+    assert [r["value"] for r in rows if r["metric"] == "pass@k"] == [0.5, 1.0]
+    nulls = pd.DataFrame({"k": [1], "pass@k": [None], "pass^k": [None], "tasks": [0]})
+    assert _data(_charts.curve_chart(nulls).to_dict()) == []
+
+
+def test_bar_and_bucket_charts() -> None:
+    f = pd.DataFrame({"subset": ["a", "b"], "score": [0.25, 0.5]})
+    spec = _charts.bar_chart(f, category="subset", value="score", title="s").to_dict()
+    assert spec["encoding"]["x"]["scale"]["domain"] == [0, 1]
+    raw = _charts.bar_chart(f, category="subset", value="score", title="s", percent=False)
+    assert "scale" not in raw.to_dict()["encoding"]["x"]
+    b = pd.DataFrame({"bucket": ["hard", "Other (matched no rule)"], "count": [3, 0]})
+    spec = _charts.bucket_chart(b).to_dict()
+    assert spec["encoding"]["y"]["sort"] == ["hard", "Other (matched no rule)"]
+
+
+def test_charts_are_theme_neutral(job: enb.Job) -> None:
+    spec = _charts.status_chart(_charts.status_frame(job.con, job.id)).to_dict()
+    assert spec["config"]["background"] == "transparent"
+
+
+def test_big_job_charts_stay_small(ws: enb.Workspace) -> None:
+    """Thousands of attempts still give a few dozen marks: aggregation happens in SQL."""
+    import sys
+
+    sys.path.insert(0, str(SAMPLE_DATA.parent / "benchmarks"))
+    from bench_panel import generate_job
+
+    job = generate_job(ws, 20_000)
+    for measure in _charts.DISTRIBUTIONS:
+        frame = _charts.distribution_frame(job.con, job.id, measure)
+        assert len(frame) <= 30
+        spec = _charts.distribution_chart(frame, title="x", x_title="x").to_dict()
+        assert len(_data(spec)) <= 30
+        assert int(frame["count"].sum()) <= 20_000
+    assert len(_data(_charts.curve_chart(job.curve()).to_dict())) <= 8

@@ -1,0 +1,247 @@
+"""Panels driven from Python: controls in, results out, errors shown in the panel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import envloop_nb as enb
+from envloop_nb._panel import agreement_html, findings_html, groups_html
+
+from .conftest import SAMPLE_DATA, THREE_TASKS
+
+
+@pytest.fixture
+def panel(ws: enb.Workspace) -> enb.JobPanel:
+    return enb.panel(ws.load(SAMPLE_DATA / "base.json"))
+
+
+@pytest.fixture
+def small(ws: enb.Workspace) -> enb.JobPanel:
+    return ws.load(THREE_TASKS).panel()
+
+
+def test_panel_shape_and_repr(small: enb.JobPanel) -> None:
+    import ipywidgets as w
+
+    assert isinstance(small.widget, w.Tab)
+    assert list(small.widget.titles) == ["Overview", "Cases", "Buckets & export"]
+    assert repr(small) == "<JobPanel job_abc0001: Overview · Cases · Buckets & export>"
+    bundle = small._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert data["text/plain"] == repr(small)
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert isinstance(small, enb.JobPanel) and enb.panel is not None
+
+
+def test_overview_cards_facts_and_agreement(small: enb.JobPanel) -> None:
+    ov = small.overview
+    assert "pass@2" in ov.cards.value and "pass^2" in ov.cards.value
+    assert "5/6 attempts scored" in ov.cards.value and "60%" in ov.cards.value
+    for text in ("my-endpoint/sft", "tiny-agent@1", "harbor@0.22.0", "running"):
+        assert text in ov.facts.value
+    assert ov.status_counts["running"] == 1 and ov.status_counts["completed"] == 4
+    assert "numbers agree" in ov.agreement.value and "numbers disagree" not in ov.agreement.value
+    assert {"reward", "turns", "tokens", "duration", "status", "curve"} <= set(ov.chart_widgets)
+    assert "math" in ov.groups.value and "bad cases" in ov.groups.value
+
+
+def test_policy_and_threshold_recompute(small: enb.JobPanel) -> None:
+    ov = small.overview
+    assert ov.summary is not None and ov.summary.score == pytest.approx(0.6)
+    ov.policy.value = "failure"
+    assert ov.summary.policy == "failure" and ov.summary.score == pytest.approx(0.5)
+    assert "policy: failure" in ov.cards.value
+    assert small.cases.query.policy == "failure"  # the Cases tab follows
+    ov.threshold.value = 0.5
+    ov.use_threshold.value = True
+    assert ov.summary.threshold == 0.5 and "reward ≥ 0.5" in ov.cards.value
+    curve = ov.chart_widgets["curve"].chart.to_dict()
+    assert curve["datasets"]  # the chart was rebuilt, not emptied
+
+
+def test_invalid_threshold_shows_error_and_keeps_state(small: enb.JobPanel) -> None:
+    ov = small.overview
+    before = ov.cards.value
+    ov.threshold.value = float("nan")
+    ov.use_threshold.value = True
+    assert "enb-error-box" in ov.error.value and "finite" in ov.error.value
+    assert ov.cards.value == before  # not half-updated
+    ov.use_threshold.value = False
+    assert ov.error.value == "" and ov.summary.threshold is None
+
+
+def test_cases_filter_sort_page_and_detail(panel: enb.JobPanel) -> None:
+    cases = panel.cases
+    total = cases.page.total
+    assert len(cases.frame) == 20 and "page 1 of" in cases.page_label.value
+    first = list(cases.frame["task"])
+    cases.next_page.click()
+    assert cases.query.page == 1 and list(cases.frame["task"]) != first
+    assert not cases.prev_page.disabled
+    cases.prev_page.click()
+    assert cases.query.page == 0 and cases.prev_page.disabled
+    cases.status.value = "failed"
+    assert cases.page.total < total and set(cases.frame["status"]) == {"failed"}
+    cases.status.value = cases.ALL
+    cases.subset.value = "math"
+    assert set(cases.frame["subset"]) == {"math"}
+    cases.search.value = "zzz-no-such-text"
+    assert cases.page.total == 0 and "no rows match" in cases.table.value
+    cases.search.value = ""
+    cases.sort_by.value = "reward"
+    cases.descending.value = True
+    assert cases.frame["reward"].iloc[0] == cases.frame["reward"].max()
+    cases.value_range.value = (0.5, 1.0)
+    assert (cases.frame["reward"] >= 0.5).all()
+    cases.go_to_page(10_000)  # clipped to the last page
+    assert cases.query.page == cases.page.pages - 1
+    cases.select_row(0)
+    assert "enb-detail" in cases.detail.value and "enb-selected" in cases.table.value
+    assert cases.row.options[1][0].startswith(f"{cases.page.first_row}. ")
+
+
+def test_cases_task_view(panel: enb.JobPanel) -> None:
+    cases = panel.cases
+    cases.view.value = "task"
+    assert cases.value_range.description == "pass rate"
+    assert "pass@4" in cases.frame.columns and cases.page.total == 200
+    cases.value_range.value = (0.0, 0.25)
+    assert (cases.frame["pass_rate"] <= 0.25).all() and cases.page.total < 200
+    cases.select_row(0)
+    assert "attempts" in cases.detail.value and "pass@4" in cases.detail.value
+    cases.view.value = "attempt"
+    assert cases.value_range.description == "reward" and "attempt" in cases.frame.columns
+
+
+def test_buckets_apply_counts_and_cases_filter(panel: enb.JobPanel) -> None:
+    b = panel.buckets
+    b.set_rules([("hard", 0, 0.25), ("easy", 0.25, 1.0)])  # 1.0 as upper bound: classic mistake
+    b.apply_button.click()
+    assert b.guard.last_error is None
+    result = b.result
+    assert result.count_of("hard") + result.count_of("easy") + result.count_of(
+        "Other (matched no rule)"
+    ) == 200 - result.excluded  # fmt: skip
+    assert f">{result.count_of('hard'):,}<" in b.counts.value
+    assert "warning" in b.warnings.value  # the 100% pass rate falls into Other
+    assert len(b.chart_box.children) == 1
+    spec = b.chart_box.children[0].chart.to_dict()
+    assert [r["bucket"] for r in spec["datasets"][spec["data"]["name"]]][:2] == ["hard", "easy"]
+    cases = panel.cases
+    assert not cases.bucket.disabled and "hard" in [v for _, v in cases.bucket.options]
+    cases.view.value = "task"
+    cases.bucket.value = "hard"
+    assert cases.page.total == result.count_of("hard") and "bucket" in cases.frame.columns
+
+
+def test_rule_editing(panel: enb.JobPanel) -> None:
+    b = panel.buckets
+    names = [r["name"] for r in b.rules_data]
+    b.rows[0]["down"].click()
+    assert [r["name"] for r in b.rules_data] == [names[1], names[0], *names[2:]]
+    b.rows[1]["up"].click()
+    assert [r["name"] for r in b.rules_data] == names
+    b.add_button.click()
+    assert len(b.rules_data) == len(names) + 1 and len(b.rows) == len(names) + 1
+    b.rows[-1]["remove"].click()
+    assert len(b.rules_data) == len(names)
+    b.rows[0]["name"].value = "very hard"
+    b.rows[0]["high"].value = 0.1
+    rules = b.rules()
+    assert rules.buckets[0].name == "very hard" and rules.buckets[0].high == 0.1
+
+
+def test_invalid_rule_shows_error_no_exception(panel: enb.JobPanel) -> None:
+    b = panel.buckets
+    b.apply_button.click()
+    good_counts = b.counts.value
+    b.set_rules([("same", 0, 0.5), ("same", 0.5, 1.01)])
+    b.apply_button.click()  # must not raise
+    assert "enb-error-box" in b.error.value and "duplicate bucket name" in b.error.value
+    assert b.counts.value == good_counts  # previous result kept whole
+    b.set_rules([("ok", 0, 1.01)])
+    b.apply_button.click()
+    assert b.error.value == "" and b.result.count_of("ok") > 0
+
+
+def test_per_attempt_metric(panel: enb.JobPanel) -> None:
+    b = panel.buckets
+    b.metric.value = "attempt:reward"
+    b.set_rules([("zero", 0, 0.5), ("one", 0.5, 1.5)])
+    b.apply_button.click()
+    assert b.guard.last_error is None and b.result.rules.level == "attempt"
+    panel.cases.bucket.value = "zero"
+    assert (panel.cases.frame["reward"] < 0.5).all()
+
+
+def test_export_xlsx_writes_file(panel: enb.JobPanel, tmp_path: Path) -> None:
+    import openpyxl
+
+    b = panel.buckets
+    b.xlsx_path.value = str(tmp_path / "all.xlsx")
+    b.export_xlsx_button.click()
+    assert b.export_guard.last_error is None
+    assert (tmp_path / "all.xlsx").exists() and "all.xlsx" in b.export_message.value
+    assert "rows" in b.export_message.value
+    b.apply_button.click()
+    b.export_buckets.value = ("hard",)
+    b.xlsx_path.value = str(tmp_path / "hard.xlsx")
+    b.export_xlsx_button.click()
+    wb = openpyxl.load_workbook(tmp_path / "hard.xlsx", read_only=True)
+    assert "Tasks" in wb.sheetnames
+    assert b.last_export.rows_per_sheet["Tasks"] == b.result.count_of("hard")
+    wb.close()
+
+
+def test_failed_export_shows_error(panel: enb.JobPanel, tmp_path: Path) -> None:
+    b = panel.buckets
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    b.xlsx_path.value = str(blocker / "sub" / "x.xlsx")  # parent is a file
+    b.export_xlsx_button.click()
+    assert "enb-error-box" in b.export_message.value and b.last_export is None
+    b.export_buckets.value = ()
+    b.export_dataset_button.click()  # no rules applied yet: a message, not an exception
+    assert "enb-error-box" in b.export_message.value
+
+
+def test_export_dataset(panel: enb.JobPanel, tmp_path: Path) -> None:
+    pytest.importorskip("envloop_nb._export_dataset")
+    b = panel.buckets
+    b.apply_button.click()
+    b.export_buckets.value = ("hard",)
+    b.dataset_folder.value = str(tmp_path)
+    b.dataset_name.value = "hard-cases"
+    b.dataset_version.value = "1"
+    b.export_dataset_button.click()
+    assert b.export_guard.last_error is None, b.export_message.value
+    assert "wrote" in b.export_message.value
+    assert any(tmp_path.rglob("manifest.json"))
+
+
+def test_running_job_needs_allow_partial(ws: enb.Workspace) -> None:
+    p = ws.load(SAMPLE_DATA / "running.json").panel()
+    b = p.buckets
+    b.apply_button.click()
+    assert "still running" in b.error.value and b.result is None
+    b.allow_partial.value = True
+    b.apply_button.click()
+    assert b.result.partial and "PARTIAL" in b.counts.value
+
+
+def test_pure_html_helpers() -> None:
+    assert "no platform metrics" in agreement_html(None, {})
+    assert "numbers disagree" in agreement_html({"score_counts": {"total": 7}}, {"total": 6})
+    assert "total: platform 7, recomputed 6" in agreement_html(
+        {"score_counts": {"total": 7}}, {"total": 6}
+    )
+    assert groups_html(None, "subset") == ""
+    assert "No diagnosis flags" in findings_html([])
+
+    class F:
+        severity, title, evidence = "warning", "<b>loop</b>", "many turns"
+
+    out = findings_html([F()])
+    assert "&lt;b&gt;loop" in out and "many turns" in out
