@@ -7,6 +7,7 @@
 score 60.0% · 5/6 attempts scored · 2/3 members complete
 """
 
+from ._compare import Comparison, Difference, LeaderboardSnapshot
 from ._diagnosis import DiagnosisOptions, Finding, Findings
 from ._errors import EnvloopError, LoadError, LoadWarning
 from ._job import Job
@@ -21,13 +22,16 @@ from ._uncertainty import (
 from ._workspace import Workspace, open
 
 __all__ = [
+    "Comparison",
     "DiagnosisOptions",
+    "Difference",
     "EnvloopError",
     "Finding",
     "Findings",
     "Interval",
     "Job",
     "JobSummary",
+    "LeaderboardSnapshot",
     "LoadError",
     "LoadWarning",
     "Workspace",

@@ -134,4 +134,31 @@ CREATE TABLE IF NOT EXISTS dataset_rows (
     tags             JSON,
     extra            JSON
 );
+
+-- Saved job snapshots (ws.save_to_leaderboard); not a job table: snapshots outlive jobs.
+CREATE TABLE IF NOT EXISTS leaderboard (
+    snapshot_id       VARCHAR NOT NULL,   -- job_id@fingerprint[:12] (+ /policy/threshold)
+    job_id            VARCHAR NOT NULL,
+    fingerprint       VARCHAR NOT NULL,   -- sha256 of attempts of record, tasks+digests, k
+    saved_at          TIMESTAMPTZ NOT NULL,
+    model             VARCHAR,
+    status            VARCHAR,
+    dataset_name      VARCHAR,
+    dataset_version   VARCHAR,
+    dataset_revision  VARCHAR,
+    runner            VARCHAR,
+    k                 INTEGER,
+    policy            VARCHAR NOT NULL,
+    threshold         DOUBLE,
+    score             DOUBLE,
+    pass              DOUBLE,
+    pass_at_k         DOUBLE,
+    pass_hat_k        DOUBLE,
+    total             BIGINT,
+    scored            BIGINT,
+    missing           BIGINT,
+    complete_members  BIGINT,
+    total_members     BIGINT,
+    summary           JSON
+);
 """

@@ -134,6 +134,21 @@ class Workspace:
 
         return compare(self, jobs, baseline=baseline)
 
+    def save_to_leaderboard(self, job: Job | str, **options: Any) -> Any:
+        """Save a job's snapshot in the workspace leaderboard; the same job again returns it.
+
+        See :func:`envloop_nb._compare.save_snapshot` (key: job id + attempts fingerprint).
+        """
+        from ._compare import save_snapshot
+
+        return save_snapshot(self, job, **options)
+
+    def leaderboard(self) -> Any:
+        """The saved snapshots, ranked by score within each dataset revision."""
+        from ._compare import saved_leaderboard
+
+        return saved_leaderboard(self)
+
     def close(self) -> None:
         """Close the DuckDB connection (a persistent workspace keeps its file)."""
         self.con.close()

@@ -1,0 +1,451 @@
+"""Checkpoint comparison: guard, leaderboard, table, paired statistics, transitions, exports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import envloop_nb as enb
+from envloop_nb._buckets import Bucket, BucketRules
+from envloop_nb._compare import Comparison, Difference
+from tests.compare_helpers import envloop_job, fixing_pair, write_job
+from tests.conftest import SAMPLE_DATA, THREE_TASKS
+
+
+def load(ws: enb.Workspace, tmp_path: Path, *docs: dict) -> list[enb.Job]:
+    return [ws.load(write_job(tmp_path, d)) for d in docs]
+
+
+# -- entry point ------------------------------------------------------------------------
+def test_more_than_five_jobs_is_refused(ws: enb.Workspace, tmp_path: Path) -> None:
+    jobs = load(ws, tmp_path, *[envloop_job(f"j{i}", {"a": [1.0]}) for i in range(6)])
+    with pytest.raises(enb.EnvloopError, match=r"at most 5 jobs .* got 6"):
+        ws.compare(jobs)
+
+
+def test_one_job_is_its_summary(ws: enb.Workspace) -> None:
+    job = ws.load(THREE_TASKS)
+    result = ws.compare([job])
+    assert isinstance(result, enb.JobSummary)
+    assert result == job.summary()
+
+
+def test_duplicate_job_and_unknown_baseline(ws: enb.Workspace, tmp_path: Path) -> None:
+    a, _ = load(ws, tmp_path, envloop_job("a", {"t": [1.0]}), envloop_job("b", {"t": [0.0]}))
+    with pytest.raises(enb.EnvloopError, match="listed twice"):
+        ws.compare([a, a])
+    cmp = ws.compare(["b"], baseline="a")  # a baseline outside the list is put first
+    assert isinstance(cmp, Comparison)
+    assert cmp.job_ids == ["a", "b"] and cmp.baseline.id == "a"
+    with pytest.raises(enb.EnvloopError, match="no job 'zz'"):
+        ws.compare(["a", "zz"])
+
+
+# -- known answers ------------------------------------------------------------------------
+def test_identical_jobs_zero_difference_no_significance(ws: enb.Workspace, tmp_path: Path) -> None:
+    base, _ = fixing_pair()
+    twin = json.loads(json.dumps(base))
+    twin["job"]["id"] = "job_twin"
+    a, b = load(ws, tmp_path, base, twin)
+    cmp = ws.compare([a, b])
+    assert cmp.comparable and cmp.differences == []
+    row = cmp.paired().iloc[0]
+    assert row["score_diff"] == 0 and row["score_low"] == 0 and row["score_high"] == 0
+    assert row["pass_diff"] == 0
+    assert row["fixed"] == 0 and row["broken"] == 0 and row["mcnemar_p"] == 1.0
+    assert row["verdict"].startswith("within noise")
+    tr = cmp.transitions().set_index("transition")["count"]
+    assert tr["fixed"] == 0 and tr["broken"] == 0
+    assert tr["still failing"] == 40 and tr["still passing"] == 20
+    assert cmp.strengths().empty  # equal everywhere: nobody is above anybody
+
+
+def test_fixing_30_of_40_failed_tasks_is_significant(ws: enb.Workspace, tmp_path: Path) -> None:
+    a, b = load(ws, tmp_path, *fixing_pair())
+    cmp = ws.compare([a, b], baseline=a)
+    row = cmp.paired().iloc[0]
+    assert row["shared_complete"] == 60 and row["shared_share"] == 1.0
+    assert row["score_diff"] == pytest.approx(30 / 60)
+    assert row["score_low"] > 0.3 and row["score_high"] < 0.7
+    assert (row["fixed"], row["broken"]) == (30, 0)
+    assert row["mcnemar_p"] == pytest.approx(2 * 0.5**30)
+    assert row["verdict"] == "beyond noise: job_new is better than job_base"
+    tr = cmp.transitions()
+    fixed = tr[tr["transition"] == "fixed"].iloc[0]
+    assert fixed["count"] == 30 and fixed["tasks"] == [f"t{i:03d}" for i in range(30)]
+    assert tr[tr["transition"] == "not compared"]["count"].iloc[0] == 0
+    # Against the other baseline the sign flips.
+    back = cmp.with_baseline("job_new").paired().iloc[0]
+    assert back["score_diff"] == pytest.approx(-0.5)
+    assert (back["fixed"], back["broken"]) == (0, 30)
+    assert back["verdict"].startswith("beyond noise: job_base is worse")
+
+
+def test_few_discordant_tasks_are_within_noise(ws: enb.Workspace, tmp_path: Path) -> None:
+    a, b = load(ws, tmp_path, *fixing_pair(n_tasks=60, failed=40, fixed=3))
+    row = ws.compare([a, b]).paired().iloc[0]
+    assert (row["fixed"], row["broken"]) == (3, 0)
+    assert row["mcnemar_p"] == pytest.approx(0.25)
+    assert not row["verdict"].startswith("beyond noise")
+
+
+def test_paired_matches_brute_force(ws: enb.Workspace, tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    names = [f"t{i}" for i in range(30)]
+    base = {t: [float(x) for x in rng.integers(0, 2, 3)] for t in names}
+    new = {t: [float(x) for x in rng.integers(0, 2, 3)] for t in names}
+    new["t0"] = [1.0, None, 1.0]  # incomplete: left out of the pairing
+    base["t1"] = [1.0, 0.0]  # one attempt undispatched: left out too
+    a, b = load(ws, tmp_path, envloop_job("a", base, k=3), envloop_job("b", new, k=3))
+    row = ws.compare([a, b]).paired().iloc[0]
+    keep = [t for t in names if t not in ("t0", "t1")]
+    diffs = [np.mean(new[t]) - np.mean(base[t]) for t in keep]
+    assert row["shared_complete"] == 28
+    assert row["score_diff"] == pytest.approx(np.mean(diffs))
+    assert row["score_low"] <= row["score_diff"] <= row["score_high"]
+    assert "2 shared task(s) not completely scored in both" in row["note"]
+    solved_a = {t: np.mean(base[t]) >= 0.5 for t in keep}
+    solved_b = {t: np.mean(new[t]) >= 0.5 for t in keep}
+    assert row["fixed"] == sum(solved_b[t] and not solved_a[t] for t in keep)
+    assert row["broken"] == sum(solved_a[t] and not solved_b[t] for t in keep)
+
+
+def test_seeded_intervals_are_reproducible(ws: enb.Workspace, tmp_path: Path) -> None:
+    a, b = load(ws, tmp_path, *fixing_pair(fixed=10))
+    one = ws.compare([a, b]).paired()
+    two = ws.compare([a, b]).paired()
+    pd.testing.assert_frame_equal(one, two)
+
+
+# -- guard ---------------------------------------------------------------------------------
+def test_incomparable_jobs_are_listed_and_paired_uses_shared_tasks(
+    ws: enb.Workspace, tmp_path: Path
+) -> None:
+    base = {f"t{i:02d}": [1.0, 0.0] for i in range(40)}
+    other = {f"t{i:02d}": [1.0, 1.0, 1.0, 1.0] for i in range(12, 40)}
+    other.update({f"x{i:02d}": [1.0] * 4 for i in range(12)})
+    a, b = load(
+        ws,
+        tmp_path,
+        envloop_job("job_a", base, revision="sha256:aa"),
+        envloop_job("job_otherrev", other, revision="sha256:bb", runner="harbor@0.23.0"),
+    )
+    cmp = ws.compare([a, b])
+    assert not cmp.comparable
+    details = [d.detail for d in cmp.differences]
+    assert "12 tasks only in job_otherrev" in details
+    assert "12 tasks only in job_a" in details
+    assert "attempts 2 (job_a) vs 4 (job_otherrev)" in details
+    assert "dataset revision sha256:aa (job_a) vs sha256:bb (job_otherrev)" in details
+    assert "runner harbor@0.22.0 (job_a) vs harbor@0.23.0 (job_otherrev)" in details
+    assert all(isinstance(d, Difference) and d.blocking for d in cmp.differences)
+    with pytest.raises(AttributeError):
+        cmp.differences[0].detail = "x"  # type: ignore[misc]
+    row = cmp.paired().iloc[0]
+    assert row["shared_complete"] == 28 and row["tasks_union"] == 52
+    assert "shared tasks only: 28 of 52 tasks are in both jobs" in row["note"]
+    assert row["verdict"].startswith("not assessed: not comparable")
+    # every view is marked
+    assert cmp.mark.startswith("⚠ not comparable")
+    for frame in (cmp.leaderboard(), cmp.table(), cmp.paired(), cmp.transitions()):
+        assert frame.attrs["mark"] == cmp.mark
+    lb = cmp.leaderboard().set_index("job")
+    assert "not comparable to baseline" in lb.loc["job_otherrev", "warning"]
+    assert "NOT comparable" in cmp._repr_html_()
+    strengths = cmp.strengths()
+    assert strengths.empty or strengths["noise"].eq("not assessed").all()
+
+
+def test_digest_and_three_job_task_differences(ws: enb.Workspace, tmp_path: Path) -> None:
+    tasks = {t: [1.0] for t in "abcd"}
+    a, b, c = load(
+        ws,
+        tmp_path,
+        envloop_job("a", tasks),
+        envloop_job("b", tasks, digests={"a": "sha256:changed"}),
+        envloop_job("c", {t: [1.0] for t in "abc"}),
+    )
+    cmp = ws.compare([a, b, c])
+    details = [d.detail for d in cmp.differences]
+    assert "1 tasks of a are missing from c" in details
+    assert "1 tasks of b are missing from c" in details
+    assert any("1 tasks have the same name but a different digest" in d for d in details)
+    # a task whose digest differs is not paired
+    assert cmp.paired().set_index("job").loc["b", "shared_complete"] == 3
+
+
+def test_mostly_missing_is_not_assessed(ws: enb.Workspace, tmp_path: Path) -> None:
+    names = [f"t{i}" for i in range(20)]
+    base = {t: [1.0, 1.0] for t in names}
+    new = {t: ([0.0, 0.0] if i < 8 else [0.0]) for i, t in enumerate(names)}  # 12 incomplete
+    a, b = load(ws, tmp_path, envloop_job("a", base), envloop_job("b", new, k=2))
+    cmp = ws.compare([a, b])
+    assert cmp.comparable
+    row = cmp.paired().iloc[0]
+    assert row["shared_complete"] == 8
+    assert row["verdict"].startswith("not assessed: only 8 of 20 tasks (40%)")
+    lb = cmp.leaderboard().set_index("job")
+    assert lb.loc["b", "coverage"] == "28/40 scored, 12 missing"
+    assert lb.loc["b", "warning"].startswith("⚠ 12 missing")
+
+
+def test_dimensions_with_other_units_or_directions_stay_apart(
+    ws: enb.Workspace, tmp_path: Path
+) -> None:
+    tasks = {"a": [1.0], "b": [0.0]}
+    dims_a = {"a": {"accuracy": 0.9, "latency": 2.0}, "b": {"accuracy": 0.5, "latency": 4.0}}
+    dims_b = {"a": {"accuracy": 80.0, "latency": 1.0}, "b": {"accuracy": 60.0, "latency": 3.0}}
+    a, b = load(
+        ws,
+        tmp_path,
+        envloop_job(
+            "a",
+            tasks,
+            dimensions=dims_a,
+            units={"accuracy": "ratio", "latency": "s"},
+            higher_is_better={"accuracy": True, "latency": False},
+            verifier_version="v1",
+        ),
+        envloop_job(
+            "b",
+            tasks,
+            dimensions=dims_b,
+            units={"accuracy": "pct", "latency": "s"},
+            higher_is_better={"accuracy": True, "latency": False},
+            verifier_version="v2",
+        ),
+    )
+    cmp = ws.compare([a, b])
+    assert cmp.comparable  # units and verifiers do not break comparability...
+    details = [d.detail for d in cmp.differences]
+    assert any(d.startswith("unit of dimension accuracy differs (ratio vs pct)") for d in details)
+    assert "verifier version differs on dimension accuracy (v1 (a) vs v2 (b))" in details
+    assert all(not d.blocking for d in cmp.differences)
+    table = cmp.table("dimension").set_index("dimension")
+    # ...but the dimension is split: no row holds both jobs' accuracy
+    assert {"accuracy [ratio]", "accuracy [pct]", "latency"} <= set(table.index)
+    assert pd.isna(table.loc["accuracy [ratio]", "b"]) and table.loc["accuracy [ratio]", "a"] == 0.7
+    assert table.loc["accuracy [pct]", "b"] == 70.0
+    # lower latency is better
+    assert table.loc["latency", "best"] == "b"
+    lb = cmp.leaderboard().set_index("job")
+    assert lb.loc["a", "latency"] == 3.0 and pd.isna(lb.loc["a", "accuracy [pct]"])
+
+
+# -- leaderboard -------------------------------------------------------------------------------
+def test_leaderboard_ranks_and_shows_coverage(ws: enb.Workspace, tmp_path: Path) -> None:
+    a, b = load(ws, tmp_path, *fixing_pair())
+    c_doc = envloop_job("job_partial", {f"t{i:03d}": [1.0] for i in range(60)}, k=2)
+    (c,) = load(ws, tmp_path, c_doc)
+    lb = ws.compare([a, b, c]).leaderboard()
+    assert lb["job"].tolist() == ["job_partial", "job_new", "job_base"]
+    assert lb["rank"].tolist() == [1, 2, 3]
+    top = lb.iloc[0]
+    assert top["model"] == "job_partial"  # no model: the job id stands in
+    assert top["coverage"] == "60/120 scored, 60 missing"
+    assert top["warning"] == "⚠ 60 missing"
+    assert top["missing"] == 60 and top["complete_members"] == 0
+    assert pd.isna(top["pass@2"])  # no complete task: pass@k undefined, not 0
+    assert {"pass@2", "pass^2", "scored", "total_members"} <= set(lb.columns)
+
+
+def test_leaderboard_shared_k_is_the_smallest(ws: enb.Workspace, tmp_path: Path) -> None:
+    a, b = load(
+        ws,
+        tmp_path,
+        envloop_job("a", {"t": [1.0, 0.0, 0.0, 0.0]}),
+        envloop_job("b", {"t": [1.0, 0.0]}),
+    )
+    lb = ws.compare([a, b]).leaderboard().set_index("job")
+    assert lb.loc["a", "pass@2"] == pytest.approx(enb.pass_at_k(4, 1, 2))
+    assert lb.loc["b", "pass@2"] == 1.0
+
+
+def test_saved_leaderboard_snapshots_do_not_duplicate(ws: enb.Workspace, tmp_path: Path) -> None:
+    a, b = load(ws, tmp_path, *fixing_pair())
+    first = ws.save_to_leaderboard(a)
+    again = ws.save_to_leaderboard("job_base")
+    assert first.new and not again.new
+    assert again.snapshot_id == first.snapshot_id
+    ws.save_to_leaderboard(b)
+    lb = ws.leaderboard()
+    assert lb["job"].tolist() == ["job_new", "job_base"] and lb["rank"].tolist() == [1, 2]
+    # the same job reloaded with different attempts is a new snapshot
+    doc = fixing_pair()[0]
+    doc["trials"][0]["reward"] = 1.0
+    ws.load(write_job(tmp_path, doc))
+    changed = ws.save_to_leaderboard("job_base")
+    assert changed.new and changed.snapshot_id != first.snapshot_id
+    assert len(ws.leaderboard()) == 3
+    # another policy is its own snapshot
+    assert ws.save_to_leaderboard("job_new", policy="failure").new
+    assert "saved" in str(first)
+
+
+def test_saved_leaderboard_persists(tmp_path: Path) -> None:
+    path = tmp_path / "ws.duckdb"
+    with enb.open(path) as ws:
+        ws.save_to_leaderboard(ws.load(THREE_TASKS))
+    with enb.open(path) as ws:
+        lb = ws.leaderboard()
+        assert lb["job"].tolist() == ["job_abc0001"]
+        assert lb["coverage"].iloc[0] == "5/6 scored, 1 missing"
+        assert not ws.save_to_leaderboard("job_abc0001").new
+
+
+# -- table and strengths --------------------------------------------------------------------
+def test_subset_table_matches_attempts(ws: enb.Workspace, tmp_path: Path) -> None:
+    a, b = load(ws, tmp_path, *fixing_pair(fixed=12))
+    cmp = ws.compare([a, b])
+    table = cmp.table().set_index("subset")
+    for job in (a, b):
+        att = job.attempts().merge(job.tasks(), on="task")
+        att["subset"] = att["tags"].map(lambda t: json.loads(t)["subset"])
+        expected = att.groupby("subset")["reward"].mean()
+        for subset, value in expected.items():
+            assert table.loc[subset, job.id] == pytest.approx(value)
+            assert table.loc[subset, f"{job.id} coverage"] == "60/60 scored"
+    assert set(table["best"]) == {"job_new"}
+    html = cmp.table_html()
+    assert html.count("enb-best") == 2 and "60/60 scored" in html
+
+
+def test_groups_have_intervals(ws: enb.Workspace, tmp_path: Path) -> None:
+    a, b = load(ws, tmp_path, *fixing_pair())
+    g = ws.compare([a, b]).groups("subset")
+    assert len(g) == 4 and set(g["group"]) == {"math", "code"}
+    assert ((g["low"] <= g["value"]) & (g["value"] <= g["high"])).all()
+
+
+def test_strengths_in_words(ws: enb.Workspace, tmp_path: Path) -> None:
+    a, b = load(ws, tmp_path, *fixing_pair())
+    s = ws.compare([a, b]).strengths()
+    strengths = s[s["kind"] == "strength"]
+    assert set(strengths["job"]) == {"job_new"} and set(strengths["group"]) == {"code", "math"}
+    sentence = strengths.set_index("group").loc["math", "sentence"]
+    assert sentence.startswith("job_new is above the others on math by +50.0 pts (beyond noise:")
+    assert "paired 95% CI [+" in sentence
+    weak = s[s["kind"] == "weakness"].set_index("group")
+    assert weak.loc["code", "sentence"].startswith("job_base is below the others on code by")
+
+
+# -- transitions with buckets ------------------------------------------------------------------
+def test_bucket_transition_matrix(ws: enb.Workspace, tmp_path: Path) -> None:
+    names = [f"t{i}" for i in range(8)]
+    base = {t: [0.0, 0.0] if i < 6 else [1.0, 1.0] for i, t in enumerate(names)}
+    new = {
+        t: [1.0, 1.0] if i < 3 else ([1.0, 0.0] if i < 5 else base[t]) for i, t in enumerate(names)
+    }
+    new["t7"] = [1.0]  # incomplete: pass rate undefined, in no bucket
+    a, b = load(ws, tmp_path, envloop_job("a", base), envloop_job("b", new, k=2))
+    rules = BucketRules(
+        [
+            Bucket("hard", 0, 0.25),
+            Bucket("medium", 0.25, 0.75),
+            Bucket("easy", 0.75, 1.01),
+        ]
+    )
+    cmp = ws.compare([a, b])
+    m = cmp.transitions("b", rules)
+    assert list(m.index)[:3] == ["hard", "medium", "easy"]
+    assert (
+        m.loc["hard", "easy"] == 3 and m.loc["hard", "medium"] == 2 and m.loc["hard", "hard"] == 1
+    )
+    assert m.loc["easy", "easy"] == 1
+    assert m.loc["easy", "(no bucket: metric undefined)"] == 1
+    assert int(m.to_numpy().sum()) == 8
+    assert m.attrs["tasks"][("hard", "easy")] == ["t0", "t1", "t2"]
+    long = cmp.transitions("b", rules, shape="long")
+    assert long["count"].sum() == 8 and long.iloc[0]["tasks"] == ["t5"]
+    with pytest.raises(enb.EnvloopError, match="is the baseline"):
+        cmp.transitions("a", rules)
+
+
+def test_bucket_matrix_needs_one_other(ws: enb.Workspace, tmp_path: Path) -> None:
+    docs = [envloop_job(j, {"t": [1.0]}) for j in "abc"]
+    cmp = ws.compare(load(ws, tmp_path, *docs))
+    with pytest.raises(enb.EnvloopError, match="pass other="):
+        cmp.transitions(rules=BucketRules([Bucket("x", 0, 1.01)]))
+    assert set(cmp.transitions()["job"]) == {"b", "c"}
+
+
+def test_attempts_of_tasks_in_every_job(ws: enb.Workspace, tmp_path: Path) -> None:
+    a, b = load(ws, tmp_path, *fixing_pair())
+    frame = ws.compare([a, b]).attempts_of(["t000"])
+    assert frame[["job", "attempt", "reward"]].values.tolist() == [
+        ["job_base", 1, 0.0],
+        ["job_base", 2, 0.0],
+        ["job_new", 1, 1.0],
+        ["job_new", 2, 1.0],
+    ]
+    assert list(frame.columns) == ["task", "job", "attempt", "status", "reward", "output"]
+
+
+# -- export -----------------------------------------------------------------------------------
+def test_export_xlsx_text_stays_text(ws: enb.Workspace, tmp_path: Path) -> None:
+    from openpyxl import load_workbook
+
+    evil = '=HYPERLINK("http://x")'
+    base = {evil: [0.0], "b": [1.0]}
+    new = {evil: [1.0], "b": [1.0]}
+    a, b = load(ws, tmp_path, envloop_job("a", base), envloop_job("b", new))
+    rules = BucketRules([Bucket("hard", 0, 0.5), Bucket("easy", 0.5, 1.01)])
+    out = ws.compare([a, b]).export_xlsx(tmp_path / "cmp.xlsx", rules=rules)
+    wb = load_workbook(out)
+    assert wb.sheetnames[:3] == ["Guard", "Leaderboard", "By subset"]
+    assert "Transitions" in wb.sheetnames and "Buckets b" in wb.sheetnames
+    cells = [c for row in wb["Transitions"].iter_rows() for c in row if c.value == evil]
+    assert cells and all(c.data_type == "s" for c in cells)
+    lb = wb["Leaderboard"]
+    header = [c.value for c in lb[1]]
+    assert header[:3] == ["rank", "job", "model"]
+    score = lb.cell(row=2, column=header.index("score") + 1)
+    assert score.data_type == "n" and score.value == 1
+
+
+# -- sample data ---------------------------------------------------------------------------------
+needs_samples = pytest.mark.skipif(
+    not (SAMPLE_DATA / "other-revision.json").exists(), reason="sample data not generated"
+)
+
+
+@pytest.fixture(scope="module")
+def sample_ws() -> enb.Workspace:
+    ws = enb.open()
+    for name in ("base.json", "sft-step500.json", "sft-step1000.jsonl.gz", "other-revision.json"):
+        ws.load(SAMPLE_DATA / name)
+    yield ws
+    ws.close()
+
+
+@needs_samples
+def test_sample_checkpoints(sample_ws: enb.Workspace) -> None:
+    cmp = sample_ws.compare(["job_base", "job_sft500", "job_sft1000"], baseline="job_base")
+    assert cmp.comparable
+    paired = cmp.paired().set_index("job")
+    assert paired.loc["job_sft1000", "verdict"].startswith("beyond noise: job_sft1000 is better")
+    assert paired.loc["job_sft1000", "score_low"] > 0
+    table = cmp.table().set_index("subset")
+    assert table.loc["math", "best"] == "job_sft1000" and table.loc["writing", "best"] == "job_base"
+    lb = cmp.leaderboard()
+    assert lb["job"].iloc[0] == "job_sft1000"
+    assert (lb["missing"] > 0).all() and lb["warning"].str.contains("missing").all()
+    tr = cmp.transitions("job_sft1000").set_index("transition")["count"]
+    assert tr["fixed"] > tr["broken"]
+    assert tr.sum() == 200
+
+
+@needs_samples
+def test_sample_other_revision_is_not_comparable(sample_ws: enb.Workspace) -> None:
+    cmp = sample_ws.compare(["job_base", "job_otherrev"])
+    assert not cmp.comparable
+    fields = {d.field for d in cmp.differences if d.blocking}
+    assert {"dataset_revision", "attempts", "tasks"} <= fields
+    details = " | ".join(d.detail for d in cmp.differences)
+    assert "tasks only in job_otherrev" in details and "attempts 4 (job_base) vs 2" in details
+    row = cmp.paired().iloc[0]
+    assert row["verdict"].startswith("not assessed") and "shared tasks only" in row["note"]
