@@ -18,7 +18,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -148,7 +148,7 @@ def _merge(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class BucketRules:
     """An ordered rule set over one metric; first match from the top wins.
 
@@ -181,12 +181,24 @@ class BucketRules:
     """
 
     buckets: tuple[Bucket, ...]
-    metric: str = "pass_rate"
-    level: Level = field(default="task", kw_only=True)
+    metric: str
+    level: Level
+
+    def __init__(
+        self,
+        buckets: Iterable[Bucket | tuple[str, float, float] | dict[str, Any]],
+        metric: str = "pass_rate",
+        *,
+        level: Level | str = "task",
+    ) -> None:
+        if isinstance(buckets, str | bytes | Bucket | dict):
+            raise TypeError("buckets must be a list of buckets")
+        object.__setattr__(self, "buckets", tuple(buckets))
+        object.__setattr__(self, "metric", metric)
+        object.__setattr__(self, "level", level)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
-        if isinstance(self.buckets, str | bytes | Bucket):
-            raise TypeError("buckets must be a list of buckets")
         items = tuple(_as_bucket(b, i) for i, b in enumerate(self.buckets))
         if not items:
             raise ValueError("a rule set needs at least one bucket")

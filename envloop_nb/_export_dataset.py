@@ -1,0 +1,287 @@
+"""A new dataset from chosen buckets of a job, for later training or evaluation.
+
+``export_dataset`` writes ``<folder>/<name>@<version>/`` with ``rows.jsonl`` or
+``rows.parquet`` (one row per task: task, input, input_is_chat, reference, tags, bucket,
+pass_rate and the source metrics) and ``manifest.json`` (provenance: source job,
+dataset name@revision, rules, policy, row count, content hash, created time, partial
+flag, purpose), then registers it in the workspace. The per-task rows are built in
+DuckDB: the first recorded input of each task, and its first valid reference.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import shutil
+import tempfile
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._buckets import BucketRules, check_finished, job_buckets, parse_names
+from ._dataset import (
+    MANIFEST_SCHEMA,
+    Dataset,
+    canonical_lines,
+    content_hash,
+    register_dataset,
+)
+from ._errors import EnvloopError
+
+if TYPE_CHECKING:
+    from ._job import Job
+    from ._types import Policy
+
+__all__ = ["export_dataset"]
+
+_NAME = re.compile(r"^[^/\\@\x00-\x1f]+$")
+
+
+def _check_label(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value.strip() or not _NAME.match(value):
+        raise ValueError(
+            f"dataset {what} must be a non-empty string without '/', '\\\\' or '@', got {value!r}"
+        )
+    if value in (".", ".."):
+        raise ValueError(f"dataset {what} cannot be {value!r}")
+    return value
+
+
+def _task_rows(
+    job: Job,
+    tasks: Any,
+    rules: BucketRules | None,
+    chosen: list[str] | None,
+) -> list[dict[str, Any]]:
+    """One row per task (in task order) from the bucketed per-task frame, via DuckDB."""
+    import pyarrow as pa
+
+    con = job.con
+    metric_cols = [
+        c
+        for c in tasks.columns
+        if c in ("n", "scored", "passes", "reward_mean")
+        or c.startswith(("pass@", "pass^"))
+        or (rules is not None and c == rules.metric)
+    ]
+    keep = ["task", "pass_rate", *metric_cols] + (["bucket"] if "bucket" in tasks.columns else [])
+    frame = tasks[list(dict.fromkeys(keep))]
+    con.register("_ds_tasks", pa.Table.from_pandas(frame, preserve_index=False))
+    and_bucket = ""
+    if chosen is not None:
+        names = ", ".join("'" + c.replace("'", "''") + "'" for c in chosen)
+        and_bucket = f"AND b.bucket IN ({names})"
+    extra_cols = "".join(f', b."{c.replace(chr(34), chr(34) * 2)}"' for c in metric_cols)
+    bucket = "b.bucket" if "bucket" in frame.columns else "NULL::VARCHAR"
+    try:
+        rel = con.execute(
+            f"""
+            WITH first AS (
+                SELECT task,
+                       arg_min(input, attempt) FILTER (WHERE input IS NOT NULL) AS input,
+                       arg_min(input_is_chat, attempt) FILTER (WHERE input IS NOT NULL)
+                           AS input_is_chat,
+                       arg_min(reference, attempt)
+                           FILTER (WHERE reference IS NOT NULL AND trim(reference) <> '')
+                           AS reference
+                FROM attempts WHERE job_id = $job GROUP BY task
+            )
+            SELECT t.task, f.input, f.input_is_chat, f.reference, t.tags,
+                   {bucket} AS bucket, b.pass_rate{extra_cols}, $job AS source_job
+            FROM tasks t
+            JOIN _ds_tasks b ON b.task = t.task
+            LEFT JOIN first f ON f.task = t.task
+            WHERE t.job_id = $job {and_bucket}
+            ORDER BY t.position
+            """,
+            {"job": job.id},
+        ).to_arrow_table()
+    finally:
+        con.unregister("_ds_tasks")
+    rows = rel.to_pylist()
+    for row in rows:
+        row["tags"] = json.loads(row["tags"]) if row.get("tags") else {}
+    return rows
+
+
+def export_dataset(
+    job: Job,
+    folder: str | Path,
+    *,
+    name: str,
+    version: str,
+    rules: BucketRules | None = None,
+    buckets: Sequence[str] | str | None = None,
+    format: Literal["jsonl", "parquet"] = "jsonl",
+    purpose: Literal["train", "eval"] | None = None,
+    overwrite: bool = False,
+    policy: Policy = "unknown",
+    threshold: float | None = None,
+    allow_partial: bool = False,
+) -> Dataset:
+    """Write a new dataset from ``job`` (optionally only chosen buckets) and register it.
+
+    Parameters
+    ----------
+    job
+        The source job.
+    folder
+        Where to create ``<name>@<version>/``.
+    name, version
+        The new dataset's name and version (no ``/``, ``\\`` or ``@``).
+    rules, buckets
+        Bucket rules (per task) and the buckets to keep; ``buckets`` needs ``rules``.
+        Without ``buckets`` every task is exported.
+    format
+        ``"jsonl"`` (``rows.jsonl``, the canonical lines) or ``"parquet"``.
+    purpose
+        ``"train"``, ``"eval"`` or ``None``. A train dataset is checked against every
+        job in the workspace, an eval dataset against every train dataset; overlaps
+        warn loudly (:class:`envloop_nb.HeldOutWarning`).
+    overwrite
+        Replace an existing ``name@version`` (folder or registration).
+    policy, threshold
+        Metric options for pass rates, as in :meth:`envloop_nb.Job.summary`.
+    allow_partial
+        Export from a pending/running job anyway; the manifest says ``partial: true``.
+
+    Returns
+    -------
+    Dataset
+        The registered dataset (``ds.rows()``, ``ds.manifest``, ``ds.content_hash``).
+
+    Examples
+    --------
+    >>> import tempfile, envloop_nb as enb
+    >>> ws = enb.open()
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> ds = job.export_dataset(tempfile.mkdtemp(), name="tiny", version="1", allow_partial=True)
+    >>> ds.row_count, ds.manifest["source"]["jobs"], ds.partial
+    (3, ['job_abc0001'], True)
+    """
+    from ._heldout import HeldOutWarning, dataset_overlaps
+
+    name = _check_label(name, "name")
+    version = _check_label(version, "version")
+    if format not in ("jsonl", "parquet"):
+        raise ValueError(f"format must be 'jsonl' or 'parquet', got {format!r}")
+    if purpose not in ("train", "eval", None):
+        raise ValueError(f"purpose must be 'train', 'eval' or None, got {purpose!r}")
+    if rules is None and buckets is not None:
+        raise ValueError("buckets=... needs rules=...: without bucketing every task is exported")
+    if rules is not None and rules.level != "task":
+        raise ValueError("dataset rows are per task: use rules with level='task'")
+    chosen = parse_names(rules, buckets) if rules is not None else None
+
+    root = Path(folder)
+    target = root / f"{name}@{version}"
+    registered = job.con.execute(
+        "SELECT path FROM datasets WHERE name = ? AND version = ?", [name, version]
+    ).fetchone()
+    if not overwrite:
+        if target.exists():
+            raise EnvloopError(
+                f"{target} already exists: a dataset version is immutable; choose a new "
+                "version or pass overwrite=True"
+            )
+        if registered is not None:
+            raise EnvloopError(
+                f"dataset {name}@{version} is already registered in this workspace (at "
+                f"{registered[0]}); choose a new version or pass overwrite=True"
+            )
+
+    if rules is not None:
+        result = job_buckets(
+            job, rules, policy=policy, threshold=threshold, allow_partial=allow_partial
+        )
+        tasks, partial, status = result.frame, result.partial, result.status
+    else:
+        from ._metrics import samples
+
+        partial, status = check_finished(job, allow_partial, "exporting a dataset")
+        tasks = samples(job.con, job.id, policy=policy, threshold=threshold)
+    rows = _task_rows(job, tasks, rules, chosen)
+    digest = content_hash(rows)
+    info = job.info
+    columns = list(rows[0]) if rows else ["task", "input", "input_is_chat", "reference", "tags"]
+    counts: dict[str, int] = {}
+    for r in rows:
+        key = r.get("bucket") or "(none)"
+        counts[key] = counts.get(key, 0) + 1
+    manifest: dict[str, Any] = {
+        "schema": MANIFEST_SCHEMA,
+        "name": name,
+        "version": version,
+        "purpose": purpose,
+        "format": format,
+        "file": f"rows.{format}",
+        "row_count": len(rows),
+        "rows_without_input": sum(r.get("input") is None for r in rows),
+        "content_hash": digest,
+        "columns": columns,
+        "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "partial": partial,
+        "source": {
+            "jobs": [job.id],
+            "job_status": status,
+            "model": info.get("model"),
+            "dataset": {
+                "name": info.get("dataset_name"),
+                "version": info.get("dataset_version"),
+                "revision": info.get("dataset_revision"),
+            },
+        },
+        "rules": rules.to_dict() if rules is not None else None,
+        "buckets": chosen,
+        "bucket_counts": counts,
+        "policy": policy,
+        "threshold": threshold,
+    }
+
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}@{version}.", dir=root))
+    try:
+        _write_rows(staging / f"rows.{format}", rows, format, columns)
+        (staging / "manifest.json").write_text(
+            json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    register_dataset(job.workspace, manifest, rows, target)
+    ds = Dataset(
+        name=name,
+        version=version,
+        path=target,
+        manifest=manifest,
+        content_hash=digest,
+        purpose=purpose,
+        row_count=len(rows),
+        workspace=job.workspace,
+    )
+    if purpose is not None:
+        report = dataset_overlaps(job.workspace, ds)
+        if report:
+            warnings.warn(report, HeldOutWarning, stacklevel=3)
+    return ds
+
+
+def _write_rows(path: Path, rows: list[dict[str, Any]], fmt: str, columns: list[str]) -> None:
+    if fmt == "jsonl":
+        lines = canonical_lines(rows)
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    flat = [{**r, "tags": json.dumps(r.get("tags") or {}, sort_keys=True)} for r in rows]
+    if flat:
+        table = pa.Table.from_pylist(flat)
+    else:
+        table = pa.table({c: pa.array([], pa.string()) for c in columns})
+    pq.write_table(table, path)

@@ -1,0 +1,316 @@
+"""The held-out guard and reference filling: stripped-exact input matches, in SQL.
+
+Evaluating on prompts that were trained on inflates scores. Two inputs match when they
+are equal after stripping surrounding whitespace (``[[:space:]]``: space, tab, newline,
+CR, VT, FF); nothing fuzzier. ChatML inputs compare as their stored JSON text.
+
+* :func:`check_heldout` — a job's task inputs against every dataset in the workspace
+  marked ``purpose="train"``; warns :class:`HeldOutWarning` when any overlap.
+* :func:`dataset_overlaps` — run when a dataset is exported: a train dataset against
+  every job, an eval dataset against every train dataset.
+* :func:`fill_references` — fill a job's missing reference answers from a dataset; with
+  duplicate inputs in the dataset the first valid (non-empty) reference wins.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._errors import EnvloopError
+
+if TYPE_CHECKING:
+    from ._dataset import Dataset
+    from ._job import Job
+    from ._workspace import Workspace
+
+__all__ = [
+    "HeldOutResult",
+    "HeldOutWarning",
+    "ReferenceFill",
+    "check_heldout",
+    "dataset_overlaps",
+    "fill_references",
+    "strip_sql",
+]
+
+
+class HeldOutWarning(UserWarning):
+    """A job's task inputs overlap a dataset marked for training (or the reverse)."""
+
+
+def strip_sql(column: str) -> str:
+    """SQL for ``column`` with surrounding whitespace stripped."""
+    return f"regexp_replace({column}, '^[[:space:]]+|[[:space:]]+$', '', 'g')"
+
+
+@dataclass(frozen=True)
+class HeldOutResult:
+    """Overlap of a job's task inputs with training datasets.
+
+    ``overlaps`` lists ``(task, dataset)`` pairs (``dataset`` as ``name@version``) in
+    task order; ``per_dataset`` counts overlapping tasks per dataset.
+    """
+
+    job_id: str
+    tasks_checked: int
+    overlaps: tuple[tuple[str, str], ...]
+    per_dataset: dict[str, int]
+    train_datasets: tuple[str, ...]
+
+    @property
+    def tasks(self) -> list[str]:
+        """Overlapping task names, in task order, each once."""
+        return list(dict.fromkeys(t for t, _ in self.overlaps))
+
+    @property
+    def n_overlapping(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def ok(self) -> bool:
+        """True when no task input was found in a training dataset."""
+        return not self.overlaps
+
+    def frame(self, frame: str = "pandas") -> Any:
+        """The overlaps as a frame with columns ``task, dataset``."""
+        import pandas as pd
+
+        out = pd.DataFrame(list(self.overlaps), columns=["task", "dataset"])
+        if frame == "polars":
+            import polars as pl
+
+            return pl.from_pandas(out)
+        return out
+
+    def __str__(self) -> str:
+        if not self.train_datasets:
+            return f"held-out check of {self.job_id}: no training dataset in the workspace"
+        if self.ok:
+            return (
+                f"held-out check of {self.job_id}: OK, none of {self.tasks_checked:,} task "
+                f"inputs is in a training dataset ({', '.join(self.train_datasets)})"
+            )
+        parts = ", ".join(f"{d} ({n:,} tasks)" for d, n in self.per_dataset.items())
+        shown = ", ".join(self.tasks[:5]) + (" …" if self.n_overlapping > 5 else "")
+        return (
+            f"HELD-OUT VIOLATION: {self.n_overlapping:,} of {self.tasks_checked:,} task inputs "
+            f"of job {self.job_id} are in training data: {parts}. Scores on these tasks are "
+            f"inflated. Tasks: {shown}"
+        )
+
+
+def _train_datasets(ws: Workspace) -> list[str]:
+    rows = ws.con.execute(
+        "SELECT name || '@' || version FROM datasets WHERE purpose = 'train' ORDER BY 1"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def check_heldout(ws: Workspace, job: Job | str, *, warn: bool = True) -> HeldOutResult:
+    """Find the tasks of ``job`` whose input is in a dataset marked ``purpose="train"``.
+
+    Warns :class:`HeldOutWarning` (unless ``warn=False``) when any task overlaps.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> ws = enb.open()
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> print(ws.check_heldout(job))
+    held-out check of job_abc0001: no training dataset in the workspace
+    """
+    job_id = job if isinstance(job, str) else job.id
+    strip_a, strip_r = strip_sql("a.input"), strip_sql("r.input")
+    rows = ws.con.execute(
+        f"""
+        WITH ji AS (
+            SELECT DISTINCT a.task, {strip_a} AS key FROM attempts a
+            WHERE a.job_id = $job AND a.input IS NOT NULL AND {strip_a} <> ''
+        ),
+        tr AS (
+            SELECT DISTINCT r.dataset_name || '@' || r.dataset_version AS dataset,
+                   {strip_r} AS key
+            FROM dataset_rows r JOIN datasets d
+              ON d.name = r.dataset_name AND d.version = r.dataset_version
+            WHERE d.purpose = 'train' AND r.input IS NOT NULL
+        )
+        SELECT ji.task, tr.dataset
+        FROM ji JOIN tr USING (key)
+        JOIN tasks t ON t.job_id = $job AND t.task = ji.task
+        GROUP BY ji.task, tr.dataset, t.position
+        ORDER BY t.position, tr.dataset
+        """,
+        {"job": job_id},
+    ).fetchall()
+    checked = ws.con.execute(
+        "SELECT count(DISTINCT task) FROM attempts WHERE job_id = ? AND input IS NOT NULL",
+        [job_id],
+    ).fetchone()
+    per: dict[str, int] = {}
+    for _, ds in rows:
+        per[ds] = per.get(ds, 0) + 1
+    result = HeldOutResult(
+        job_id=job_id,
+        tasks_checked=int(checked[0]) if checked else 0,
+        overlaps=tuple((str(t), str(d)) for t, d in rows),
+        per_dataset=per,
+        train_datasets=tuple(_train_datasets(ws)),
+    )
+    if warn and not result.ok:
+        warnings.warn(str(result), HeldOutWarning, stacklevel=3)
+    return result
+
+
+def dataset_overlaps(ws: Workspace, ds: Dataset) -> str:
+    """A loud message when a newly exported dataset overlaps (``""`` when it does not).
+
+    A train dataset is checked against every job's task inputs; an eval dataset against
+    every other train dataset.
+    """
+    strip_a, strip_r, strip_o = strip_sql("a.input"), strip_sql("r.input"), strip_sql("o.input")
+    params = {"name": ds.name, "version": ds.version}
+    mine = f"""SELECT DISTINCT {strip_r} AS key FROM dataset_rows r
+               WHERE r.dataset_name = $name AND r.dataset_version = $version
+                 AND r.input IS NOT NULL AND {strip_r} <> ''"""
+    if ds.purpose == "train":
+        rows = ws.con.execute(
+            f"""WITH mine AS ({mine})
+                SELECT a.job_id, count(DISTINCT a.task) FROM attempts a
+                JOIN mine ON mine.key = {strip_a}
+                WHERE a.input IS NOT NULL
+                GROUP BY a.job_id ORDER BY a.job_id""",
+            params,
+        ).fetchall()
+        if not rows:
+            return ""
+        jobs = ", ".join(f"{j} ({n:,} tasks)" for j, n in rows)
+        return (
+            f"HELD-OUT: training dataset {ds.ref} contains task inputs of jobs in this "
+            f"workspace: {jobs}. A model trained on it must not be evaluated on these tasks "
+            "(scores would be inflated); check future jobs with job.heldout_check()."
+        )
+    if ds.purpose == "eval":
+        rows = ws.con.execute(
+            f"""WITH mine AS ({mine})
+                SELECT o.dataset_name || '@' || o.dataset_version, count(DISTINCT mine.key)
+                FROM dataset_rows o JOIN datasets d
+                  ON d.name = o.dataset_name AND d.version = o.dataset_version
+                JOIN mine ON mine.key = {strip_o}
+                WHERE d.purpose = 'train'
+                  AND NOT (o.dataset_name = $name AND o.dataset_version = $version)
+                GROUP BY 1 ORDER BY 1""",
+            params,
+        ).fetchall()
+        if not rows:
+            return ""
+        sets = ", ".join(f"{d} ({n:,} inputs)" for d, n in rows)
+        return (
+            f"HELD-OUT: evaluation dataset {ds.ref} shares inputs with training data: {sets}. "
+            "Scores on these rows would be inflated."
+        )
+    return ""
+
+
+@dataclass(frozen=True)
+class ReferenceFill:
+    """What :func:`fill_references` did: attempts missing a reference before and after."""
+
+    job_id: str
+    dataset: str
+    missing_before: int
+    filled: int
+    tasks_filled: int
+
+    @property
+    def missing_after(self) -> int:
+        return self.missing_before - self.filled
+
+    def __str__(self) -> str:
+        return (
+            f"filled {self.filled:,} of {self.missing_before:,} missing references "
+            f"({self.tasks_filled:,} tasks) in {self.job_id} from {self.dataset}"
+        )
+
+
+def _dataset_key(ws: Workspace, dataset: Any) -> tuple[str, str]:
+    from ._dataset import Dataset
+
+    if isinstance(dataset, Dataset):
+        name, version = dataset.name, dataset.version
+    elif isinstance(dataset, str) and "@" in dataset:
+        name, _, version = dataset.rpartition("@")
+    else:
+        raise TypeError(f"dataset must be a Dataset or 'name@version', got {dataset!r}")
+    row = ws.con.execute(
+        "SELECT 1 FROM datasets WHERE name = ? AND version = ?", [name, version]
+    ).fetchone()
+    if row is None:
+        known = [
+            r[0] for r in ws.con.execute("SELECT name || '@' || version FROM datasets").fetchall()
+        ]
+        raise EnvloopError(f"no dataset {name}@{version} in this workspace; datasets: {known}")
+    return name, version
+
+
+def fill_references(job: Job, dataset: Any) -> ReferenceFill:
+    """Fill the job's missing reference answers from ``dataset`` (stripped-exact input match).
+
+    An attempt's reference is missing when it is null or blank. With duplicate inputs in
+    the dataset, the first row (in dataset order) with a non-blank reference wins. One
+    transaction: either every match is filled or nothing changes. The change lives in
+    the workspace; reloading the job from its file resets it.
+
+    Examples
+    --------
+    >>> import tempfile, envloop_nb as enb
+    >>> ws = enb.open()
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> ds = job.export_dataset(tempfile.mkdtemp(), name="t", version="1", allow_partial=True)
+    >>> print(job.fill_references(ds))
+    filled 0 of 4 missing references (0 tasks) in job_abc0001 from t@1
+    """
+    ws = job.workspace
+    name, version = _dataset_key(ws, dataset)
+    con = ws.con
+    strip_a, strip_r = strip_sql("a.input"), strip_sql("input")
+    blank = f"(a.reference IS NULL OR {strip_sql('a.reference')} = '')"
+    params = {"job": job.id, "name": name, "version": version}
+    src = f"""SELECT {strip_r} AS key, arg_min(reference, row_index) AS reference
+              FROM dataset_rows
+              WHERE dataset_name = $name AND dataset_version = $version
+                AND input IS NOT NULL AND {strip_r} <> ''
+                AND reference IS NOT NULL AND {strip_sql("reference")} <> ''
+              GROUP BY key"""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        before = con.execute(
+            f"SELECT count(*) FROM attempts a WHERE a.job_id = $job AND {blank}", {"job": job.id}
+        ).fetchone()
+        matched = con.execute(
+            f"""WITH src AS ({src})
+                SELECT count(*), count(DISTINCT a.task) FROM attempts a
+                JOIN src ON src.key = {strip_a}
+                WHERE a.job_id = $job AND a.input IS NOT NULL AND {blank}""",
+            params,
+        ).fetchone()
+        con.execute(
+            f"""WITH src AS ({src})
+                UPDATE attempts a SET reference = src.reference FROM src
+                WHERE a.job_id = $job AND a.input IS NOT NULL AND {blank}
+                  AND {strip_a} = src.key""",
+            params,
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    assert before is not None and matched is not None
+    return ReferenceFill(
+        job_id=job.id,
+        dataset=f"{name}@{version}",
+        missing_before=int(before[0]),
+        filled=int(matched[0]),
+        tasks_filled=int(matched[1]),
+    )

@@ -1,0 +1,157 @@
+"""Dataset export: folder layout, manifest provenance, content hash, load back, refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import envloop_nb as enb
+from envloop_nb import Bucket, BucketRules
+from envloop_nb._dataset import canonical_lines, content_hash
+
+from .conftest import SAMPLE_DATA, THREE_TASKS
+
+RULES = BucketRules(
+    [Bucket("hard", 0, 0.25), Bucket("medium", 0.25, 0.75), Bucket("easy", 0.75, 1.01)]
+)
+
+
+@pytest.fixture
+def base(ws: enb.Workspace) -> enb.Job:
+    return ws.load(SAMPLE_DATA / "base.json")
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_round_trip_rows_and_hash(base: enb.Job, tmp_path: Path, fmt: str) -> None:
+    ds = base.export_dataset(
+        tmp_path, name="hard-cases", version="1", rules=RULES, buckets=["hard"], format=fmt
+    )
+    folder = tmp_path / "hard-cases@1"
+    assert ds.path == folder
+    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", f"rows.{fmt}"]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["name"] == "hard-cases" and manifest["version"] == "1"
+    assert manifest["source"]["jobs"] == ["job_base"]
+    info = base.info
+    assert manifest["source"]["dataset"] == {
+        "name": info["dataset_name"],
+        "version": info["dataset_version"],
+        "revision": info["dataset_revision"],
+    }
+    assert manifest["rules"] == RULES.to_dict()
+    assert manifest["buckets"] == ["hard"]
+    assert manifest["policy"] == "unknown"
+    assert manifest["partial"] is False
+    assert manifest["purpose"] is None
+    assert manifest["created_at"]
+
+    # rows: exactly the hard tasks, in task order, with their first input and reference
+    result = base.buckets(RULES)
+    hard = result.frame[result.frame["bucket"] == "hard"]
+    rows = ds.rows()
+    assert list(rows["task"]) == list(hard["task"])
+    assert manifest["row_count"] == len(rows) == ds.row_count
+    assert (rows["bucket"] == "hard").all()
+    assert rows["pass_rate"].tolist() == pytest.approx(hard["pass_rate"].tolist())
+    attempts = base.attempts()
+    first = attempts.dropna(subset=["input"]).groupby("task", sort=False).first()
+    for _, row in rows.iterrows():
+        assert row["input"] == first.loc[row["task"], "input"]
+        assert json.loads(row["tags"]) == json.loads(
+            base.tasks().set_index("task").loc[row["task"], "tags"]
+        )
+    for col in ("task", "input", "reference", "tags", "bucket", "pass_rate", "pass@4", "n"):
+        assert col in rows.columns
+
+    # load back: same rows and hash, registered (not a job)
+    ws2 = enb.open()
+    back = ws2.load(folder)
+    assert isinstance(back, enb.Dataset)
+    assert back.content_hash == ds.content_hash == manifest["content_hash"]
+    pd.testing.assert_frame_equal(back.rows(), rows)
+    assert len(ws2.jobs()) == 0
+    reg = ws2.sql("SELECT name, version, row_count, content_hash FROM datasets").fetchall()
+    assert reg == [("hard-cases", "1", len(rows), ds.content_hash)]
+    n = ws2.sql("SELECT count(*) FROM dataset_rows").fetchone()
+    assert n == (len(rows),)
+    assert ws2.load_dataset(folder / "manifest.json").ref == "hard-cases@1"
+    assert back.rows("polars").shape == rows.shape
+
+
+def test_same_export_twice_same_hash_whatever_the_format(base: enb.Job, tmp_path: Path) -> None:
+    a = base.export_dataset(tmp_path, name="d", version="1", rules=RULES, buckets=["hard"])
+    b = base.export_dataset(tmp_path, name="d", version="2", rules=RULES, buckets=["hard"])
+    c = base.export_dataset(
+        tmp_path, name="d", version="3", rules=RULES, buckets=["hard"], format="parquet"
+    )
+    assert a.content_hash == b.content_hash == c.content_hash
+    d = base.export_dataset(tmp_path, name="d", version="4", rules=RULES, buckets=["easy"])
+    assert d.content_hash != a.content_hash
+    # the JSONL file is the canonical serialization itself
+    text = (tmp_path / "d@1" / "rows.jsonl").read_text()
+    rows = [json.loads(line) for line in text.splitlines()]
+    assert text == "".join(line + "\n" for line in canonical_lines(rows))
+    assert content_hash(rows) == a.content_hash
+
+
+def test_refuses_to_overwrite(base: enb.Job, tmp_path: Path) -> None:
+    first = base.export_dataset(tmp_path, name="d", version="1", rules=RULES, buckets=["hard"])
+    with pytest.raises(enb.EnvloopError, match=r"already exists.*overwrite=True"):
+        base.export_dataset(tmp_path, name="d", version="1", rules=RULES, buckets=["easy"])
+    assert enb.open().load_dataset(first.path).content_hash == first.content_hash  # untouched
+    other = tmp_path / "elsewhere"
+    with pytest.raises(enb.EnvloopError, match="already registered"):
+        base.export_dataset(other, name="d", version="1")
+    again = base.export_dataset(
+        tmp_path, name="d", version="1", rules=RULES, buckets=["easy"], overwrite=True
+    )
+    assert again.content_hash != first.content_hash
+    assert set(again.rows()["bucket"]) == {"easy"}
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no debris
+
+
+def test_tampered_rows_are_detected(base: enb.Job, tmp_path: Path) -> None:
+    ds = base.export_dataset(tmp_path, name="d", version="1", rules=RULES, buckets=["hard"])
+    path = ds.path / "rows.jsonl"
+    path.write_text(path.read_text().replace("hard", "easy", 1))
+    with pytest.raises(enb.EnvloopError, match="content hash"):
+        enb.open().load(ds.path)
+
+
+def test_option_errors(base: enb.Job, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="needs rules"):
+        base.export_dataset(tmp_path, name="d", version="1", buckets=["hard"])
+    with pytest.raises(ValueError, match="unknown bucket"):
+        base.export_dataset(tmp_path, name="d", version="1", rules=RULES, buckets=["x"])
+    with pytest.raises(ValueError, match="format"):
+        base.export_dataset(tmp_path, name="d", version="1", format="csv")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="name"):
+        base.export_dataset(tmp_path, name="a/b", version="1")
+    with pytest.raises(ValueError, match="version"):
+        base.export_dataset(tmp_path, name="a", version="")
+    with pytest.raises(ValueError, match="per task"):
+        base.export_dataset(
+            tmp_path,
+            name="a",
+            version="1",
+            rules=BucketRules([Bucket("lo", 0, 0.5)], "reward", level="attempt"),
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_partial_job(ws: enb.Workspace, tmp_path: Path) -> None:
+    job = ws.load(THREE_TASKS)  # running
+    with pytest.raises(enb.EnvloopError, match="still running"):
+        job.export_dataset(tmp_path, name="t", version="1")
+    ds = job.export_dataset(tmp_path, name="t", version="1", rules=RULES, allow_partial=True)
+    assert ds.partial and ds.manifest["partial"] is True
+    assert ds.manifest["source"]["job_status"] == "running"
+    assert "PARTIAL" in repr(ds)
+    rows = ds.rows()
+    # chat input stays the stored JSON text; C is incomplete, so no bucket
+    assert rows["input_is_chat"].tolist() == [False, True, True]
+    assert rows["bucket"].tolist()[:2] == ["medium", "easy"] and pd.isna(rows["bucket"][2])
+    assert rows["reference"].tolist()[0] == "391" and rows["reference"][1:].isna().all()
