@@ -7,9 +7,20 @@
 score 60.0% · 5/6 attempts scored · 2/3 members complete
 """
 
+from ._buckets import Bucket, BucketResult, BucketRules
 from ._compare import Comparison, Difference, LeaderboardSnapshot
+from ._dataset import Dataset
 from ._diagnosis import DiagnosisOptions, Finding, Findings
 from ._errors import EnvloopError, LoadError, LoadWarning
+from ._export_dataset import export_dataset
+from ._export_xlsx import ExportResult, export_xlsx
+from ._heldout import (
+    HeldOutResult,
+    HeldOutWarning,
+    ReferenceFill,
+    check_heldout,
+    fill_references,
+)
 from ._job import Job
 from ._metrics import JobSummary
 from ._passk import pass_at_k, pass_hat_k
@@ -22,20 +33,32 @@ from ._uncertainty import (
 from ._workspace import Workspace, open
 
 __all__ = [
+    "Bucket",
+    "BucketResult",
+    "BucketRules",
     "Comparison",
+    "Dataset",
     "DiagnosisOptions",
     "Difference",
     "EnvloopError",
+    "ExportResult",
     "Finding",
     "Findings",
+    "HeldOutResult",
+    "HeldOutWarning",
     "Interval",
     "Job",
     "JobSummary",
     "LeaderboardSnapshot",
     "LoadError",
     "LoadWarning",
+    "ReferenceFill",
     "Workspace",
     "bootstrap_mean_ci",
+    "check_heldout",
+    "export_dataset",
+    "export_xlsx",
+    "fill_references",
     "open",
     "paired_bootstrap_diff",
     "pass_at_k",

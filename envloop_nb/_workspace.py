@@ -18,6 +18,9 @@ from ._types import FrameKind
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from ._dataset import Dataset
+    from ._heldout import HeldOutResult
+
 __all__ = ["Workspace", "open"]
 
 
@@ -94,14 +97,16 @@ class Workspace:
         job_id: str | None = None,
         lenient: bool = False,
         **options: Any,
-    ) -> Job:
+    ) -> Job | Dataset:
         """Load a job from a file, folder or in-memory frame; replace it if already there.
 
         The format is detected (EnvLoop ``.json``/``.jsonl``/``.jsonl.gz``, a Harbor job
         folder, τ-bench or τ²-bench results, or a table: Parquet, CSV, JSONL, a pandas,
         polars or Arrow frame) unless ``format`` names it. A load either succeeds whole
         or leaves the workspace exactly as it was. ``lenient=True`` skips unusable rows
-        where the format allows it and warns how many.
+        where the format allows it and warns how many. A dataset folder (one holding
+        ``manifest.json``, written by ``job.export_dataset``) is not a job: it is handed to
+        :meth:`load_dataset`, which registers it and returns a ``Dataset``.
 
         Examples
         --------
@@ -111,10 +116,29 @@ class Workspace:
         >>> job.id, len(job.attempts())
         ('job_abc0001', 6)
         """
+        from ._dataset import is_dataset_folder
+
+        if format == "dataset" or (format is None and is_dataset_folder(source)):
+            return self.load_dataset(source)
         loaded_id = load_source(
             self.con, source, format=format, job_id=job_id, lenient=lenient, **options
         )
         return Job(self, loaded_id)
+
+    def load_dataset(self, path: str | os.PathLike[str]) -> Dataset:
+        """Load a dataset folder ``<name>@<version>/``: verify its content hash, register it.
+
+        See :func:`envloop_nb.export_dataset`; returns a :class:`envloop_nb.Dataset`.
+        """
+        from ._dataset import load_dataset
+
+        return load_dataset(self, Path(path))
+
+    def check_heldout(self, job: Job | str, *, warn: bool = True) -> HeldOutResult:
+        """Overlap of a job's task inputs with datasets marked for training (loud warning)."""
+        from ._heldout import check_heldout
+
+        return check_heldout(self, job, warn=warn)
 
     def remove(self, job: Job | str) -> None:
         """Delete a job and everything that belongs to it."""
