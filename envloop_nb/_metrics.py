@@ -4,7 +4,9 @@ Per job, ``k`` attempts are requested for every requested task. A slot is *score
 its attempt of record has a numeric reward; an unscored slot whose attempt ended is
 also *invalid*. ``policy="unknown"`` keeps missing slots unknown (the platform's rule);
 ``policy="failure"`` counts them as reward 0 (Harbor's and τ-bench's rule). Counts never
-depend on the policy; metrics do. ``threshold=t`` makes ``reward >= t`` a pass.
+depend on the policy; metrics do. ``threshold=t`` makes ``reward >= t`` a pass. Under
+``failure`` a missing slot is a failed attempt: reward 0 in the score and never a pass,
+even with a threshold <= 0.
 
 Aggregation groups by task in SQL, so work on the Python side scales with tasks, not
 attempts; the combinatorics run vectorized on the per-task counts (``_passk``).
@@ -46,11 +48,12 @@ def _pass_sql(threshold: float | None) -> str:
 def task_counts_sql(job_id_param: str = "$job_id", threshold: float | None = None) -> str:
     """SQL giving one row per requested task with its attempt counts and reward sums.
 
-    Columns: task, position, tags, k, dispatched, scored, invalid, passes, nonbinary,
-    reward_sum, reward_sumsq, reward_min, reward_max.
+    Columns: task, position, tags, subset (the ``subset`` tag or null), k, dispatched,
+    scored, invalid, passes, nonbinary, reward_sum, reward_sumsq, reward_min, reward_max.
     """
     return f"""
-    SELECT t.task, t.position, t.tags, j.attempts AS k,
+    SELECT t.task, t.position, t.tags, json_extract_string(t.tags, '$.subset') AS subset,
+           j.attempts AS k,
            count(a.attempt)::INTEGER AS dispatched,
            count(a.reward)::INTEGER AS scored,
            count(*) FILTER (WHERE a.attempt IS NOT NULL AND a.reward IS NULL
@@ -247,9 +250,20 @@ def samples(
 ) -> Any:
     """The per-task table: counts, pass rate, pass@k / pass^k for ``ks``, reward stats.
 
-    ``pass_rate`` is c/n and null ("-") unless every requested attempt of the task is
-    scored (under ``policy="failure"`` every task is complete). pass@k columns are null
-    where the task has fewer than k scored attempts or rewards are non-binary.
+    ``complete`` says whether every requested attempt of the task is scored (a count:
+    it does not change with the policy). ``pass_rate`` is c/n and null ("-") unless the
+    task is complete; under ``policy="failure"`` it always exists (missing = a failure).
+    pass@k columns are null where the task has fewer than k scored attempts (under
+    ``failure``: fewer than k requested) or rewards are non-binary. A ``subset`` column
+    (the task's ``subset`` tag) comes before ``tags`` when any task has that tag.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> df = job.samples(ks=[1, 2])
+    >>> df[["task", "n", "scored", "passes", "pass_rate", "complete", "subset"]].values.tolist()
+    [['A', 2, 2, 1, 0.5, True, 'math'], ['B', 2, 2, 2, 1.0, True, 'code'], ['C', 2, 1, 0, nan, False, 'code']]
     """
     _check_options(policy, threshold)
     counts = task_counts(con, job_id, threshold)
@@ -260,7 +274,8 @@ def samples(
     k_req = arr["k"]
     nonbinary = np.asarray(counts.column("nonbinary"), dtype=np.int64)
     binary = threshold is not None or int(nonbinary.sum()) == 0
-    complete = (scored == k_req) | (policy == "failure")
+    complete = scored == k_req
+    rated = (complete | (policy == "failure")) & (n > 0)
     reward_sum = np.asarray(counts.column("reward_sum"), dtype=np.float64)
     sumsq = np.asarray(counts.column("reward_sumsq"), dtype=np.float64)
     # Under "failure" a missing slot is a 0: it adds to n but not to the sums.
@@ -283,8 +298,8 @@ def samples(
         "invalid": counts.column("invalid"),
         "passes": pa.array(c, mask=~np.full(c.shape, binary)),
         "pass_rate": pa.array(
-            np.where(complete & (n > 0), c / np.maximum(n, 1), np.nan),
-            mask=~(complete & (n > 0) & binary),
+            np.where(rated, c / np.maximum(n, 1), np.nan),
+            mask=~(rated & binary),
         ),
         "complete": pa.array(complete),
     }
@@ -299,6 +314,9 @@ def samples(
     cols["reward_min"] = pa.array(rmin, mask=np.isnan(rmin))
     cols["reward_max"] = pa.array(rmax, mask=np.isnan(rmax))
     cols["reward_std"] = pa.array(std, mask=np.isnan(std))
+    subset = counts.column("subset")
+    if subset.null_count < len(subset):
+        cols["subset"] = subset
     cols["tags"] = counts.column("tags")
     table = pa.table(cols)
     return to_frame(con.from_arrow(table), frame)
@@ -324,6 +342,8 @@ def curve(
     arr = _per_task_arrays(counts, policy)
     n, c = arr["n"], arr["c"]
     binary = threshold is not None or int(np.asarray(counts.column("nonbinary")).sum()) == 0
+    # With no scored attempt at all every metric is null, whatever the policy.
+    binary = binary and int(arr["scored"].sum()) > 0
     rows_at: list[float | None] = []
     rows_hat: list[float | None] = []
     rows_tasks: list[int] = []
