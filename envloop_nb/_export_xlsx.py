@@ -465,7 +465,7 @@ def _write_tasks(
     tag_cols = [(f"tag:{k}", _Column(_unique(k, taken, "tag: "), 14)) for k in tag_keys]
     cols.extend(tag_cols)
     pct = {"pass_rate"} | {c for c in frame.columns if c.startswith(("pass@", "pass^"))}
-    skip = {"bucket", "task", "tags", "complete"}
+    skip = {"bucket", "task", "tags", "complete", *tag_keys}  # tags have their own columns
     for c in frame.columns:
         if c in skip:
             continue

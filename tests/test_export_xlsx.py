@@ -73,6 +73,8 @@ def test_workbook_matches_the_frames(base: enb.Job, tmp_path: Path) -> None:
     tasks = wb["Tasks"]
     header = [c.value for c in tasks[1]]
     assert header[:4] == ["bucket", "task", "subset", "difficulty"]
+    assert len(set(header)) == len(header)
+    assert not [h for h in header if h.startswith(("metric: ", "tag: "))]
     for col in ("n", "scored", "pass_rate", "pass@4", "pass^4", "reward_mean", "reward_std"):
         assert col in header
     assert tasks.freeze_panes == "A2"
