@@ -51,24 +51,39 @@ def task_counts_sql(job_id_param: str = "$job_id", threshold: float | None = Non
     Columns: task, position, tags, subset (the ``subset`` tag or null), k, dispatched,
     scored, invalid, passes, nonbinary, reward_sum, reward_sumsq, reward_min, reward_max.
     """
+    # Aggregate the attempts by task first, then join the (few) task rows: grouping the
+    # joined rows by (task, position, tags, k) was ~1.5-2x slower at 10M attempts
+    # (benchmarks/RESULTS.md). Results are identical, types included.
     return f"""
+    WITH a AS (
+        SELECT task,
+               count(attempt)::INTEGER AS dispatched,
+               count(reward)::INTEGER AS scored,
+               count(*) FILTER (WHERE reward IS NULL AND status IN {ENDED!r})::INTEGER
+                   AS invalid,
+               count(*) FILTER (WHERE {_pass_sql(threshold)})::INTEGER AS passes,
+               count(*) FILTER (WHERE reward IS NOT NULL AND reward NOT IN (0, 1))::INTEGER
+                   AS nonbinary,
+               coalesce(sum(reward), 0)::DOUBLE AS reward_sum,
+               coalesce(sum(reward * reward), 0)::DOUBLE AS reward_sumsq,
+               min(reward) AS reward_min, max(reward) AS reward_max
+        FROM attempts WHERE job_id = {job_id_param}
+        GROUP BY task
+    )
     SELECT t.task, t.position, t.tags, json_extract_string(t.tags, '$.subset') AS subset,
            j.attempts AS k,
-           count(a.attempt)::INTEGER AS dispatched,
-           count(a.reward)::INTEGER AS scored,
-           count(*) FILTER (WHERE a.attempt IS NOT NULL AND a.reward IS NULL
-                            AND a.status IN {ENDED!r})::INTEGER AS invalid,
-           count(*) FILTER (WHERE a.{_pass_sql(threshold)})::INTEGER AS passes,
-           count(*) FILTER (WHERE a.reward IS NOT NULL AND a.reward NOT IN (0, 1))::INTEGER
-               AS nonbinary,
-           coalesce(sum(a.reward), 0)::DOUBLE AS reward_sum,
-           coalesce(sum(a.reward * a.reward), 0)::DOUBLE AS reward_sumsq,
-           min(a.reward) AS reward_min, max(a.reward) AS reward_max
+           coalesce(a.dispatched, 0)::INTEGER AS dispatched,
+           coalesce(a.scored, 0)::INTEGER AS scored,
+           coalesce(a.invalid, 0)::INTEGER AS invalid,
+           coalesce(a.passes, 0)::INTEGER AS passes,
+           coalesce(a.nonbinary, 0)::INTEGER AS nonbinary,
+           coalesce(a.reward_sum, 0)::DOUBLE AS reward_sum,
+           coalesce(a.reward_sumsq, 0)::DOUBLE AS reward_sumsq,
+           a.reward_min, a.reward_max
     FROM tasks t
     JOIN jobs j ON j.job_id = t.job_id
-    LEFT JOIN attempts a ON a.job_id = t.job_id AND a.task = t.task
+    LEFT JOIN a ON a.task = t.task
     WHERE t.job_id = {job_id_param}
-    GROUP BY t.task, t.position, t.tags, j.attempts
     ORDER BY t.position
     """
 
