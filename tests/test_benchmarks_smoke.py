@@ -1,0 +1,149 @@
+"""Smoke test of the benchmark (issue 6) at 100k attempts: agreement, not timing.
+
+Generates the 100k job (Parquet file, hive-partitioned folder, EnvLoop JSONL.gz) into a
+temporary folder, loads it into a workspace both ways, and checks that envloop_nb's
+per-task table and pass@k / pass^k curve agree with the three baselines (DuckDB floor,
+pandas, polars) to 1e-9, as the runner does before it reports any time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import envloop_nb as enb
+from benchmarks import baselines as bl
+from benchmarks.generate import SIZES, THRESHOLD, generate
+from benchmarks.report import write_markdown
+from benchmarks.runner import TABLE_MAPPING
+
+KMAX = 32
+
+
+@pytest.fixture(scope="module")
+def shape_100k(tmp_path_factory: pytest.TempPathFactory):
+    s = dataclasses.replace(SIZES["100k"], root=tmp_path_factory.mktemp("bench"))
+    generate(s, ("parquet", "hive", "jsonl"))
+    return s
+
+
+@pytest.fixture(scope="module")
+def envloop_result(shape_100k):
+    ws = enb.open()
+    job = ws.load(
+        str(shape_100k.parquet),
+        format="table",
+        mapping=dict(TABLE_MAPPING),
+        k=shape_100k.k,
+        job_id="from_parquet",
+    )
+    summary, per_task, curve = bl.envloop(job, THRESHOLD, KMAX)
+    yield ws, job, summary, bl.canonical(per_task, curve)
+    ws.close()
+
+
+def test_generated_shares_are_realistic(shape_100k) -> None:
+    row = duckdb.sql(
+        f"""SELECT count(*), count(reward),
+                   count(*) FILTER (WHERE status = 'failed'),
+                   count(*) FILTER (WHERE reward NOT IN (0, 1)),
+                   count(DISTINCT task)
+            FROM read_parquet('{shape_100k.parquet}')"""
+    ).fetchone()
+    assert row is not None
+    dispatched, scored, failed, nonbinary, tasks = row
+    slots = shape_100k.slots
+    assert tasks == shape_100k.tasks
+    assert 0.002 < 1 - dispatched / slots < 0.01  # undispatched
+    assert 0.01 < failed / dispatched < 0.03
+    assert 0.01 < 1 - scored / dispatched < 0.04  # dispatched without reward
+    assert 0.03 < nonbinary / scored < 0.07
+
+
+def test_generator_is_deterministic(tmp_path: Path) -> None:
+    a = dataclasses.replace(SIZES["10k"], root=tmp_path / "a")
+    b = dataclasses.replace(SIZES["10k"], root=tmp_path / "b")
+    generate(a, ("parquet",))
+    generate(b, ("parquet",))
+    q = "SELECT * FROM read_parquet('{}') EXCEPT ALL SELECT * FROM read_parquet('{}')"
+    assert duckdb.sql(q.format(a.parquet, b.parquet)).fetchall() == []
+    assert duckdb.sql(q.format(b.parquet, a.parquet)).fetchall() == []
+
+
+@pytest.mark.parametrize("name", ["floor", "pandas", "polars"])
+def test_baselines_agree_with_envloop_nb(shape_100k, envloop_result, name: str) -> None:
+    fn = {"floor": bl.floor, "pandas": bl.pandas_baseline, "polars": bl.polars_baseline}[name]
+    expected = envloop_result[3]
+    got = bl.canonical(*fn(shape_100k.parquet, THRESHOLD, KMAX))
+    assert bl.disagreement(expected, got) is None
+    assert len(got[0]) == shape_100k.tasks and len(got[1]) == KMAX
+
+
+def test_floor_on_hive_folder_agrees(shape_100k, envloop_result) -> None:
+    glob = f"{shape_100k.hive}/**/*.parquet"
+    got = bl.canonical(*bl.floor(glob, THRESHOLD, KMAX))
+    assert bl.disagreement(envloop_result[3], got) is None
+
+
+def test_jsonl_and_hive_ingests_give_the_same_numbers(shape_100k, envloop_result) -> None:
+    ws, _, summary, expected = envloop_result
+    from_jsonl = ws.load(shape_100k.jsonl, job_id="from_jsonl")
+    from_hive = ws.load(
+        str(shape_100k.hive),
+        format="table",
+        mapping=dict(TABLE_MAPPING),
+        k=shape_100k.k,
+        job_id="from_hive",
+    )
+    for job in (from_jsonl, from_hive):
+        s2, per_task, curve = bl.envloop(job, THRESHOLD, KMAX)
+        assert bl.disagreement(expected, bl.canonical(per_task, curve)) is None
+        assert (s2.scored, s2.total, s2.invalid) == (summary.scored, summary.total, summary.invalid)
+    # the JSONL carries retried slots: resolved to the same attempts of record
+    retried = ws.sql(
+        "SELECT count(*) FROM attempts WHERE job_id = 'from_jsonl' AND n_trials > 1"
+    ).fetchone()
+    assert retried is not None and retried[0] > 100
+
+
+def test_disagreement_is_detected(envloop_result) -> None:
+    per_task, curve = envloop_result[3]
+    broken = per_task.copy()
+    broken.loc[5, "pass@8"] = broken.loc[5, "pass@8"] + 1e-6
+    problem = bl.disagreement((per_task, curve), (broken, curve))
+    assert problem is not None and "pass@8" in problem
+
+
+def test_report_renders() -> None:
+    run = {"seconds": 1.0, "rows": 100, "rss_setup": 1, "rss_peak": 2, "peak_exact": True}
+    result = {
+        "stage": "stage2_floor",
+        "size": "100k",
+        "repeats": 1,
+        "median": 1.0,
+        "min": 1.0,
+        "max": 1.0,
+        "rows": 100_000,
+        "rss_peak": 300 * 2**20,
+        "rss_setup": 60 * 2**20,
+        "extra": {},
+        "runs": [run],
+    }
+    report = {
+        "machine": {
+            k: "x" for k in ("cpu", "cores", "memory", "os", "python", "duckdb", "pandas", "polars")
+        }
+        | {"pyarrow": "x", "numpy": "x", "date": "today", "commit": "abc"},
+        "load_start": (0.1, 0.2, 0.3),
+        "load_end": (0.1, 0.2, 0.3),
+        "wall_minutes": 1.0,
+        "notes": [],
+        "results": [result],
+        "checks": [{"what": "stage 2 100k: envloop_nb vs floor", "problem": None}],
+    }
+    text = write_markdown(report)
+    assert "| 2 metrics | DuckDB floor: floor | 100k (3,125×32) | 1.00 s |" in text
+    assert "## Targets" in text
