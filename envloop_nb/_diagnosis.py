@@ -17,12 +17,14 @@ Checks (``code``: what it flags):
     ``short_output_tokens`` (or, without token counts, mean output length ≤
     ``short_output_chars`` characters): empty or malformed output.
 ``turn-spread``
-    per-task mean turns spread widely: 90th / 10th percentile ≥ ``turn_spread_ratio``
-    (at least ``min_tasks_for_spread`` tasks with turns).
+    per-task mean turns spread widely: their coefficient of variation (standard
+    deviation / mean) ≥ ``turn_spread_cv`` (at least ``min_tasks_for_spread`` tasks with
+    turns).
 ``confident-wrong``
     rollouts with mean token logprob ≥ ``confident_logprob`` (near 0: the model is sure)
     whose reward is not a pass: at least ``confident_min_rollouts`` of them and at least
-    ``confident_share`` of the confident rollouts.
+    ``confident_share`` of the confident scored rollouts. The evidence compares with the
+    failure share of the other rollouts.
 ``timeouts``
     share of dispatched rollouts whose ``error`` or ``error_type`` mentions a timeout: vs
     another job (``against``), flagged when higher by ≥ ``timeout_share_diff`` and at least
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import html
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -64,20 +67,20 @@ class DiagnosisOptions:
     --------
     >>> opts = DiagnosisOptions(looping_min_turns=10)
     >>> opts.looping_min_turns, opts.looping_factor
-    (10, 2.0)
+    (10, 3.0)
     """
 
     threshold: float | None = None
     graded_pass: float = 0.5
-    looping_min_turns: float = 20
-    looping_factor: float = 2.0
+    looping_min_turns: float = 30
+    looping_factor: float = 3.0
     short_output_tokens: float = 20
     short_output_chars: float = 20
-    turn_spread_ratio: float = 4.0
+    turn_spread_cv: float = 1.0
     min_tasks_for_spread: int = 5
-    confident_logprob: float = -0.05
-    confident_min_rollouts: int = 3
-    confident_share: float = 0.5
+    confident_logprob: float = -0.1
+    confident_min_rollouts: int = 5
+    confident_share: float = 0.25
     timeout_share: float = 0.25
     timeout_share_diff: float = 0.05
     timeout_ratio: float = 2.0
@@ -206,12 +209,6 @@ def _per_task(job: Job, options: DiagnosisOptions) -> list[dict[str, Any]]:
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
-def _median(values: Sequence[float]) -> float:
-    s = sorted(values)
-    n = len(s)
-    return float(s[n // 2]) if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-
-
 def _quantile(values: Sequence[float], q: float) -> float:
     s = sorted(values)
     pos = (len(s) - 1) * q
@@ -312,23 +309,25 @@ def _turn_spread(rows: list[dict[str, Any]], o: DiagnosisOptions) -> list[Findin
     if len(with_turns) < o.min_tasks_for_spread:
         return []
     turns = [float(r["turns"]) for r in with_turns]
-    p10, p90 = _quantile(turns, 0.1), _quantile(turns, 0.9)
-    ratio = math.inf if p10 <= 0 else p90 / p10
-    if ratio < o.turn_spread_ratio:
+    p10, p50, p90 = (_quantile(turns, q) for q in (0.1, 0.5, 0.9))
+    mean = sum(turns) / len(turns)
+    cv = math.inf if mean <= 0 else statistics.stdev(turns) / mean
+    if cv < o.turn_spread_cv:
         return []
-    longest = sorted(with_turns, key=lambda r: -r["turns"])[: o.max_listed_tasks]
+    above = [r for r in with_turns if r["turns"] > p50]
+    longest = sorted(above, key=lambda r: -r["turns"])[: o.max_listed_tasks]
     return [
         Finding(
             "turn-spread",
             "info",
             "Turns vary widely between tasks",
-            f"per-task mean turns range from {min(turns):.1f} to {max(turns):.1f}; the 90th "
-            f"percentile ({p90:.1f}) is {ratio:.1f}× the 10th ({p10:.1f}), at or above "
-            f"{o.turn_spread_ratio:g}×. Longest: "
+            f"per-task mean turns range from {min(turns):.1f} to {max(turns):.1f} (10th / 50th "
+            f"/ 90th percentile {p10:.1f} / {p50:.1f} / {p90:.1f}); their coefficient of "
+            f"variation is {cv:.2f}, at or above {o.turn_spread_cv:g}. Longest: "
             + "; ".join(f"{r['task']} {r['turns']:.1f}" for r in longest)
             + ".",
             tuple(r["task"] for r in longest),
-            {"p10": p10, "p90": p90, "ratio": ratio, "tasks": len(turns)},
+            {"p10": p10, "p50": p50, "p90": p90, "cv": cv, "tasks": len(turns)},
         )
     ]
 
@@ -336,31 +335,47 @@ def _turn_spread(rows: list[dict[str, Any]], o: DiagnosisOptions) -> list[Findin
 def _confident_wrong(job: Job, o: DiagnosisOptions) -> list[Finding]:
     passed = _pass_expr(job, o)
     cur = job.con.execute(
-        f"""SELECT count(*) FILTER (WHERE reward IS NOT NULL) AS confident,
-                   count(*) FILTER (WHERE reward IS NOT NULL AND NOT ({passed})) AS wrong,
-                   list(DISTINCT task ORDER BY task)
-                       FILTER (WHERE reward IS NOT NULL AND NOT ({passed})) AS tasks,
-                   avg(logprob_mean) FILTER (WHERE reward IS NOT NULL AND NOT ({passed}))
-                       AS mean_lp
-            FROM attempts WHERE job_id = $job_id AND logprob_mean >= $lp""",
+        f"""WITH a AS (SELECT *, logprob_mean >= $lp AS sure FROM attempts
+                       WHERE job_id = $job_id AND reward IS NOT NULL)
+            SELECT count(*) FILTER (WHERE sure) AS confident,
+                   count(*) FILTER (WHERE sure AND NOT ({passed})) AS wrong,
+                   list(DISTINCT task ORDER BY task) FILTER (WHERE sure AND NOT ({passed}))
+                       AS tasks,
+                   avg(logprob_mean) FILTER (WHERE sure AND NOT ({passed})) AS mean_lp,
+                   count(*) FILTER (WHERE NOT sure) AS others,
+                   count(*) FILTER (WHERE NOT sure AND NOT ({passed})) AS others_wrong
+            FROM a""",
         {"job_id": job.id, "lp": o.confident_logprob},
     )
     row = cur.fetchone()
     assert row is not None
     confident, wrong, tasks, mean_lp = int(row[0]), int(row[1]), list(row[2] or []), row[3]
+    others, others_wrong = int(row[4]), int(row[5])
     if wrong < o.confident_min_rollouts or wrong < o.confident_share * confident:
         return []
+    other_text = (
+        f"; the other {others:,} scored rollouts fail {format_pct(others_wrong / others)}"
+        if others
+        else ""
+    )
     return [
         Finding(
             "confident-wrong",
             "warning",
             "Confident but wrong: logprob near 0 with low reward",
-            f"{wrong:,} of {confident:,} scored rollouts with mean token logprob ≥ "
-            f"{o.confident_logprob:g} do not pass (their mean logprob {mean_lp:.3f}); the model "
-            "is sure of answers the verifier rejects: check the reference answers, the "
-            "verifier, or a memorized wrong answer.",
+            f"{wrong:,} of {confident:,} scored rollouts ({format_pct(wrong / confident)}) "
+            f"with mean token logprob ≥ {o.confident_logprob:g} do not pass (their mean "
+            f"logprob {mean_lp:.3f}){other_text}. The model is sure of answers the verifier "
+            "rejects: check the references and the verifier, or look for a confidently "
+            "learned wrong style.",
             tuple(tasks),
-            {"confident": confident, "wrong": wrong, "share": wrong / confident},
+            {
+                "confident": confident,
+                "wrong": wrong,
+                "share": wrong / confident,
+                "others": others,
+                "others_wrong": others_wrong,
+            },
         )
     ]
 

@@ -54,7 +54,7 @@ def test_looping(ws: enb.Workspace, tmp_path: Path) -> None:
     trials += [trial("loop", a, 0, usage=_usage(40)) for a in (1, 2)]
     job = load(ws, tmp_path, job_doc(trials, k=2))
     (f,) = [f for f in job.diagnose() if f.code == "looping"]
-    assert f.tasks == ("loop",) and "40.0" in f.evidence and f.numbers["turn_limit"] == 20
+    assert f.tasks == ("loop",) and "40.0" in f.evidence and f.numbers["turn_limit"] == 30
     # the same turns on a task that passes once is not looping
     trials[-1] = trial("loop", 2, 1, usage=_usage(40))
     job2 = load(ws, tmp_path, job_doc(trials, k=2), "b")
@@ -85,10 +85,11 @@ def test_short_output_by_tokens_and_by_characters(ws: enb.Workspace, tmp_path: P
 
 
 def test_turn_spread(ws: enb.Workspace, tmp_path: Path) -> None:
-    trials = [trial(f"t{i}", 1, i % 2, usage=_usage(2 if i < 5 else 30)) for i in range(10)]
+    trials = [trial(f"t{i}", 1, i % 2, usage=_usage(2 if i < 8 else 40)) for i in range(10)]
     job = load(ws, tmp_path, job_doc(trials, k=1))
     (f,) = [f for f in job.diagnose() if f.code == "turn-spread"]
-    assert f.severity == "info" and f.numbers["ratio"] >= 4 and f.tasks[0] == "t5"
+    assert f.severity == "info" and f.numbers["cv"] >= 1 and f.tasks == ("t8", "t9")
+    assert "coefficient of variation is 1.67" in f.evidence
     assert "turn-spread" not in _codes(load(ws, tmp_path, job_doc(_healthy(10), k=2), "b"))
     # too few tasks to judge a spread
     few = [trial("a", 1, 1, usage=_usage(1)), trial("b", 1, 0, usage=_usage(50))]
@@ -97,13 +98,14 @@ def test_turn_spread(ws: enb.Workspace, tmp_path: Path) -> None:
 
 def test_confident_but_wrong(ws: enb.Workspace, tmp_path: Path) -> None:
     sure = {"mean": -0.01}
-    trials = [trial(f"t{i}", 1, 0, logprob=sure) for i in range(4)]
+    trials = [trial(f"t{i}", 1, 0, logprob=sure) for i in range(6)]
     trials += [trial("ok", 1, 1, logprob=sure), trial("unsure", 1, 0, logprob={"mean": -1.2})]
     job = load(ws, tmp_path, job_doc(trials, k=1))
     (f,) = [f for f in job.diagnose() if f.code == "confident-wrong"]
-    assert f.numbers["wrong"] == 4 and f.numbers["confident"] == 5
-    assert f.tasks == ("t0", "t1", "t2", "t3")
-    right = [trial(f"t{i}", 1, 1, logprob=sure) for i in range(4)] + trials[4:]
+    assert f.numbers["wrong"] == 6 and f.numbers["confident"] == 7
+    assert f.tasks == ("t0", "t1", "t2", "t3", "t4", "t5")
+    assert "the other 1 scored rollouts fail 100%" in f.evidence
+    right = [trial(f"t{i}", 1, 1, logprob=sure) for i in range(6)] + trials[6:]
     assert "confident-wrong" not in _codes(load(ws, tmp_path, job_doc(right, k=1), "b"))
 
 
@@ -155,10 +157,11 @@ def test_platform_block_mismatch_names_each_key(ws: enb.Workspace, tmp_path: Pat
 def test_sample_jobs(ws: enb.Workspace) -> None:
     base = ws.load(SAMPLE_DATA / "base.json")
     sft = ws.load(SAMPLE_DATA / "sft-step500.json")
-    codes = _codes(sft, against=base)
-    assert {"platform-mismatch", "looping", "timeouts"} <= set(codes)
-    assert codes[0] == "platform-mismatch"  # errors first
-    assert "short-output" in _codes(base)
+    # exactly the pathologies planted in the sample data (sample_data/README.md)
+    assert _codes(sft, against=base) == ["platform-mismatch", "looping", "timeouts", "turn-spread"]
+    assert _codes(base) == ["short-output"]
+    assert _codes(ws.load(SAMPLE_DATA / "sft-step1000.jsonl.gz")) == ["confident-wrong"]
+    assert _codes(ws.load(SAMPLE_DATA / "graded.json")) == []
 
 
 def test_finding_is_frozen_and_renders() -> None:
@@ -170,4 +173,4 @@ def test_finding_is_frozen_and_renders() -> None:
     assert "&lt;b&gt;" in html and "enb-warning" in html
     assert f._repr_html_() == html
     opts = enb.DiagnosisOptions()
-    assert dataclasses.replace(opts, turn_spread_ratio=9).turn_spread_ratio == 9
+    assert dataclasses.replace(opts, turn_spread_cv=9).turn_spread_cv == 9
