@@ -582,7 +582,9 @@ class Comparison:
 
     def table_html(self, by: By = "subset", *, tag: str | None = None) -> str:
         """The comparison table as HTML: best per row highlighted, coverage under each value."""
-        return _table_html(self.groups(by, tag=tag), self.job_ids, self.colors, by, self.mark)
+        return _table_html(
+            self.groups(by, tag=tag), self.job_ids, self.colors, by, self.mark, self.baseline.id
+        )
 
     def strengths(self, by: By = "subset", *, tag: str | None = None) -> pd.DataFrame:
         """Where each job is above (strength) or below (weakness) all the others, in words.
@@ -1242,12 +1244,20 @@ def _guard_html(cmp: Comparison) -> str:
 
 
 def _table_html(
-    long: pd.DataFrame, job_ids: list[str], colors: dict[str, str], by: str, mark: str
+    long: pd.DataFrame,
+    job_ids: list[str],
+    colors: dict[str, str],
+    by: str,
+    mark: str,
+    baseline: str | None = None,
 ) -> str:
-    """Pure renderer: one row per group, one column per job, best per row highlighted."""
+    """Pure renderer: one row per group, one column per job, best per row highlighted.
+
+    Under each value: its coverage, and for the other jobs the gap to the baseline.
+    """
     head = "".join(
         f'<th style="text-align:right;padding:3px 8px"><span style="color:{colors[j]}">■</span> '
-        f"{html.escape(j)}</th>"
+        f"{html.escape(j)}{'<br><small>(baseline)</small>' if j == baseline else ''}</th>"
         for j in job_ids
     )
     body = []
@@ -1267,6 +1277,11 @@ def _table_html(
             r = hit.iloc[0]
             value = float(r["value"])
             text = format_pct(value) if r["percent"] else f"{value:.4g}"
+            base = part[part["job"] == baseline]
+            if jid != baseline and len(base) and not pd.isna(base["value"].iloc[0]):
+                gap = value - float(base["value"].iloc[0])
+                text += f' <small style="opacity:0.75">({_pts(gap, bool(r["percent"]))})</small>'
+
             style = "text-align:right;padding:3px 8px;font-variant-numeric:tabular-nums"
             if jid in winners:
                 style += ";font-weight:700;background:rgba(84,162,75,0.18)"
@@ -1288,7 +1303,8 @@ def _table_html(
         f'font-family:var(--jp-ui-font-family,sans-serif);font-size:12px">'
         f'<thead><tr><th style="text-align:left;padding:3px 8px">{name}</th>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
-        '<div style="font-size:11px;opacity:0.7">best per row highlighted · coverage under each value</div>'
+        '<div style="font-size:11px;opacity:0.7">best per row highlighted · (gap to the '
+        "baseline) · coverage under each value</div>"
     )
 
 

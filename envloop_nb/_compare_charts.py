@@ -95,7 +95,7 @@ def radar_frames(groups: pd.DataFrame, jobs: Sequence[str]) -> dict[str, pd.Data
     data = groups[groups["value"].notna()].copy()
     data["group"] = data["group"].astype(str)
     data["value"] = data["value"].astype(float)
-    absolute = bool(len(data)) and bool(data["value"].between(0, 1).all())
+    absolute = bool(data["value"].between(0, 1).all())  # True when empty
     if absolute:
         data["r"] = data["value"]
     else:

@@ -1,0 +1,451 @@
+"""The comparison panel: thin ipywidgets wiring over :class:`envloop_nb.Comparison`.
+
+Every number comes from the comparison object; this module only lays out its results
+and routes events. Errors raised while reacting to a click show as a readable line in
+the panel (``panel.message``), never as a traceback.
+
+Drive it from Python (tests do): ``panel.baseline.value = "job_b"`` recomputes against
+another baseline; ``panel.transition_buttons[("job_b", "fixed")].click()`` shows those
+tasks' attempts in every job in ``panel.detail``; ``panel.export_button.click()``
+writes the XLSX named in ``panel.export_path``.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as widgets
+
+from ._display import format_metric, format_pct
+from ._render import chart_widget
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ._compare import Comparison
+
+__all__ = ["ComparisonPanel", "compare_panel"]
+
+_FONT = "font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"
+_MAX_DETAIL_TASKS = 40
+
+
+def _frame_html(frame: pd.DataFrame, *, max_rows: int = 400) -> str:
+    """A plain HTML table of a small frame (escaped text)."""
+    head = "".join(
+        f'<th style="text-align:left;padding:2px 8px">{html.escape(str(c))}</th>'
+        for c in frame.columns
+    )
+    rows = []
+    for row in frame.head(max_rows).itertuples(index=False):
+        cells = "".join(
+            f'<td style="padding:2px 8px;vertical-align:top">{html.escape(_cell(v))}</td>'
+            for v in row
+        )
+        rows.append(f"<tr>{cells}</tr>")
+    more = (
+        f'<div style="opacity:0.7">… {len(frame) - max_rows:,} more rows not shown</div>'
+        if len(frame) > max_rows
+        else ""
+    )
+    return (
+        f'<table style="border-collapse:collapse;{_FONT}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>{more}"
+    )
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return "-" if value != value else f"{value:.4g}"
+    if isinstance(value, list | tuple):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
+def _signed_pts(value: Any) -> str:
+    if value is None or value != value:
+        return "-"
+    return f"{value * 100:+.1f}"
+
+
+def paired_html(frame: pd.DataFrame) -> str:
+    """The paired statistics as HTML: differences with intervals, McNemar, verdict."""
+    if frame.empty:
+        return "<i>no other job to pair with the baseline</i>"
+    rows = []
+    for _, r in frame.iterrows():
+        verdict = str(r["verdict"])
+        color = (
+            "#2e7d32"
+            if verdict.startswith("beyond noise")
+            else "#b45309"
+            if verdict.startswith(("borderline", "not assessed"))
+            else "inherit"
+        )
+        p = r["mcnemar_p"]
+        p_text = "-" if p is None or p != p else (f"{p:.2g}" if p >= 1e-4 else "< 0.0001")
+        rows.append(
+            "<tr>"
+            f'<td style="padding:3px 8px"><b>{html.escape(str(r["job"]))}</b></td>'
+            f'<td style="padding:3px 8px;text-align:right">{_signed_pts(r["score_diff"])} pts'
+            f"<br><small>[{_signed_pts(r['score_low'])}, {_signed_pts(r['score_high'])}]</small></td>"
+            f'<td style="padding:3px 8px;text-align:right">{_signed_pts(r["pass_diff"])} pts'
+            f"<br><small>[{_signed_pts(r['pass_low'])}, {_signed_pts(r['pass_high'])}]</small></td>"
+            f'<td style="padding:3px 8px;text-align:right">{_cell(r["fixed"])} / {_cell(r["broken"])}</td>'
+            f'<td style="padding:3px 8px;text-align:right">{p_text}</td>'
+            f'<td style="padding:3px 8px;text-align:right">{int(r["shared_complete"]):,}/{int(r["tasks_union"]):,}'
+            f" ({format_pct(float(r['shared_share']))})</td>"
+            f'<td style="padding:3px 8px;color:{color}">{html.escape(verdict)}'
+            + (
+                f'<br><small style="opacity:0.8">{html.escape(str(r["note"]))}</small>'
+                if r["note"]
+                else ""
+            )
+            + "</td></tr>"
+        )
+    base = html.escape(str(frame["baseline"].iloc[0]))
+    return (
+        f'<div style="{_FONT};margin-bottom:4px">Each job − baseline <b>{base}</b>, on tasks both '
+        "scored completely; 95% paired bootstrap interval over tasks (seeded); exact McNemar "
+        "test on tasks solved (pass rate ≥ solved_at) by one job only.</div>"
+        f'<table style="border-collapse:collapse;{_FONT}"><thead><tr>'
+        '<th style="text-align:left;padding:3px 8px">job</th>'
+        '<th style="padding:3px 8px">Δ score</th><th style="padding:3px 8px">Δ pass rate</th>'
+        '<th style="padding:3px 8px">fixed / broken</th><th style="padding:3px 8px">McNemar p</th>'
+        '<th style="padding:3px 8px">shared & complete</th>'
+        '<th style="text-align:left;padding:3px 8px">verdict</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def leaderboard_html(frame: pd.DataFrame, colors: dict[str, str], baseline: str) -> str:
+    """The leaderboard as HTML with its coverage and warnings impossible to miss."""
+    metric_cols = [c for c in frame.columns if c.startswith(("pass@", "pass^"))]
+    head = ["#", "job", "model", "score", "pass", *metric_cols, "coverage", ""]
+    rows = []
+    for _, r in frame.iterrows():
+        jid = str(r["job"])
+        mark = " <small>(baseline)</small>" if jid == baseline else ""
+        warn = str(r["warning"])
+        cells = [
+            str(int(r["rank"])),
+            f'<span style="color:{colors.get(jid, "#888")}">■</span> <b>{html.escape(jid)}</b>{mark}',
+            html.escape(str(r["model"])),
+            format_metric(_num(r["score"])),
+            format_metric(_num(r["pass"])),
+            *[format_metric(_num(r[c])) for c in metric_cols],
+            f'<span style="{"color:#b45309;font-weight:600" if r["missing"] else ""}">'
+            f"{html.escape(str(r['coverage']))}</span>",
+            f'<span style="color:#b45309;font-weight:600">{html.escape(warn)}</span>',
+        ]
+        rows.append(
+            "<tr>" + "".join(f'<td style="padding:3px 8px">{c}</td>' for c in cells) + "</tr>"
+        )
+    header = "".join(
+        f'<th style="text-align:left;padding:3px 8px">{html.escape(h)}</th>' for h in head
+    )
+    return (
+        f'<table style="border-collapse:collapse;{_FONT}"><thead><tr>{header}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _num(value: Any) -> float | None:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if f != f else f
+
+
+def strengths_html(frame: pd.DataFrame) -> str:
+    """Strengths and weaknesses as a bullet list of sentences."""
+    if frame.empty:
+        return "<i>no job is above or below all the others on any row</i>"
+    items = "".join(
+        f"<li>{'▲' if r['kind'] == 'strength' else '▼'} {html.escape(str(r['sentence']))}</li>"
+        for _, r in frame.iterrows()
+    )
+    return f'<ul style="{_FONT};margin:2px 0">{items}</ul>'
+
+
+class ComparisonPanel(widgets.VBox):
+    """The comparison panel widget (see the module docstring for how to drive it)."""
+
+    def __init__(
+        self, cmp: Comparison, *, rules: Any = None, export_path: str = "comparison.xlsx"
+    ) -> None:
+        self.cmp = cmp
+        self.rules = rules
+        self.message = widgets.HTML()
+        self.guard = widgets.HTML()
+        self.baseline = widgets.Dropdown(
+            options=cmp.job_ids,
+            value=cmp.baseline.id,
+            description="baseline",
+            layout={"width": "320px"},
+        )
+        self.by = widgets.ToggleButtons(
+            options=[("by subset", "subset"), ("by dimension", "dimension")], value="subset"
+        )
+        self.by.style.button_width = "110px"
+        self.leaderboard = widgets.HTML()
+        self.charts = widgets.HBox(layout={"flex_flow": "row wrap", "align_items": "flex-start"})
+        self.table = widgets.HTML()
+        self.strengths = widgets.HTML()
+        self.paired = widgets.HTML()
+        self.transitions = widgets.VBox()
+        self.transition_buttons: dict[tuple[str, str], widgets.Button] = {}
+        self.bucket_other = widgets.Dropdown(
+            description="bucket matrix vs", layout={"width": "340px"}
+        )
+        self.bucket_other.style.description_width = "120px"
+        self.bucket_matrix = widgets.VBox()
+        self.bucket_buttons: dict[tuple[str, str], widgets.Button] = {}
+        self.detail_title = widgets.HTML()
+        self.detail = widgets.HTML()
+        self.export_path = widgets.Text(
+            value=export_path, description="XLSX path", layout={"width": "420px"}
+        )
+        self.export_button = widgets.Button(description="Export XLSX", icon="download")
+        self.export_status = widgets.HTML()
+        tabs = widgets.Tab(
+            children=[
+                widgets.VBox(
+                    [self.table, widgets.HTML("<b>Strengths and weaknesses</b>"), self.strengths]
+                ),
+                self.paired,
+                widgets.VBox(
+                    [
+                        self.transitions,
+                        self.bucket_other,
+                        self.bucket_matrix,
+                        self.detail_title,
+                        self.detail,
+                    ]
+                ),
+                widgets.VBox(
+                    [widgets.HBox([self.export_path, self.export_button]), self.export_status]
+                ),
+            ]
+        )
+        for i, title in enumerate(["Table", "Paired vs baseline", "Transitions", "Export"]):
+            tabs.set_title(i, title)
+        self.tabs = tabs
+        super().__init__(
+            [
+                self.message,
+                self.guard,
+                widgets.HBox([self.baseline, self.by]),
+                self.leaderboard,
+                self.charts,
+                tabs,
+            ]
+        )
+        self.baseline.observe(self._on_baseline, names="value")
+        self.by.observe(self._on_by, names="value")
+        self.bucket_other.observe(self._on_bucket_other, names="value")
+        self.export_button.on_click(self._on_export)
+        self._safely(self._refresh_all)
+
+    def __repr__(self) -> str:
+        return f"<ComparisonPanel {', '.join(self.cmp.job_ids)} · baseline {self.cmp.baseline.id}>"
+
+    # -- plumbing ---------------------------------------------------------------------
+    def _safely(self, action: Any, *args: Any) -> None:
+        """Run ``action``; show any error as one readable line instead of a traceback."""
+        try:
+            action(*args)
+            self.message.value = ""
+        except Exception as err:  # a panel must never show a traceback
+            from ._errors import EnvloopError
+
+            known = isinstance(err, EnvloopError | ValueError | OSError)
+            text = str(err) if known else f"{type(err).__name__}: {err}"
+            self.message.value = (
+                f'<div style="color:#d62728;font-weight:600;{_FONT}">⚠ {html.escape(text)}</div>'
+            )
+
+    def _refresh_all(self) -> None:
+        from ._compare import _guard_html
+
+        self.guard.value = _guard_html(self.cmp)
+        self._refresh_charts()
+        self._refresh_baseline_views()
+
+    def _refresh_charts(self) -> None:
+        by = self.by.value
+        shown: list[Any] = []
+        if len(self.cmp.groups(by)):
+            shown = [chart_widget(self.cmp.bars(by)), chart_widget(self.cmp.radar(by))]
+        else:
+            what = "subsets" if by == "subset" else "score dimensions"
+            shown = [widgets.HTML(f'<div style="{_FONT}"><i>the jobs have no {what}</i></div>')]
+        if by == "subset":
+            shown.append(chart_widget(self.cmp.curves()))
+        self.charts.children = shown
+
+    def _refresh_tables(self) -> None:
+        by = self.by.value
+        self.table.value = self.cmp.table_html(by)
+        self.strengths.value = strengths_html(self.cmp.strengths(by))
+
+    def _refresh_baseline_views(self) -> None:
+        cmp = self.cmp
+        self.leaderboard.value = leaderboard_html(cmp.leaderboard(), cmp.colors, cmp.baseline.id)
+        self._refresh_tables()
+        self.paired.value = paired_html(cmp.paired())
+        self._refresh_transitions()
+
+    def _refresh_transitions(self) -> None:
+        cmp = self.cmp
+        frame = cmp.transitions()
+        self.transition_buttons = {}
+        rows: list[Any] = [
+            widgets.HTML(
+                f'<div style="{_FONT}">Per task, from baseline <b>{html.escape(cmp.baseline.id)}</b>: '
+                f"{html.escape(str(frame['basis'].iloc[0]) if len(frame) else '')}. "
+                "Click a count to see those tasks' attempts in every job.</div>"
+            )
+        ]
+        for job in dict.fromkeys(frame["job"]):
+            buttons = []
+            for _, r in frame[frame["job"] == job].iterrows():
+                b = widgets.Button(
+                    description=f"{r['transition']}: {r['count']}",
+                    tooltip=f"{job}: {r['count']} task(s) {r['transition']}",
+                    layout={"width": "auto"},
+                    button_style={"fixed": "success", "broken": "danger"}.get(
+                        str(r["transition"]), ""
+                    ),
+                )
+                tasks = list(r["tasks"])
+                b.on_click(
+                    lambda _b, t=tasks, j=job, n=r["transition"]: self._safely(
+                        self._show, f"{j}: {n}", t
+                    )
+                )
+                self.transition_buttons[(str(job), str(r["transition"]))] = b
+                buttons.append(b)
+            rows.append(
+                widgets.HBox(
+                    [
+                        widgets.HTML(f"<b>{html.escape(str(job))}</b>", layout={"width": "140px"}),
+                        *buttons,
+                    ]
+                )
+            )
+        self.transitions.children = rows
+        others = [j.id for j in cmp.others]
+        if self.rules is None:
+            self.bucket_other.layout.display = "none"
+            self.bucket_matrix.children = []
+            return
+        self.bucket_other.layout.display = None
+        keep = self.bucket_other.value if self.bucket_other.value in others else others[0]
+        self.bucket_other.unobserve(self._on_bucket_other, names="value")
+        self.bucket_other.options = others
+        self.bucket_other.value = keep
+        self.bucket_other.observe(self._on_bucket_other, names="value")
+        self._refresh_bucket_matrix()
+
+    def _refresh_bucket_matrix(self) -> None:
+        other = self.bucket_other.value
+        matrix = self.cmp.transitions(other, self.rules)
+        cells: dict[tuple[str, str], list[str]] = matrix.attrs["tasks"]
+        self.bucket_buttons = {}
+        header = [
+            widgets.HTML(
+                f"<small>{html.escape(self.cmp.baseline.id)} ↓ · {html.escape(str(other))} →</small>"
+            )
+        ]
+        header += [widgets.HTML(f"<b>{html.escape(str(c))}</b>") for c in matrix.columns]
+        grid: list[Any] = list(header)
+        for r in matrix.index:
+            grid.append(widgets.HTML(f"<b>{html.escape(str(r))}</b>"))
+            for c in matrix.columns:
+                tasks = cells.get((str(r), str(c)), [])
+                b = widgets.Button(
+                    description=str(len(tasks)),
+                    disabled=not tasks,
+                    layout={"width": "auto"},
+                    button_style="info" if r != c and tasks else "",
+                    tooltip=f"{r} → {c}: {len(tasks)} task(s)",
+                )
+                b.on_click(
+                    lambda _b, t=tasks, rr=r, cc=c: self._safely(self._show, f"{rr} → {cc}", t)
+                )
+                self.bucket_buttons[(str(r), str(c))] = b
+                grid.append(b)
+        self.bucket_matrix.children = [
+            widgets.GridBox(
+                grid,
+                layout={
+                    "grid_template_columns": f"160px repeat({len(matrix.columns)}, minmax(70px, auto))"
+                },
+            )
+        ]
+
+    def _show(self, title: str, tasks: list[str]) -> None:
+        shown = tasks[:_MAX_DETAIL_TASKS]
+        frame = self.cmp.attempts_of(shown)
+        more = f" (first {_MAX_DETAIL_TASKS} of {len(tasks)})" if len(tasks) > len(shown) else ""
+        self.detail_title.value = (
+            f'<div style="{_FONT}"><b>{html.escape(title)}</b>: {len(tasks)} task(s){more}, '
+            "their attempts in every job</div>"
+        )
+        self.detail.value = _frame_html(frame) if len(frame) else "<i>no attempts</i>"
+
+    # -- events -------------------------------------------------------------------------
+    def _on_baseline(self, change: dict[str, Any]) -> None:
+        def apply() -> None:
+            self.cmp = self.cmp.with_baseline(change["new"])
+            self._refresh_baseline_views()
+
+        self._safely(apply)
+
+    def _on_by(self, change: dict[str, Any]) -> None:
+        def apply() -> None:
+            self._refresh_charts()
+            self._refresh_tables()
+
+        self._safely(apply)
+
+    def _on_bucket_other(self, change: dict[str, Any]) -> None:
+        if change["new"]:
+            self._safely(self._refresh_bucket_matrix)
+
+    def _on_export(self, _button: Any) -> None:
+        def apply() -> None:
+            out = self.cmp.export_xlsx(self.export_path.value, rules=self.rules)
+            self.export_status.value = f'<div style="{_FONT}">✓ wrote {html.escape(str(out))}</div>'
+
+        self._safely(apply)
+
+
+def compare_panel(
+    cmp: Comparison, *, rules: Any = None, export_path: str = "comparison.xlsx"
+) -> ComparisonPanel:
+    """The interactive comparison panel of ``cmp``.
+
+    Parameters
+    ----------
+    rules
+        A :class:`envloop_nb.BucketRules` to show a bucket transition matrix.
+    export_path
+        Default file name of the XLSX export.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> ws = enb.open()
+    >>> a = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> b = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", job_id="b")
+    >>> panel = ws.compare([a, b]).panel()
+    >>> panel.baseline.value, sorted(panel.transition_buttons)[0]
+    ('job_abc0001', ('b', 'broken'))
+    """
+    return ComparisonPanel(cmp, rules=rules, export_path=export_path)
