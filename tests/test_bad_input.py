@@ -119,6 +119,10 @@ def bad_tag_value(tmp: Path) -> Path:
     return _json_doc(tmp, lambda d: d["job"]["tasks"][1]["tags"].update(level=3))
 
 
+def dimension_not_a_number(tmp: Path) -> Path:
+    return _json_doc(tmp, lambda d: d["trials"][2]["metrics"]["dimensions"].update(style="good"))
+
+
 def empty_jsonl(tmp: Path) -> Path:
     path = tmp / "empty.jsonl"
     path.write_text("")
@@ -299,6 +303,12 @@ CASES: list[tuple[str, Callable[[Path], Path], dict[str, Any], str]] = [
         {},
         r"bad\.json, \$\.job\.tasks\[1\]\.tags\.level: tag values must be strings, got 3",
     ),
+    (
+        "dimension value not a number",
+        dimension_not_a_number,
+        {},
+        r"bad\.json, trials\[2\] \(id tr_3\): metrics\.dimensions values must be numbers",
+    ),
     ("empty JSONL", empty_jsonl, {}, r"empty\.jsonl: empty file: nothing to load"),
     (
         "τ-bench file that is not an array",
@@ -361,6 +371,18 @@ CASES: list[tuple[str, Callable[[Path], Path], dict[str, Any], str]] = [
         table_missing_reward_column,
         {"mapping": {"reward": "points"}},
         r"t\.csv, column 'points': missing",
+    ),
+    (
+        "table mapping that drops the reward",
+        csv_non_numeric_reward,
+        {"mapping": {"reward": None}},
+        r"t\.csv, mapping: the reward column is required",
+    ),
+    (
+        "table mapping with an unknown field",
+        csv_non_numeric_reward,
+        {"mapping": {"score": "reward"}},
+        r"t\.csv, mapping: unknown field\(s\) \['score'\]",
     ),
     (
         "non-numeric reward column in CSV",

@@ -283,6 +283,10 @@ CASE
     THEN 'metrics must be an object or null'
   WHEN json_type(t.metrics, '$.dimensions') NOT IN ('OBJECT', 'NULL')
     THEN 'metrics.dimensions must be an object of numbers'
+  WHEN json_type(t.metrics, '$.dimensions') = 'OBJECT' AND coalesce(list_bool_or(list_transform(
+         map_values(json_transform(t.metrics->'$.dimensions', '"MAP(VARCHAR, JSON)"')),
+         v -> coalesce(json_type(v), 'NULL') NOT IN ('BIGINT', 'UBIGINT', 'DOUBLE', 'NULL'))), false)
+    THEN 'metrics.dimensions values must be numbers, got ' || (t.metrics->'$.dimensions')::VARCHAR
   WHEN json_type(t.metrics, '$.composite') NOT IN ('NULL', 'BIGINT', 'UBIGINT', 'DOUBLE')
     THEN 'metrics.composite must be a number'
   ELSE NULL

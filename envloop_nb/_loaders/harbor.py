@@ -190,6 +190,13 @@ def load_harbor(
     The trial ``result.json`` is the record: ``verifier/reward.txt|json`` files are not
     read (Harbor already copied them into ``verifier_result``). ``lenient`` has no
     effect: a Harbor job is small enough to fix by hand.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> job = enb.open().load("../shared/fixtures/harbor/2026-03-02__14-05-11")
+    >>> job.k, len(job.attempts()), job.summary(policy="failure").score
+    (5, 30, 0.5)
     """
     del lenient
     folder = Path(source)
@@ -361,6 +368,8 @@ def _attempt_row(
     }
     if rewards:
         extra["rewards"] = rewards
+    if t.get("step_results"):
+        extra["step_results"] = t["step_results"]
     return base | {
         "status": "failed" if exc and reward is None else "completed",
         "error": exc.get("exception_message"),

@@ -173,11 +173,15 @@ def _open_path(con: duckdb.DuckDBPyConnection, source: str | Path) -> _Source:
             "SELECT unnest($files) AS _enb_file, generate_subscripts($files, 1) AS _enb_idx",
             {"files": files},
         )
+        # One file: "row N" (the error already names the file); several: "<file> row N".
+        place = "'row ' || (p.file_row_number + 1)"
+        if len(files) > 1:
+            place = "p._enb_file || ' row ' || (p.file_row_number + 1)"
         con.execute(
             f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
                 SELECT p.* EXCLUDE (_enb_file, file_row_number),
                        (f._enb_idx::BIGINT << 40) + p.file_row_number AS _enb_ord,
-                       p._enb_file || ' row ' || (p.file_row_number + 1) AS _enb_place
+                       {place} AS _enb_place
                 FROM read_parquet({_lit(pattern)}, hive_partitioning = true,
                                   union_by_name = true, filename = '_enb_file',
                                   file_row_number = true) p
@@ -250,6 +254,8 @@ def _resolve_mapping(
     for ours, default in DEFAULT_MAPPING.items():
         theirs = user.get(ours, default)
         if theirs is None:
+            if ours in ("task", "reward"):
+                raise LoadError(src.label, "mapping", f"the {ours} column is required")
             continue
         if theirs in present:
             fields[ours] = theirs
@@ -466,6 +472,15 @@ def load_table(
     order of first appearance. Two rows for the same (task, attempt) are an error.
     ``lenient=True`` skips unusable rows (bad JSON line, non-numeric reward, ...) and
     warns with :class:`~envloop_nb.LoadWarning` how many.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"question": ["q1", "q1", "q2", "q2"], "correct": [1, 0, 1, None]})
+    >>> job = enb.open().load(df, job_id="mine", mapping={"task": "question", "reward": "correct"})
+    >>> job.k, job.summary().scored, job.attempts()["attempt"].tolist()
+    (2, 3, [1, 2, 1, 2])
     """
     if isinstance(source, str | Path):
         src = _open_path(con, source)
@@ -560,7 +575,7 @@ def _load(
                    coalesce(duration_s, epoch(finished_at) - epoch(started_at)) AS duration_s,
                    input, input_is_chat, output, reference, extra,
                    1 AS n_trials, _enb_place AS source_place
-            FROM _tb_n ORDER BY _enb_ord""",
+            FROM _tb_n""",
         {"jid": jid},
     )
     if dims:

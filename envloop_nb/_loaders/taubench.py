@@ -145,6 +145,15 @@ def load_tau_bench(
       unknown unless ``model`` is given.
 
     ``lenient`` has no effect (a τ-bench file is one JSON document).
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> job = enb.open().load("../shared/fixtures/tau-bench/gpt-4o-airline.json")
+    >>> job.id, job.k, len(job.tasks())
+    ('tau-bench:gpt-4o-airline', 4, 50)
+    >>> [round(x, 3) for x in job.curve(policy="failure")["pass^k"]]
+    [0.42, 0.273, 0.22, 0.2]
     """
     del lenient
     path = Path(source)
@@ -250,6 +259,14 @@ def load_tau2_bench(
       the last assistant message with text.
 
     ``lenient`` has no effect.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> job = enb.open().load("tests/data/tau2/results.json")
+    >>> s = job.summary()
+    >>> s.scored, s.invalid, s.score
+    (5, 1, 0.6)
     """
     del lenient
     path = Path(source)
