@@ -225,6 +225,12 @@ def csv_bad_status(tmp: Path) -> Path:
     return path
 
 
+def csv_ragged_row(tmp: Path) -> Path:
+    path = tmp / "t.csv"
+    path.write_text("task,attempt,reward\nA,1,1\nA,2,0,7\nB,1,0\n")
+    return path
+
+
 def parquet_corrupt(tmp: Path) -> Path:
     path = tmp / "t.parquet"
     path.write_bytes(b"PAR1 this is not really a parquet file PAR1")
@@ -415,6 +421,12 @@ CASES: list[tuple[str, Callable[[Path], Path], dict[str, Any], str]] = [
         r"t\.csv, line 3: status must be one of .*, got ok",
     ),
     (
+        "ragged CSV row",
+        csv_ragged_row,
+        {},
+        r"t\.csv, line 3: malformed CSV row: Expected Number of Columns: 3 Found: 4",
+    ),
+    (
         "corrupt Parquet",
         parquet_corrupt,
         {},
@@ -544,3 +556,12 @@ def test_failed_frame_load_changes_nothing(loaded: enb.Workspace) -> None:
     with pytest.raises(enb.LoadError, match=r"<pandas DataFrame>, row 1: reward must be"):
         load_job(loaded, df, job_id="job_abc0001")
     assert _snapshot(loaded) == before
+
+
+def test_lenient_csv_skips_ragged_lines(ws: enb.Workspace, tmp_path: Path) -> None:
+    path = csv_ragged_row(tmp_path)
+    with pytest.warns(enb.LoadWarning, match=r"skipped 1 malformed CSV line\(s\); first at line 3"):
+        job = load_job(ws, path, lenient=True)
+    a = job.attempts()
+    assert a[["task", "attempt"]].values.tolist() == [["A", 1], ["B", 1]]
+    assert a["source_place"].tolist() == ["row 1", "row 2"]  # data rows once lines are skipped

@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 
 from .._errors import LoadError, LoadWarning
+from .._schema import JOB_TABLES
 from ._common import physical_place
 from ._stage import stage_name
 
@@ -153,7 +154,42 @@ def _describe(con: duckdb.DuckDBPyConnection, src: _Source) -> None:
     src.columns = [c for c in src.types if c not in (*_INTERNAL, "_enb_place")]
 
 
-def _open_path(con: duckdb.DuckDBPyConnection, source: str | Path) -> _Source:
+def _is_csv(source: Any) -> bool:
+    return isinstance(source, str | Path) and str(source).lower().endswith(
+        (".csv", ".tsv", ".csv.gz", ".tsv.gz")
+    )
+
+
+def _csv_read(path: Path, skip_bad: bool) -> str:
+    delim = "\t" if ".tsv" in path.name.lower() else ","
+    rejects = (
+        ", store_rejects = true, rejects_table = '_tb_rej', rejects_scan = '_tb_rejscan'"
+        if skip_bad
+        else ""
+    )
+    return f"read_csv({_lit(str(path))}, header = true, delim = {_lit(delim)}{rejects})"
+
+
+def _csv_rejects(con: duckdb.DuckDBPyConnection, path: Path) -> list[tuple[int, str]]:
+    """Lines DuckDB's CSV reader cannot parse (ragged rows, bad quoting), in file order."""
+    con.execute("DROP TABLE IF EXISTS _tb_rej")
+    con.execute("DROP TABLE IF EXISTS _tb_rejscan")
+    try:
+        # touch every column so that each is parsed (count(*) alone is not)
+        con.execute(
+            f"SELECT max(length(COLUMNS(*)::VARCHAR)) FROM {_csv_read(path, True)}"
+        ).fetchall()
+        rows = con.execute(
+            "SELECT line, any_value(error_message) FROM _tb_rej GROUP BY line ORDER BY line"
+        ).fetchall()
+    except duckdb.Error:
+        return []
+    return [(int(r[0]), str(r[1])) for r in rows]
+
+
+def _open_path(
+    con: duckdb.DuckDBPyConnection, source: str | Path, skip_bad_csv: bool = False
+) -> _Source:
     text = str(source)
     is_glob = any(ch in text for ch in "*?[")
     path = Path(text)
@@ -193,13 +229,12 @@ def _open_path(con: duckdb.DuckDBPyConnection, source: str | Path) -> _Source:
     if not path.is_file():
         raise LoadError(path, None, "no such file")
     if name.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")):
-        delim = "\t" if ".tsv" in name else ","
+        # After skipping malformed lines the ordinal is no longer the line: say "row".
+        place = "'row ' || ordinality" if skip_bad_csv else "'line ' || (ordinality + 1)"
         con.execute(
             f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
-                SELECT * EXCLUDE (ordinality), ordinality AS _enb_ord,
-                       'line ' || (ordinality + 1) AS _enb_place
-                FROM read_csv({_lit(str(path))}, header = true, delim = {_lit(delim)})
-                     WITH ORDINALITY"""
+                SELECT * EXCLUDE (ordinality), ordinality AS _enb_ord, {place} AS _enb_place
+                FROM {_csv_read(path, skip_bad_csv)} WITH ORDINALITY"""
         )
         src = _Source(str(path), [], json=False)
         _describe(con, src)
@@ -470,8 +505,11 @@ def load_table(
     are its attempts 1, 2, ... in the order they appear (file order; for Parquet, files
     in name order, then row order). The requested tasks are the distinct task values, in
     order of first appearance. Two rows for the same (task, attempt) are an error.
-    ``lenient=True`` skips unusable rows (bad JSON line, non-numeric reward, ...) and
-    warns with :class:`~envloop_nb.LoadWarning` how many.
+    ``lenient=True`` skips unusable rows (bad JSON line, non-numeric reward, ragged CSV
+    line, ...) and warns with :class:`~envloop_nb.LoadWarning` how many. Places in
+    messages and ``source_place``: ``line N`` (CSV, JSONL), ``[i]`` (JSON array),
+    ``row N`` (Parquet row, frame row from 0, or CSV data row once ragged lines were
+    skipped), ``<file> row N`` for several Parquet files.
 
     Examples
     --------
@@ -482,20 +520,59 @@ def load_table(
     >>> job.k, job.summary().scored, job.attempts()["attempt"].tolist()
     (2, 3, [1, 2, 1, 2])
     """
-    if isinstance(source, str | Path):
-        src = _open_path(con, source)
-        stem = Path(str(source).rstrip("/")).name
-        for suffix in (".gz", ".parquet", ".csv", ".tsv", ".jsonl", ".ndjson", ".json"):
-            stem = stem.removesuffix(suffix)
-        jid = job_id or f"table:{stem}"
-    else:
+    if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
+        raise LoadError(str(source), "k", f"expected an integer >= 1, got {k!r}")
+    options = (mapping, k, dataset, dataset_version, dataset_revision, model, runner)
+    if not isinstance(source, str | Path):
         src = _open_frame(con, source)
         if not job_id:
-            con.unregister("_tb_frame")
+            _cleanup(con, src)
             raise LoadError(src.label, None, "pass job_id=... to load an in-memory frame")
-        jid = job_id
-    if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
-        raise LoadError(src.label, "k", f"expected an integer >= 1, got {k!r}")
+        _run(con, src, job_id, lenient, options, source)
+        return
+    stem = Path(str(source).rstrip("/")).name
+    for suffix in (".gz", ".parquet", ".csv", ".tsv", ".jsonl", ".ndjson", ".json"):
+        stem = stem.removesuffix(suffix)
+    jid = job_id or f"table:{stem}"
+    try:
+        _run(con, _open_path(con, source), jid, lenient, options, source)
+        return
+    except duckdb.Error:
+        rejects = _csv_rejects(con, Path(source)) if _is_csv(source) else []
+        if not rejects:
+            raise
+    line, problem = rejects[0]
+    more = f" ({len(rejects) - 1} more malformed lines)" if len(rejects) > 1 else ""
+    if not lenient:
+        raise LoadError(source, f"line {line}", f"malformed CSV row: {problem}{more}") from None
+    warnings.warn(
+        f"{source}: skipped {len(rejects)} malformed CSV line(s); first at line {line}: {problem}",
+        LoadWarning,
+        stacklevel=4,
+    )
+    for table in JOB_TABLES:  # start the staging over
+        con.execute(f"DELETE FROM {stage_name(table)}")
+    _run(con, _open_path(con, source, skip_bad_csv=True), jid, lenient, options, source)
+
+
+def _cleanup(con: duckdb.DuckDBPyConnection, src: _Source | None) -> None:
+    for name in src.registered if src else []:
+        con.unregister(name)
+    for view in ("_tb_n", "_tb_v", "_tb_src"):
+        con.execute(f"DROP VIEW IF EXISTS {view}")
+    for table in ("_tb_files", "_tb_rej", "_tb_rejscan"):
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def _run(
+    con: duckdb.DuckDBPyConnection,
+    src: _Source,
+    jid: str,
+    lenient: bool,
+    options: tuple[Any, ...],
+    source: Any,
+) -> None:
+    mapping, k, dataset, dataset_version, dataset_revision, model, runner = options
     try:
         _load(
             con,
@@ -512,12 +589,7 @@ def load_table(
             source,
         )
     finally:
-        for name in src.registered:
-            con.unregister(name)
-        con.execute("DROP VIEW IF EXISTS _tb_n")
-        con.execute("DROP VIEW IF EXISTS _tb_v")
-        con.execute("DROP VIEW IF EXISTS _tb_src")
-        con.execute("DROP TABLE IF EXISTS _tb_files")
+        _cleanup(con, src)
 
 
 def _load(
