@@ -174,11 +174,15 @@ class Job:
 
         return rollout_stats(self.con, self.id, frame=frame)
 
-    def diagnose(self, against: Job | None = None, options: Any = None) -> Any:
-        """Flag suspicious patterns with their evidence: a list of :class:`envloop_nb.Finding`."""
+    def diagnose(self, against: Job | None = None, options: Any = None, **overrides: Any) -> Any:
+        """Flag suspicious patterns with their evidence: a list of :class:`envloop_nb.Finding`.
+
+        ``options`` is a :class:`envloop_nb.DiagnosisOptions`; keyword ``overrides`` replace
+        single thresholds (``job.diagnose(looping_min_turns=50)``).
+        """
         from ._diagnosis import diagnose
 
-        return diagnose(self, against=against, options=options)
+        return diagnose(self, against=against, options=options, **overrides)
 
     def intervals(
         self,
