@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import tempfile
 import time
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import envloop_nb as enb
 from envloop_nb._loaders import detect_format
@@ -211,3 +214,49 @@ def test_a_million_rows_stay_in_duckdb(ws: enb.Workspace, tmp_path: Path) -> Non
     s = job.summary()
     assert (job.k, s.total_members, s.total, s.scored) == (100, 10000, 1_000_000, 1_000_000)
     assert elapsed < 60, elapsed
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.sampled_from([0.0, 1.0, None, 0.25]),
+            st.sampled_from(["completed", "failed", "running", None]),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_property_counts_match_brute_force(
+    rows: list[tuple[str, float | None, str | None]],
+) -> None:
+    """Numbering by appearance, k, counts and means agree with a plain-Python count,
+    and a CSV round trip loads the same attempts as the frame."""
+    df = pd.DataFrame(rows, columns=["task", "reward", "status"])
+    ws = enb.open()
+    try:
+        job = load_job(ws, df, job_id="p")
+        per_task: dict[str, list[tuple[float | None, str]]] = {}
+        for task, reward, status in rows:
+            per_task.setdefault(task, []).append((reward, status or "completed"))
+        k = max(len(v) for v in per_task.values())
+        assert job.k == k
+        got = job.attempts()[["task", "attempt"]].values.tolist()
+        want = [[t, i + 1] for t in per_task for i in range(len(per_task[t]))]
+        assert sorted(map(tuple, got)) == sorted(map(tuple, want))
+        assert job.tasks()["task"].tolist() == list(per_task)  # first appearance
+        s = job.summary(policy="failure")
+        scored = sum(r is not None for v in per_task.values() for r, _ in v)
+        invalid = sum(r is None and st_ != "running" for v in per_task.values() for r, st_ in v)
+        assert (s.total, s.scored, s.invalid) == (len(per_task) * k, scored, invalid)
+        if scored:
+            total_reward = sum(r or 0.0 for v in per_task.values() for r, _ in v)
+            assert s.score == pytest.approx(total_reward / (len(per_task) * k))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "p.csv"
+            df.to_csv(path, index=False)
+            csv_job = load_job(ws, path, job_id="p-csv")
+            assert _core(csv_job) == _core(job)
+    finally:
+        ws.close()
