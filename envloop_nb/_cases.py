@@ -446,7 +446,8 @@ class CaseSource:
             "CASE WHEN a.input_tokens IS NULL AND a.output_tokens IS NULL THEN NULL ELSE "
             "coalesce(a.input_tokens, 0) + coalesce(a.output_tokens, 0) END AS tokens, "
             f"a.duration_s, {_snippet('a.input')} AS input, {_snippet('a.output')} AS output, "
-            f"{_snippet('a.error')} AS error"
+            f"{_snippet('a.error')} AS error, "
+            "CASE WHEN a.input_is_chat THEN a.input END AS _chat"
         )
         self.con.register("_enb_cases_keys", keys)
         try:
@@ -460,6 +461,12 @@ class CaseSource:
             ).df()
         finally:
             self.con.unregister("_enb_cases_keys")
+        chat = frame.pop("_chat")
+        if chat.notna().any():  # a conversation: show its last user turn, not JSON
+            frame["input"] = [
+                s if pd_isna(c) else chat_snippet(c)
+                for s, c in zip(frame["input"], chat, strict=True)
+            ]
         if self.dimensions:
             frame = self._with_dimensions(frame)
         frame = frame[[c for c in cols if c in frame.columns]]
@@ -577,7 +584,7 @@ def task_detail(
 CASES_CSS = """
 <style>
 .enb-cases{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
-  color:var(--jp-ui-font-color1,inherit)}
+  color:var(--jp-ui-font-color1,inherit);line-height:1.45;overflow-x:auto}
 .enb-cases table{border-collapse:collapse;width:100%;table-layout:auto}
 .enb-cases th{text-align:left;font-weight:600;color:var(--jp-ui-font-color2,inherit);
   border-bottom:1px solid var(--jp-border-color1,#8888);padding:3px 6px;white-space:nowrap}
@@ -589,13 +596,14 @@ CASES_CSS = """
 .enb-cases .enb-st-failed,.enb-cases .enb-st-cancelled{color:var(--jp-error-color1,#c62828)}
 .enb-cases .enb-st-running,.enb-cases .enb-st-pending{color:var(--jp-warn-color1,#b45309)}
 .enb-detail{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
-  color:var(--jp-ui-font-color1,inherit);border:1px solid var(--jp-border-color2,#8884);
+  line-height:1.45;color:var(--jp-ui-font-color1,inherit);border:1px solid var(--jp-border-color2,#8884);
   border-radius:6px;padding:8px 10px;margin-top:6px}
 .enb-detail h4{margin:2px 0 6px 0;font-size:13px}
 .enb-detail h5{margin:8px 0 3px 0;font-size:12px;color:var(--jp-ui-font-color2,inherit)}
-.enb-detail dl{display:grid;grid-template-columns:max-content auto;gap:1px 12px;margin:0}
-.enb-detail dt{color:var(--jp-ui-font-color2,inherit)}
-.enb-detail dd{margin:0;font-variant-numeric:tabular-nums}
+.enb-detail table.enb-kv{border-collapse:collapse}
+.enb-detail table.enb-kv th{text-align:left;font-weight:400;color:var(--jp-ui-font-color2,inherit);
+  padding:0 16px 0 0;white-space:nowrap;vertical-align:top}
+.enb-detail table.enb-kv td{text-align:left;padding:0;font-variant-numeric:tabular-nums}
 .enb-detail pre{white-space:pre-wrap;word-break:break-word;max-height:240px;overflow:auto;margin:0;
   padding:4px 6px;background:var(--jp-layout-color2,#8881);border-radius:4px;
   font-family:var(--jp-code-font-family,monospace);font-size:11px}
@@ -608,8 +616,9 @@ CASES_CSS = """
 .enb-turn pre{background:none;padding:0;max-height:200px}
 .enb-error-box{border:1px solid var(--jp-error-color1,#c62828);color:var(--jp-error-color1,#c62828);
   border-radius:4px;padding:4px 8px;font-family:var(--jp-ui-font-family,system-ui,sans-serif);
-  font-size:12px;background:var(--jp-layout-color1,transparent)}
+  font-size:12px;line-height:1.45;background:var(--jp-layout-color1,transparent)}
 .enb-ok-box{border:1px solid var(--jp-success-color1,#4c9f70);border-radius:4px;padding:4px 8px;
+  line-height:1.45;
   font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
   color:var(--jp-ui-font-color1,inherit)}
 </style>
@@ -690,6 +699,30 @@ def page_html(page: CasePage, *, selected: int | None = None) -> str:
     )
 
 
+def pd_isna(value: Any) -> bool:
+    return _is_missing(value)
+
+
+def chat_snippet(text: str) -> str:
+    """One line for a ChatML input: its last user turn (else its last turn).
+
+    Examples
+    --------
+    >>> chat_snippet('[{"role": "system", "content": "be brief"}, {"role": "user", "content": "Hi  there"}]')
+    'Hi there'
+    """
+    try:
+        turns = json.loads(text)
+    except ValueError:
+        return " ".join(text.split())[: SNIPPET + 1]
+    if not isinstance(turns, list) or not turns:
+        return " ".join(text.split())[: SNIPPET + 1]
+    users = [t for t in turns if isinstance(t, dict) and t.get("role") == "user"]
+    turn = users[-1] if users else turns[-1]
+    body = _content_text(turn.get("content")) if isinstance(turn, dict) else str(turn)
+    return " ".join(body.split())[: SNIPPET + 1]
+
+
 def _content_text(content: Any) -> str:
     if content is None:
         return ""
@@ -756,10 +789,12 @@ def _fmt(value: Any, unit: str = "") -> str:
 
 
 def _dl(items: list[tuple[str, Any]]) -> str:
-    return "<dl>" + "".join(
-        f"<dt>{html.escape(k)}</dt><dd>{html.escape(v if isinstance(v, str) else _fmt(v))}</dd>"
+    rows = "".join(
+        f'<tr><th>{html.escape(k)}</th><td class="num">'
+        f"{html.escape(v if isinstance(v, str) else _fmt(v))}</td></tr>"
         for k, v in items
-    ) + "</dl>"  # fmt: skip
+    )
+    return f'<table class="enb-kv">{rows}</table>'
 
 
 def attempt_detail_html(detail: dict[str, Any]) -> str:

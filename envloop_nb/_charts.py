@@ -176,7 +176,11 @@ def distribution_chart(frame: pd.DataFrame, *, title: str, x_title: str) -> Any:
     discrete = bool(len(frame)) and bool((frame["low"] == frame["high"]).all())
     if discrete:
         chart = base.mark_bar(color="#4a90c8").encode(
-            x=alt.X("low:O", title=x_title, axis=alt.Axis(labelAngle=0, format=",.4~g")),
+            x=alt.X(
+                "low:O",
+                title=x_title,
+                axis=alt.Axis(labelAngle=0, format=",.4~g", labelOverlap="greedy"),
+            ),
             y=count_y,
             tooltip=[
                 alt.Tooltip("low:Q", title=x_title, format=",.4~g"),
@@ -184,10 +188,11 @@ def distribution_chart(frame: pd.DataFrame, *, title: str, x_title: str) -> Any:
             ],
         )
     else:
-        chart = base.mark_bar(color="#4a90c8", binSpacing=1).encode(
+        chart = base.mark_rect(color="#4a90c8", stroke="transparent", strokeWidth=0.5).encode(
             x=alt.X("low:Q", title=x_title, axis=alt.Axis(format=",.4~g")),
             x2="high:Q",
             y=count_y,
+            y2=alt.datum(0),
             tooltip=tooltip,
         )
     return _styled(chart)

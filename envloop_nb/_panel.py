@@ -45,7 +45,7 @@ TAB_TITLES = ("Overview", "Cases", "Buckets & export")
 PANEL_CSS = """
 <style>
 .enb-panel{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
-  color:var(--jp-ui-font-color1,inherit)}
+  color:var(--jp-ui-font-color1,inherit);line-height:1.45}
 .enb-panel h4{margin:6px 0 4px 0;font-size:13px;font-weight:600}
 .enb-panel table{border-collapse:collapse}
 .enb-panel th{text-align:left;font-weight:600;color:var(--jp-ui-font-color2,inherit);
@@ -275,7 +275,7 @@ class OverviewTab:
             value=owner.initial_threshold is not None,
             description="pass = reward ≥",
             indent=False,
-            layout=w.Layout(width="120px"),
+            layout=w.Layout(width="auto"),
         )
         self.threshold = w.FloatText(
             value=0.5 if owner.initial_threshold is None else owner.initial_threshold,
@@ -374,7 +374,7 @@ class OverviewTab:
         curve_chart = _charts.curve_chart(curve, title=f"pass@k / pass^k, k = 1..{job.k}")
         # assign
         self.summary = summary
-        self.cards.value = summary._repr_html_()
+        self.cards.value = f'{PANEL_CSS}<div class="enb-panel">{summary._repr_html_()}</div>'
         self.groups.value = groups
         self.dimensions.value = dims
         self.charts["curve"] = curve_chart
@@ -423,7 +423,7 @@ class CasesTab:
         self.view = w.ToggleButtons(
             options=[("per attempt", "attempt"), ("per task", "task")], value="attempt"
         )
-        self.view.style.button_width = "90px"
+        self.view.style.button_width = "110px"
         self.status = w.Dropdown(
             options=[("all states", self.ALL)]
             + [(s, s) for s in ("completed", "failed", "cancelled", "running", "pending")],
@@ -703,8 +703,12 @@ class BucketsTab:
         )
         self.xlsx_path = w.Text(value=f"{job.id}.xlsx", description="xlsx file",
                                 layout=w.Layout(width="340px"))  # fmt: skip
-        self.sheet_per_bucket = w.Checkbox(value=False, description="one sheet per bucket",
-                                           indent=False)  # fmt: skip
+        self.sheet_per_bucket = w.Checkbox(
+            value=False,
+            description="one sheet per bucket",
+            indent=False,
+            layout=w.Layout(width="auto"),
+        )
         self.export_xlsx_button = w.Button(description="Export XLSX", icon="download")
         self.dataset_folder = w.Text(value="datasets", description="folder",
                                      layout=w.Layout(width="240px"))  # fmt: skip

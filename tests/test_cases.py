@@ -46,6 +46,8 @@ def test_attempt_view_default_order_and_columns(job: enb.Job) -> None:
     assert f.loc[2, "style"] == 0.8 and pd.isna(f.loc[0, "style"])
     assert f.loc[0, "tokens"] == 1510 and pd.isna(f.loc[5, "tokens"])
     assert pd.isna(f.loc[5, "reward"])  # running: missing, not zero
+    assert f.loc[0, "input"] == "Compute 17*23."
+    assert f.loc[2, "input"] == "Fix the failing test in utils.py"  # chat: last user turn
 
 
 def test_status_subset_range_filters(job: enb.Job) -> None:

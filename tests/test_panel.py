@@ -52,7 +52,7 @@ def test_policy_and_threshold_recompute(small: enb.JobPanel) -> None:
     assert ov.summary is not None and ov.summary.score == pytest.approx(0.6)
     ov.policy.value = "failure"
     assert ov.summary.policy == "failure" and ov.summary.score == pytest.approx(0.5)
-    assert "policy: failure" in ov.cards.value
+    assert "policy=&#x27;failure&#x27;" in ov.cards.value
     assert small.cases.query.policy == "failure"  # the Cases tab follows
     ov.threshold.value = 0.5
     ov.use_threshold.value = True

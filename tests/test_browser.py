@@ -1,0 +1,278 @@
+"""Real-browser checks: JupyterLab + headless Chromium run the panel notebooks and we look.
+
+A JupyterLab server is started on a free local port (token off, its own settings dir,
+autosave off) over a scratch copy of ``notebooks/``, so running the notebook never
+rewrites the committed one. Chromium (Debian's, driven by Playwright through
+``executable_path``) runs every cell, then the tests check what a person sees: metric
+cards' text, charts that drew, a filter that changes the rows, a bucket rule whose counts
+appear, an export button that writes a file. Screenshots go to ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import ROOT
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+BAD_TEXT = ("Error loading script", "Traceback", "Error displaying widget", "Failed to load model")
+
+if not Path(CHROMIUM).exists():  # CI installs it; say so clearly anywhere else
+    pytest.skip(
+        f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)", allow_module_level=True
+    )
+pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _write_settings(settings: Path) -> None:
+    files = {
+        "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": '{"windowingMode": "none"}',
+        "@jupyterlab/apputils-extension/notification.jupyterlab-settings": (
+            '{"fetchNews": "false", "checkForUpdates": false}'
+        ),
+        "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": '{"autosave": false}',
+    }
+    for rel, text in files.items():
+        path = settings / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+class Lab:
+    def __init__(self, url: str, exports: Path, root: Path) -> None:
+        self.url, self.exports, self.root = url, exports, root
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[Lab]:
+    """A JupyterLab server over a scratch copy of notebooks/ (killed in ``finally``)."""
+    scratch = Path(tempfile.mkdtemp(prefix="enb-browser-"))
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        nb_dir = scratch / "notebooks"
+        nb_dir.mkdir()
+        for nb in (ROOT / "notebooks").glob("*.ipynb"):
+            shutil.copy(nb, nb_dir / nb.name)
+        (scratch / "sample_data").symlink_to(ROOT / "sample_data")
+        settings = scratch / "settings"
+        _write_settings(settings)
+        exports = scratch / "exports"
+        exports.mkdir()
+        port = _free_port()
+        env = {**os.environ, "ENB_EXPORT_DIR": str(exports), "PYTHONPATH": str(ROOT)}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+             "--ip=127.0.0.1", "--ServerApp.token=", "--ServerApp.password=", "--allow-root",
+             f"--ServerApp.root_dir={nb_dir}", f"--LabApp.user_settings_dir={settings}",
+             f"--LabApp.workspaces_dir={settings}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=nb_dir,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(240):
+            try:
+                urllib.request.urlopen(url + "/api", timeout=1)
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    raise RuntimeError("JupyterLab exited while starting") from None
+                time.sleep(0.5)
+        else:
+            raise RuntimeError("JupyterLab did not start within 120 s")
+        yield Lab(url, exports, nb_dir)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _open_and_run(browser: Any, lab: Lab, notebook: str) -> Any:
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
+    page.goto(f"{lab.url}/lab/tree/{notebook}?reset")
+    page.wait_for_selector(".jp-Notebook", timeout=90_000)
+    time.sleep(3)
+    for _ in range(3):  # kernel chooser or other dialogs
+        if page.query_selector(".jp-Dialog"):
+            page.click(".jp-Dialog-footer button.jp-mod-accept")
+            time.sleep(1)
+    page.click(".lm-MenuBar-itemLabel:text-is('Run')", timeout=10_000)
+    page.click(".lm-Menu-itemLabel:text-is('Run All Cells')", timeout=10_000)
+    return page
+
+
+def _wait_idle(page: Any, timeout_s: float = 120) -> None:
+    """Wait until every code cell has run (no '[*]' prompt left)."""
+    deadline = time.time() + timeout_s
+    time.sleep(2)
+    while time.time() < deadline:
+        busy = page.evaluate(
+            "[...document.querySelectorAll('.jp-InputPrompt')].some(e => e.textContent.includes('*'))"
+        )
+        if not busy:
+            return
+        time.sleep(0.5)
+    raise AssertionError("the notebook did not finish running")
+
+
+def _visible_problems(page: Any) -> list[str]:
+    text = page.inner_text(".jp-Notebook")
+    return [bad for bad in BAD_TEXT if bad in text]
+
+
+def _marks(locator: Any) -> int:
+    return int(locator.locator("svg.marks, canvas.marks").count())
+
+
+def _wait_text(locator: Any, text: str, timeout_s: float = 20) -> None:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if text in locator.inner_text():
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"{text!r} did not appear; saw: {locator.inner_text()[:3000]!r}")
+
+
+def _shot(page: Any, target: Any, name: str) -> Path:
+    """Screenshot the viewport with ``target``'s top at the top of the notebook area."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    target.evaluate("el => el.scrollIntoView({block: 'start'})")
+    time.sleep(0.5)
+    page.screenshot(path=str(path))
+    return path
+
+
+def test_explore_job_notebook(browser: Any, lab: Lab) -> None:
+    page = _open_and_run(browser, lab, "explore_job.ipynb")
+    page.wait_for_selector(".enb-job-panel", timeout=120_000)
+    _wait_idle(page)
+    assert _visible_problems(page) == []
+    panel = page.locator(".enb-job-panel").first
+    panel.scroll_into_view_if_needed()
+
+    # Overview: cards with the real k, coverage, platform agreement, charts drawn
+    _wait_text(panel, "pass@4")
+    text = panel.inner_text()
+    for expected in ("pass^4", "767/800 attempts scored", "169/200 members complete",
+                     "numbers agree", "By subset", "Diagnosis"):  # fmt: skip
+        assert expected in text
+    deadline = time.time() + 30
+    while _marks(panel) < 6 and time.time() < deadline:
+        time.sleep(0.5)
+    assert _marks(panel) >= 6, "the Overview's six charts did not all draw"
+    # the policy control recomputes the cards in the browser too
+    panel.locator(".widget-dropdown:has(label:text-is('missing:')) select").select_option(
+        label="failure (missing = 0)"
+    )
+    _wait_text(panel, "48%")
+    _shot(page, panel, "panel-1-overview")
+
+    # Cases: a filter changes the rows; a row opens its detail
+    panel.locator(".lm-TabBar-tab:has-text('Cases')").first.click()
+    cases_table = panel.locator(".enb-cases table").first
+    cases_table.wait_for(state="visible", timeout=20_000)
+    _wait_text(panel, "rows 1–20 of 797")
+    before = cases_table.inner_text()
+    panel.locator(".widget-dropdown:has(label:text-is('status')) select").select_option(
+        label="failed"
+    )
+    _wait_text(panel, "rows 1–18 of 18")
+    after = cases_table.inner_text()
+    assert after != before
+    statuses = cases_table.locator("tbody td.enb-st-failed").count()
+    assert statuses == 18
+    panel.locator(".widget-dropdown:has(label:text-is('details')) select").select_option(index=1)
+    panel.locator(".enb-detail").first.wait_for(state="visible", timeout=20_000)
+    _wait_text(panel, "AgentTimeoutError")
+    _shot(page, panel, "panel-2-cases")
+
+    # Buckets & export: apply rules -> counts and a chart; export -> a file on disk
+    panel.locator(".lm-TabBar-tab:has-text('Buckets & export')").first.click()
+    panel.locator("button:has-text('Apply rules')").first.click()
+    _wait_text(panel, "Buckets of job_base on pass_rate")
+    bucket_text = panel.inner_text()
+    assert "hard" in bucket_text and "Other (matched no rule)" in bucket_text
+    deadline = time.time() + 20
+    while _marks(panel) < 1 and time.time() < deadline:
+        time.sleep(0.5)
+    assert _marks(panel) >= 1, "the bucket chart did not draw"
+    panel.locator("button:has-text('Export XLSX')").first.click()
+    _wait_text(panel, "wrote", timeout_s=60)
+    assert (lab.exports / "job_base.xlsx").stat().st_size > 0
+    assert "rows" in panel.inner_text()
+    _shot(page, panel, "panel-3-buckets")
+    assert _visible_problems(page) == []
+
+    # dark theme: the panel stays readable (no hard-coded white backgrounds)
+    page.click(".lm-MenuBar-itemLabel:text-is('Settings')")
+    page.hover(".lm-Menu-itemLabel:text-is('Theme')")
+    page.click(".lm-Menu-itemLabel:text-is('JupyterLab Dark')")
+    time.sleep(2)
+    panel.locator(".lm-TabBar-tab:has-text('Overview')").first.click()
+    time.sleep(1)
+    bg = page.evaluate(
+        "getComputedStyle(document.querySelector('.enb-job-panel .enb-card')).backgroundColor"
+    )
+    assert bg not in ("rgb(255, 255, 255)", "#fff", "white")
+    _shot(page, panel, "panel-4-overview-dark")
+    page.close()
+
+
+def test_compare_checkpoints_notebook(browser: Any, lab: Lab) -> None:
+    if not (lab.root / "compare_checkpoints.ipynb").exists():
+        pytest.skip("notebooks/compare_checkpoints.ipynb does not exist yet")
+    page = _open_and_run(browser, lab, "compare_checkpoints.ipynb")
+    _wait_idle(page, 150)
+    assert _visible_problems(page) == []
+    deadline = time.time() + 30
+    notebook = page.locator(".jp-Notebook")
+    while _marks(notebook) < 1 and time.time() < deadline:
+        time.sleep(0.5)
+    assert _marks(notebook) >= 1, "no comparison chart drew"
+    _shot(page, page.locator(".jp-Notebook"), "compare-1")
+    page.close()
