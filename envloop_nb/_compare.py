@@ -888,7 +888,7 @@ class Comparison:
         return solved_b, solved_o, s["task"].to_numpy(str), left_out, basis
 
     def _bucket_matrix(self, other: Job, rules: Any, shape: str) -> pd.DataFrame:
-        from ._buckets import bucket_frame
+        from ._buckets import OTHER, bucket_frame
 
         if getattr(rules, "level", "task") != "task":
             raise EnvloopError("a bucket transition matrix needs per-task rules (level='task')")
@@ -905,7 +905,8 @@ class Comparison:
         m = frames[0].merge(frames[1], on=["task", "digest"], suffixes=("_b", "_o"))
         names = [str(n) for n in rules.names]
         seen = list(dict.fromkeys([*m["bucket_b"].astype(str), *m["bucket_o"].astype(str)]))
-        order = list(dict.fromkeys(names))
+        # Every rule's bucket (even empty); Other and "no bucket" only when they hold tasks.
+        order = [n for n in dict.fromkeys(names) if n != OTHER or n in seen]
         order += [s for s in seen if s not in order and s != NO_BUCKET]
         if NO_BUCKET in seen:
             order.append(NO_BUCKET)

@@ -377,9 +377,7 @@ def curves_chart(curves: pd.DataFrame, jobs: Sequence[str], *, mark: str = "") -
             strokeDash=alt.StrokeDash(
                 "metric:N",
                 scale=alt.Scale(domain=["pass@k", "pass^k"], range=[[1, 0], [5, 3]]),
-                legend=alt.Legend(
-                    title=None, orient="bottom", symbolType="stroke", symbolStrokeColor="#666666"
-                ),
+                legend=None,  # the title says it: solid pass@k, dashed pass^k
             ),
             detail="metric:N",
             tooltip=[

@@ -40,7 +40,7 @@ def _frame_html(frame: pd.DataFrame, *, max_rows: int = 400) -> str:
     rows = []
     for row in frame.head(max_rows).itertuples(index=False):
         cells = "".join(
-            f'<td style="padding:2px 8px;vertical-align:top">{html.escape(_cell(v))}</td>'
+            f'<td style="padding:2px 8px;vertical-align:top;max-width:560px">{html.escape(_cell(v))}</td>'
             for v in row
         )
         rows.append(f"<tr>{cells}</tr>")
@@ -142,7 +142,9 @@ def leaderboard_html(frame: pd.DataFrame, colors: dict[str, str], baseline: str)
             f'<span style="color:#b45309;font-weight:600">{html.escape(warn)}</span>',
         ]
         rows.append(
-            "<tr>" + "".join(f'<td style="padding:3px 8px">{c}</td>' for c in cells) + "</tr>"
+            "<tr>"
+            + "".join(f'<td style="padding:3px 8px;white-space:nowrap">{c}</td>' for c in cells)
+            + "</tr>"
         )
     header = "".join(
         f'<th style="text-align:left;padding:3px 8px">{html.escape(h)}</th>' for h in head
@@ -397,7 +399,7 @@ class ComparisonPanel(widgets.VBox):
             f'<div style="{_FONT}"><b>{html.escape(title)}</b>: {len(tasks)} task(s){more}, '
             "their attempts in every job</div>"
         )
-        self.detail.value = _frame_html(frame) if len(frame) else "<i>no attempts</i>"
+        self.detail.value = _frame_html(frame, max_rows=120) if len(frame) else "<i>no attempts</i>"
 
     # -- events -------------------------------------------------------------------------
     def _on_baseline(self, change: dict[str, Any]) -> None:
