@@ -15,7 +15,7 @@ workspace wrapper :func:`job_intervals` groups by task in DuckDB first.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -183,31 +183,74 @@ def bootstrap_ratio_ci(
     (0.6, True, 3)
     """
     _check_resampling(resamples, confidence)
-    num = np.asarray(numerator, dtype=np.float64).ravel()
-    den = np.asarray(denominator, dtype=np.float64).ravel()
-    if num.shape != den.shape:
-        raise ValueError(f"numerator and denominator differ in length: {num.size} vs {den.size}")
-    if not (np.isfinite(num).all() and np.isfinite(den).all()):
-        raise ValueError("per-task values must be finite numbers (drop or fill missing first)")
-    n = int(num.size)
-    method = (
-        f"percentile bootstrap of the {what}: {resamples:,} resamples of the {n:,} tasks "
-        f"with replacement (attempts stay with their task), seed {seed}"
+    (iv,) = _ratio_cis(
+        [(numerator, denominator, what)], resamples=resamples, seed=seed, confidence=confidence
     )
-    if n == 0 or den.sum() == 0:
-        return Interval(None, None, None, method, confidence, n, resamples, seed)
-    estimate = float(num.sum() / den.sum())
-    stats = np.empty(resamples)
-    at = 0
-    for w in _weight_chunks(n, resamples, seed):
-        wden = w @ den
-        with np.errstate(invalid="ignore", divide="ignore"):
-            stats[at : at + len(w)] = np.where(wden > 0, (w @ num) / wden, np.nan)
-        at += len(w)
-    low, high = _percentile(stats, confidence)
-    return Interval(
-        estimate, _none_if_nan(low), _none_if_nan(high), method, confidence, n, resamples, seed
-    )
+    return iv
+
+
+def _ratio_cis(
+    pairs: Sequence[tuple[ArrayLike, ArrayLike, str]],
+    *,
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> list[Interval]:
+    """Ratio intervals for several (numerator, denominator) pairs over the same tasks.
+
+    The task weights are drawn once and shared: every pair sees the same resamples, and
+    the draws (the expensive part) are made once. Each pair's interval is identical to
+    what :func:`bootstrap_ratio_ci` gives it alone with the same seed.
+    """
+    arrays = []
+    for numerator, denominator, what in pairs:
+        num = np.asarray(numerator, dtype=np.float64).ravel()
+        den = np.asarray(denominator, dtype=np.float64).ravel()
+        if num.shape != den.shape:
+            raise ValueError(
+                f"numerator and denominator differ in length: {num.size} vs {den.size}"
+            )
+        if not (np.isfinite(num).all() and np.isfinite(den).all()):
+            raise ValueError("per-task values must be finite numbers (drop or fill missing first)")
+        arrays.append((num, den, what))
+    sizes = {num.size for num, _, _ in arrays}
+    if len(sizes) > 1:
+        raise ValueError(f"every pair must have one value per task; lengths {sorted(sizes)}")
+    n = sizes.pop() if sizes else 0
+    live = [i for i, (_, den, _) in enumerate(arrays) if n and den.sum() != 0]
+    stats = {i: np.empty(resamples) for i in live}
+    if live:
+        at = 0
+        for w in _weight_chunks(n, resamples, seed):
+            for i in live:
+                num, den, _ = arrays[i]
+                wden = w @ den
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    stats[i][at : at + len(w)] = np.where(wden > 0, (w @ num) / wden, np.nan)
+            at += len(w)
+    out = []
+    for i, (num, den, what) in enumerate(arrays):
+        method = (
+            f"percentile bootstrap of the {what}: {resamples:,} resamples of the {n:,} tasks "
+            f"with replacement (attempts stay with their task), seed {seed}"
+        )
+        if i not in stats:
+            out.append(Interval(None, None, None, method, confidence, n, resamples, seed))
+            continue
+        low, high = _percentile(stats[i], confidence)
+        out.append(
+            Interval(
+                float(num.sum() / den.sum()),
+                _none_if_nan(low),
+                _none_if_nan(high),
+                method,
+                confidence,
+                n,
+                resamples,
+                seed,
+            )
+        )
+    return out
 
 
 def bootstrap_mean_ci(
@@ -335,46 +378,41 @@ def job_intervals(
     else:
         n = scored
         counted = (scored == k).astype(np.float64)
-    opts: dict[str, Any] = {"resamples": resamples, "seed": seed, "confidence": confidence}
+    _check_resampling(resamples, confidence)
 
     def gated(iv: Interval, ok: bool) -> Interval:
         if ok:
             return iv
         return Interval(None, None, None, iv.method, confidence, iv.n_tasks, resamples, seed)
 
-    out: dict[str, Interval] = {}
-    out["score"] = gated(
-        bootstrap_ratio_ci(
-            reward_sum,
-            n,
-            what=f"score (reward sum / {'requested' if policy == 'failure' else 'scored'} attempts)",
-            **opts,
-        ),
-        bool(any_scored),
+    members = "requested" if policy == "failure" else "complete"
+    attempts = "requested" if policy == "failure" else "scored"
+    score, pass_, at_k, hat_k = _ratio_cis(
+        [
+            (reward_sum, n, f"score (reward sum / {attempts} attempts)"),
+            (passes, n, "pass rate (passes / attempts)"),
+            (
+                (passes > 0) * counted,
+                counted,
+                f"pass@k (share of {members} members with a pass)",
+            ),
+            (
+                ((passes == k) & (k > 0)) * counted,
+                counted,
+                f"pass^k (share of {members} members where every attempt passes)",
+            ),
+        ],
+        resamples=resamples,
+        seed=seed,
+        confidence=confidence,
     )
     ok_binary = bool(any_scored and binary)
-    out["pass"] = gated(
-        bootstrap_ratio_ci(passes, n, what="pass rate (passes / attempts)", **opts), ok_binary
-    )
-    members = "requested" if policy == "failure" else "complete"
-    out["pass@k"] = gated(
-        bootstrap_ratio_ci(
-            (passes > 0) * counted,
-            counted,
-            what=f"pass@k (share of {members} members with a pass)",
-            **opts,
-        ),
-        ok_binary,
-    )
-    out["pass^k"] = gated(
-        bootstrap_ratio_ci(
-            ((passes == k) & (k > 0)) * counted,
-            counted,
-            what=f"pass^k (share of {members} members where every attempt passes)",
-            **opts,
-        ),
-        ok_binary,
-    )
+    out: dict[str, Interval] = {
+        "score": gated(score, bool(any_scored)),
+        "pass": gated(pass_, ok_binary),
+        "pass@k": gated(at_k, ok_binary),
+        "pass^k": gated(hat_k, ok_binary),
+    }
     wilson = wilson_interval(int(passes.sum()), int(n.sum()), confidence)
     out["pass (Wilson)"] = gated(
         Interval(

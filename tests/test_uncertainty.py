@@ -18,7 +18,7 @@ from envloop_nb._uncertainty import (
     paired_bootstrap_diff,
     wilson_interval,
 )
-from tests.conftest import THREE_TASKS
+from tests.conftest import SAMPLE_DATA, THREE_TASKS
 
 
 @pytest.mark.parametrize(
@@ -174,3 +174,19 @@ def test_job_intervals_frame(ws: enb.Workspace, frame_kind: str) -> None:
     assert df.shape[0] == 5
     again = job.intervals(resamples=100, seed=1, frame=frame_kind)
     assert df.equals(again)
+
+
+def test_job_intervals_equal_separate_bootstraps_with_the_same_seed(ws: enb.Workspace) -> None:
+    from envloop_nb._metrics import task_counts
+
+    job = ws.load(SAMPLE_DATA / "base.json")
+    ivs = job.intervals(resamples=300, seed=9, frame=None)
+    counts = task_counts(job.con, job.id)
+    scored = np.asarray(counts.column("scored"), dtype=float)
+    reward_sum = np.asarray(counts.column("reward_sum"), dtype=float)
+    alone = bootstrap_ratio_ci(reward_sum, scored, resamples=300, seed=9)
+    assert (ivs["score"].low, ivs["score"].high) == (alone.low, alone.high)
+    assert ivs["pass@k"].low < ivs["pass@k"].estimate < ivs["pass@k"].high  # type: ignore[operator]
+    wilson = ivs["pass (Wilson)"]
+    assert wilson.width is not None and ivs["pass"].width is not None
+    assert wilson.width < ivs["pass"].width  # attempts cluster in tasks
