@@ -12,6 +12,7 @@ are shown as ``\\x07``-style escapes.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import math
 import re
@@ -70,7 +71,11 @@ class ExportResult:
 
 
 class _Cells:
-    """Makes write-only cells: text always as text, numbers with their formats."""
+    """Makes write-only cells: text always as text, numbers with their formats.
+
+    Styles are built once per combination and copied onto each cell (setting a style
+    attribute on every cell would re-hash the style objects each time).
+    """
 
     def __init__(self) -> None:
         from openpyxl.styles import Alignment, Font
@@ -80,8 +85,28 @@ class _Cells:
         self.wrap = Alignment(wrap_text=True, vertical="top")
         self.top = Alignment(vertical="top")
         self.bold = Font(bold=True)
+        self._styles: dict[tuple[str | None, bool, bool, bool], Any] = {}
 
-    def text(self, ws: Any, value: str, wrap: bool = False) -> Any:
+    def _style(
+        self, cell: Any, fmt: str | None = None, wrap: bool = False, quote: bool = False,
+        bold: bool = False,
+    ) -> Any:  # fmt: skip
+        key = (fmt, wrap, quote, bold)
+        template = self._styles.get(key)
+        if template is None:
+            cell.alignment = self.wrap if wrap else self.top
+            if fmt:
+                cell.number_format = fmt
+            if quote:
+                cell.quotePrefix = True  # stays text even when a reviewer edits the cell
+            if bold:
+                cell.font = self.bold
+            self._styles[key] = copy.copy(cell._style)
+        else:
+            cell._style = copy.copy(template)
+        return cell
+
+    def text(self, ws: Any, value: str, wrap: bool = False, bold: bool = False) -> Any:
         from openpyxl.cell import WriteOnlyCell
 
         if _ILLEGAL.search(value):
@@ -92,10 +117,7 @@ class _Cells:
             self.truncated += 1
         cell = WriteOnlyCell(ws, value=value)
         cell.data_type = "s"  # never a formula, whatever the first character
-        if value.startswith(_FORMULA_START):
-            cell.quotePrefix = True  # stays text even when a reviewer edits the cell
-        cell.alignment = self.wrap if wrap else self.top
-        return cell
+        return self._style(cell, None, wrap, value.startswith(_FORMULA_START), bold)
 
     def value(self, ws: Any, value: Any, fmt: str | None = None, wrap: bool = False) -> Any:
         from openpyxl.cell import WriteOnlyCell
@@ -105,25 +127,18 @@ class _Cells:
         if isinstance(value, str):
             return self.text(ws, value, wrap)
         if isinstance(value, bool):
-            cell = WriteOnlyCell(ws, value=value)
-        elif isinstance(value, int | float):
+            return self._style(WriteOnlyCell(ws, value=value))
+        if isinstance(value, int | float):
             if isinstance(value, float) and not math.isfinite(value):
                 return None if math.isnan(value) else self.text(ws, str(value))
-            cell = WriteOnlyCell(ws, value=value)
-            if fmt:
-                cell.number_format = fmt
-        elif isinstance(value, dt.datetime):
+            return self._style(WriteOnlyCell(ws, value=value), fmt)
+        if isinstance(value, dt.datetime):
             cell = WriteOnlyCell(ws, value=value.astimezone(dt.UTC).replace(tzinfo=None))
-            cell.number_format = "yyyy-mm-dd hh:mm:ss"
-        else:
-            return self.text(ws, str(value), wrap)
-        cell.alignment = self.top
-        return cell
+            return self._style(cell, "yyyy-mm-dd hh:mm:ss")
+        return self.text(ws, str(value), wrap)
 
     def header(self, ws: Any, value: str) -> Any:
-        cell = self.text(ws, value)
-        cell.font = self.bold
-        return cell
+        return self.text(ws, value, bold=True)
 
 
 def truncate_text(value: str, limit: int | None = None) -> str:
@@ -617,10 +632,15 @@ def _attempt_batches(
         {where}
         ORDER BY a.position, a.attempt
     """
+    # The stream stays open while Python writes cells; DuckDB would draw a progress bar.
+    bar = con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
+    con.execute("SET enable_progress_bar = false")
     try:
         reader = con.execute(sql).to_arrow_reader(BATCH_ROWS)
         yield from reader
     finally:
+        if bar is not None:
+            con.execute(f"SET enable_progress_bar = {bool(bar[0])}")
         if registered:
             con.unregister("_xl_task_bucket")
 
