@@ -305,3 +305,19 @@ def test_summary_without_rules(base: enb.Job, tmp_path: Path) -> None:
     summary = {r[0]: r[1] for r in rows(wb["Summary"]) if r and r[0]}
     assert summary["rules"].startswith("none")
     assert summary["exported"] == "everything"
+
+
+def test_per_attempt_buckets(ws: enb.Workspace, tmp_path: Path) -> None:
+    graded = ws.load(SAMPLE_DATA / "graded.json")
+    rules = BucketRules(
+        [Bucket("low", 0, 0.5), Bucket("high", 0.5, 1.01)], "reward", level="attempt"
+    )
+    out = graded.export_xlsx(tmp_path / "a.xlsx", rules=rules, buckets=["low"])
+    wb = load_workbook(out.path)
+    attempts = graded.attempts()
+    low = attempts[(attempts["reward"] >= 0) & (attempts["reward"] < 0.5)]
+    got = rows(wb["Attempts"])[1:]
+    assert [(r[0], r[1]) for r in got] == list(zip(low["task"], low["attempt"], strict=True))
+    assert {r[2] for r in got} == {"low"}
+    assert {r[0] for r in rows(wb["Tasks"])[1:]} == set(low["task"])
+    assert "bucket" not in [c.value for c in wb["Tasks"][1]]  # buckets are per attempt here
