@@ -589,7 +589,7 @@ CASES_CSS = """
 .enb-cases th{text-align:left;font-weight:600;color:var(--jp-ui-font-color2,inherit);
   border-bottom:1px solid var(--jp-border-color1,#8888);padding:3px 6px;white-space:nowrap}
 .enb-cases td{padding:2px 6px;border-bottom:1px solid var(--jp-border-color3,#8883);
-  vertical-align:top;max-width:320px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+  vertical-align:top;max-width:240px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .enb-cases td.num,.enb-cases th.num{text-align:right;font-variant-numeric:tabular-nums}
 .enb-cases tr.enb-selected td{background:var(--jp-layout-color2,#8882)}
 .enb-cases .enb-dim{color:var(--jp-ui-font-color3,#888)}

@@ -260,6 +260,10 @@ def test_explore_job_notebook(browser: Any, lab: Lab) -> None:
     )
     assert bg not in ("rgb(255, 255, 255)", "#fff", "white")
     _shot(page, panel, "panel-4-overview-dark")
+    page.click(".lm-MenuBar-itemLabel:text-is('Settings')")  # back to light for the next test
+    page.hover(".lm-Menu-itemLabel:text-is('Theme')")
+    page.click(".lm-Menu-itemLabel:text-is('JupyterLab Light')")
+    time.sleep(1)
     page.close()
 
 
@@ -269,10 +273,22 @@ def test_compare_checkpoints_notebook(browser: Any, lab: Lab) -> None:
     page = _open_and_run(browser, lab, "compare_checkpoints.ipynb")
     _wait_idle(page, 150)
     assert _visible_problems(page) == []
+    cell = page.locator(".jp-CodeCell:has(.jp-InputArea:has-text('cmp.panel(rules=rules)'))").first
+    output = cell.locator(".jp-OutputArea").first
+    output.wait_for(state="visible", timeout=30_000)
     deadline = time.time() + 30
-    notebook = page.locator(".jp-Notebook")
-    while _marks(notebook) < 1 and time.time() < deadline:
+    while _marks(output) < 1 and time.time() < deadline:
         time.sleep(0.5)
-    assert _marks(notebook) >= 1, "no comparison chart drew"
-    _shot(page, page.locator(".jp-Notebook"), "compare-1")
+    assert _marks(output) >= 1, "no comparison chart drew in the comparison panel"
+    text = output.inner_text()
+    for expected in ("baseline", "job_base", "comparable"):
+        assert expected in text
+    _shot(page, output, "compare-1-panel")
+    before = output.inner_text()
+    output.locator("button:has-text('by dimension')").first.click()
+    deadline = time.time() + 20
+    while output.inner_text() == before and time.time() < deadline:
+        time.sleep(0.25)
+    assert output.inner_text() != before, "switching to 'by dimension' changed nothing"
+    _shot(page, output, "compare-2-by-dimension")
     page.close()
