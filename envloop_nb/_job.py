@@ -192,10 +192,12 @@ class Job:
         resamples: int = 2000,
         seed: int = 0,
         frame: FrameKind | None = "pandas",
+        ks: Sequence[int] = (),
     ) -> Any:
         """Task-bootstrap intervals for score, pass, pass@k, pass^k (+ Wilson for pass).
 
-        ``frame=None`` returns a dict of :class:`envloop_nb.Interval` keyed by metric.
+        ``frame=None`` returns a dict of :class:`envloop_nb.Interval` keyed by metric;
+        ``ks`` adds the unbiased pass@k / pass^k of the curve for those k.
 
         Examples
         --------
@@ -214,6 +216,7 @@ class Job:
             confidence=confidence,
             resamples=resamples,
             seed=seed,
+            ks=ks,
         )
         return ivs if frame is None else intervals_frame(ivs, frame)
 
@@ -235,7 +238,12 @@ class Job:
         from ._buckets import job_buckets
 
         return job_buckets(
-            self, rules, policy=policy, threshold=threshold, allow_partial=allow_partial, frame=frame
+            self,
+            rules,
+            policy=policy,
+            threshold=threshold,
+            allow_partial=allow_partial,
+            frame=frame,
         )
 
     def heldout_check(self, *, warn: bool = True) -> Any:

@@ -345,13 +345,17 @@ def job_intervals(
     confidence: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    ks: Sequence[int] = (),
 ) -> dict[str, Interval]:
     """Intervals for a job's score, pass, pass@k and pass^k, resampling tasks.
 
     Each estimate equals the job summary's number (same policy and threshold). The
     ``"pass (Wilson)"`` entry is the Wilson interval treating every scored attempt as
     independent, shown for contrast: it is narrower than the task bootstrap whenever
-    attempts of a task agree with each other.
+    attempts of a task agree with each other. For each k in ``ks``, entries
+    ``"pass@{k} (unbiased)"`` and ``"pass^{k} (unbiased)"`` bootstrap the unbiased
+    estimators over the tasks with at least k scored attempts (the estimates equal
+    ``job.curve()``).
 
     Examples
     --------
@@ -425,6 +429,26 @@ def job_intervals(
         ),
         ok_binary,
     )
+    if ks:
+        from ._passk import pass_at_k, pass_hat_k
+
+        pairs: list[tuple[ArrayLike, ArrayLike, str]] = []
+        for kk in ks:
+            if kk < 1:
+                raise ValueError(f"k must be >= 1, got {kk}")
+            ok = n >= kk
+            at = np.zeros_like(n)
+            hat = np.zeros_like(n)
+            if ok.any():
+                at[ok] = pass_at_k(n[ok], passes[ok], kk)
+                hat[ok] = pass_hat_k(n[ok], passes[ok], kk)
+            cover = f"tasks with >= {kk} {attempts} attempts"
+            pairs.append((at, ok.astype(np.float64), f"unbiased pass@{kk} over {cover}"))
+            pairs.append((hat, ok.astype(np.float64), f"unbiased pass^{kk} over {cover}"))
+        many = _ratio_cis(pairs, resamples=resamples, seed=seed, confidence=confidence)
+        for i, kk in enumerate(ks):
+            out[f"pass@{kk} (unbiased)"] = gated(many[2 * i], ok_binary)
+            out[f"pass^{kk} (unbiased)"] = gated(many[2 * i + 1], ok_binary)
     return out
 
 

@@ -190,3 +190,18 @@ def test_job_intervals_equal_separate_bootstraps_with_the_same_seed(ws: enb.Work
     wilson = ivs["pass (Wilson)"]
     assert wilson.width is not None and ivs["pass"].width is not None
     assert wilson.width < ivs["pass"].width  # attempts cluster in tasks
+
+
+def test_unbiased_pass_at_k_intervals_match_the_curve(ws: enb.Workspace) -> None:
+    job = ws.load(SAMPLE_DATA / "running.json")  # partly scored: tasks drop out as k grows
+    for policy in ("unknown", "failure"):
+        ivs = job.intervals(policy=policy, ks=[1, 2, 3], resamples=200, frame=None)
+        curve = job.curve(policy=policy).set_index("k")
+        for k in (1, 2, 3):
+            at, hat = ivs[f"pass@{k} (unbiased)"], ivs[f"pass^{k} (unbiased)"]
+            assert at.estimate == pytest.approx(curve.loc[k, "pass@k"])
+            assert hat.estimate == pytest.approx(curve.loc[k, "pass^k"])
+            assert at.low <= at.estimate <= at.high  # type: ignore[operator]
+            assert f"unbiased pass@{k}" in at.method
+    with pytest.raises(ValueError):
+        job.intervals(ks=[0], frame=None)
