@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import duckdb
 
@@ -89,6 +89,26 @@ class Workspace:
         return Job(self, job_id)
 
     # -- writing -------------------------------------------------------------
+    @overload
+    def load(
+        self,
+        source: Any,
+        *,
+        format: Literal["dataset"],
+        job_id: str | None = None,
+        lenient: bool = False,
+        **options: Any,
+    ) -> Dataset: ...
+    @overload
+    def load(
+        self,
+        source: Any,
+        *,
+        format: str | None = None,
+        job_id: str | None = None,
+        lenient: bool = False,
+        **options: Any,
+    ) -> Job: ...
     def load(
         self,
         source: Any,
@@ -106,7 +126,8 @@ class Workspace:
         or leaves the workspace exactly as it was. ``lenient=True`` skips unusable rows
         where the format allows it and warns how many. A dataset folder (one holding
         ``manifest.json``, written by ``job.export_dataset``) is not a job: it is handed to
-        :meth:`load_dataset`, which registers it and returns a ``Dataset``.
+        :meth:`load_dataset`, which registers it and returns a ``Dataset`` (typed as
+        such with ``format="dataset"``; type checkers see a ``Job`` otherwise).
 
         Examples
         --------
@@ -152,11 +173,14 @@ class Workspace:
             self.con.execute("ROLLBACK")
             raise
 
-    def compare(self, jobs: Sequence[Job | str], baseline: Job | str | None = None) -> Any:
-        """Compare 2-5 jobs (see :class:`envloop_nb.Comparison`)."""
+    def compare(
+        self, jobs: Sequence[Job | str], baseline: Job | str | None = None, **options: Any
+    ) -> Any:
+        """Compare 2-5 jobs (see :class:`envloop_nb.Comparison`; options: ``policy``,
+        ``threshold``, ``solved_at``, ``resamples``, ``seed``)."""
         from ._compare import compare
 
-        return compare(self, jobs, baseline=baseline)
+        return compare(self, jobs, baseline=baseline, **options)
 
     def save_to_leaderboard(self, job: Job | str, **options: Any) -> Any:
         """Save a job's snapshot in the workspace leaderboard; the same job again returns it.
