@@ -191,7 +191,7 @@ class Comparison:
     >>> cmp.comparable, [d.detail for d in cmp.differences if d.blocking]
     (True, [])
     >>> cmp.leaderboard()[["rank", "job", "score", "coverage"]].values.tolist()
-    [[1, 'copy', 0.6, '5/6 scored, 1 missing'], [1, 'job_abc0001', 0.6, '5/6 scored, 1 missing']]
+    [[1, 'job_abc0001', 0.6, '5/6 scored, 1 missing'], [1, 'copy', 0.6, '5/6 scored, 1 missing']]
     """
 
     def __init__(
@@ -546,7 +546,8 @@ class Comparison:
         score = pd.to_numeric(frame["score"], errors="coerce")
         frame.insert(0, "rank", score.rank(method="min", ascending=False, na_option="bottom"))
         frame["rank"] = frame["rank"].astype(int)
-        frame = frame.sort_values(["rank", "job"], kind="stable").reset_index(drop=True)
+        # Ties keep the comparison's job order.
+        frame = frame.sort_values("rank", kind="stable").reset_index(drop=True)
         frame.attrs["mark"] = self.mark
         return frame
 

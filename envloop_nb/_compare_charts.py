@@ -72,9 +72,10 @@ def radar_frames(groups: pd.DataFrame, jobs: Sequence[str]) -> dict[str, pd.Data
     """The polar layout as small frames: ``rings``, ``spokes``, ``labels``, ``ring_labels``,
     ``series`` (closed polygons, the first vertex repeated) and ``points``.
 
-    Axes start at the top and go clockwise. When every value lies in [0, 1] the radius
-    is the value itself (rings at 25/50/75/100%); otherwise each axis is scaled to its
-    largest absolute value ("relative to the best on each axis").
+    Axes start at the top and go clockwise. On an axis whose values all lie in [0, 1]
+    the radius is the value itself (rings at 25/50/75/100%); an axis with values outside
+    [0, 1] (e.g. a dimension in pct or counts) is scaled to its largest absolute value,
+    and its label is marked with ``*``.
 
     Examples
     --------
@@ -95,12 +96,12 @@ def radar_frames(groups: pd.DataFrame, jobs: Sequence[str]) -> dict[str, pd.Data
     data = groups[groups["value"].notna()].copy()
     data["group"] = data["group"].astype(str)
     data["value"] = data["value"].astype(float)
-    absolute = bool(data["value"].between(0, 1).all())  # True when empty
-    if absolute:
-        data["r"] = data["value"]
-    else:
-        scale = data.groupby("group")["value"].apply(lambda s: s.abs().max() or 1.0)
-        data["r"] = data["value"] / data["group"].map(scale)
+    in_unit = data.groupby("group")["value"].apply(lambda s: bool(s.between(0, 1).all()))
+    scaled = [a for a in axes if a in in_unit.index and not in_unit[a]]
+    absolute = not scaled
+    scale = data.groupby("group")["value"].apply(lambda s: s.abs().max() or 1.0)
+    factor = data["group"].map(lambda g: scale[g] if g in scaled else 1.0)
+    data["r"] = data["value"] / factor
     angle = {a: math.pi / 2 - 2 * math.pi * i / n for i, a in enumerate(axes)}
     data["x"] = [r * math.cos(angle[g]) for r, g in zip(data["r"], data["group"], strict=True)]
     data["y"] = [r * math.sin(angle[g]) for r, g in zip(data["r"], data["group"], strict=True)]
@@ -132,7 +133,7 @@ def radar_frames(groups: pd.DataFrame, jobs: Sequence[str]) -> dict[str, pd.Data
     labels = pd.DataFrame(
         [
             {
-                "axis": a,
+                "axis": a + (" *" if a in scaled else ""),
                 "x": 1.13 * math.cos(angle[a]),
                 "y": 1.13 * math.sin(angle[a]),
                 "align": "center"
@@ -149,7 +150,7 @@ def radar_frames(groups: pd.DataFrame, jobs: Sequence[str]) -> dict[str, pd.Data
             {
                 "x": r * math.cos(mid),
                 "y": r * math.sin(mid),
-                "text": f"{r * 100:.0f}%" if absolute else f"{r * 100:.0f}% of best",
+                "text": f"{r * 100:.0f}%",
             }
             for r in (0.25, 0.5, 0.75, 1.0)
         ]
@@ -163,6 +164,7 @@ def radar_frames(groups: pd.DataFrame, jobs: Sequence[str]) -> dict[str, pd.Data
         "series": series[["job", "group", "order", "x", "y"]].reset_index(drop=True),
         "points": points,
         "absolute": pd.DataFrame({"absolute": [absolute]}),
+        "scaled": pd.DataFrame({"axis": scaled}, dtype=object),
     }
 
 
@@ -239,7 +241,8 @@ def radar_chart(
             ],
         )
     )
-    note = "" if absolute else " (each axis relative to its best value)"
+    scaled = list(f["scaled"]["axis"])
+    note = "" if absolute else f" (* {', '.join(scaled)}: scaled to the best value)"
     return (
         alt.layer(rings, spokes, *label_layers, ring_labels, series, points)
         .properties(width=round(SIZE * 1.6 / 1.2), height=SIZE, title=_title(title + note, mark))
@@ -284,7 +287,7 @@ def bars_chart(
     data = data[["job", "group", "value", "low", "high", "coverage", "text"]]
     order = list(dict.fromkeys(data["group"]))
     axis = alt.Axis(
-        format=".0%" if percent else "~g", title="score" if percent else "value", grid=True
+        format=".0%" if percent else ".4~r", title="score" if percent else "value", grid=True
     )
     color = alt.Color(
         "job:N", scale=job_scale(jobs), legend=alt.Legend(title="job", orient="bottom")

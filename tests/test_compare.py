@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import envloop_nb as enb
 from envloop_nb._buckets import Bucket, BucketRules
@@ -449,3 +451,64 @@ def test_sample_other_revision_is_not_comparable(sample_ws: enb.Workspace) -> No
     assert "tasks only in job_otherrev" in details and "attempts 4 (job_base) vs 2" in details
     row = cmp.paired().iloc[0]
     assert row["verdict"].startswith("not assessed") and "shared tasks only" in row["note"]
+
+
+# -- policy and properties ---------------------------------------------------------------------
+def test_policy_failure_pairs_every_task(ws: enb.Workspace, tmp_path: Path) -> None:
+    names = [f"t{i}" for i in range(10)]
+    base = {t: [1.0, 1.0] for t in names}
+    new = {t: ([1.0, 1.0] if i < 5 else [1.0]) for i, t in enumerate(names)}
+    a, b = load(ws, tmp_path, envloop_job("a", base), envloop_job("b", new, k=2))
+    unknown = ws.compare([a, b]).paired().iloc[0]
+    failure = ws.compare([a, b], policy="failure").paired().iloc[0]
+    assert unknown["shared_complete"] == 5 and unknown["score_diff"] == 0
+    assert failure["shared_complete"] == 10
+    assert failure["score_diff"] == pytest.approx(-0.25)  # a missing attempt counts as 0
+    lb = ws.compare([a, b], policy="failure").leaderboard().set_index("job")
+    assert lb.loc["b", "score"] == pytest.approx(15 / 20)
+
+
+job_rewards = st.dictionaries(
+    st.sampled_from([f"t{i}" for i in range(12)]),
+    st.lists(st.one_of(st.none(), st.sampled_from([0.0, 1.0])), min_size=1, max_size=3),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(base=job_rewards, new=job_rewards)
+def test_paired_and_transitions_match_brute_force(
+    tmp_path: Path, base: dict[str, list[float | None]], new: dict[str, list[float | None]]
+) -> None:
+    with enb.open() as ws:
+        a, b = load(ws, tmp_path, envloop_job("a", base, k=3), envloop_job("b", new, k=3))
+        cmp = ws.compare([a, b], resamples=200)
+
+        def complete(rs: list[float | None]) -> bool:
+            return len(rs) == 3 and all(r is not None for r in rs)
+
+        shared = [t for t in base if t in new and complete(base[t]) and complete(new[t])]
+        row = cmp.paired().iloc[0]
+        assert row["shared_complete"] == len(shared)
+        assert row["tasks_union"] == len(set(base) | set(new))
+        if shared:
+            expected = np.mean([np.mean(new[t]) - np.mean(base[t]) for t in shared])  # type: ignore[arg-type]
+            assert row["score_diff"] == pytest.approx(expected)
+            assert row["score_low"] <= row["score_diff"] + 1e-12 <= row["score_high"] + 2e-12
+        tr = cmp.transitions().set_index("transition")
+        assert tr["count"].sum() == len(set(base) | set(new))
+        solved = {t: (np.mean(base[t]) >= 0.5, np.mean(new[t]) >= 0.5) for t in shared}  # type: ignore[arg-type]
+        assert tr.loc["fixed", "count"] == sum(not x and y for x, y in solved.values())
+        assert tr.loc["broken", "count"] == sum(x and not y for x, y in solved.values())
+        assert sorted(tr.loc["not compared", "tasks"]) == sorted(
+            (set(base) | set(new)) - set(shared)
+        )
+        # the subset table agrees with the job summaries (no subset tags: one row)
+        table = cmp.table()
+        for job in (a, b):
+            score = job.summary().score
+            value = table[job.id].iloc[0]
+            assert pd.isna(value) if score is None else value == pytest.approx(score)

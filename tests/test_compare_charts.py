@@ -85,9 +85,14 @@ def test_radar_relative_scale_when_values_leave_unit_range() -> None:
     f = radar_frames(g, ["a", "b"])
     r = (f["points"]["x"] ** 2 + f["points"]["y"] ** 2) ** 0.5
     assert r.round(9).tolist() == [1.0, 0.5, 0.5, 1.0]
-    assert "of best" in f["ring_labels"]["text"].iloc[0]
+    assert f["labels"]["axis"].tolist() == ["x *", "y *"]
     spec = radar_chart(g, ["a", "b"], title="t").to_dict()
-    assert "relative to its best" in spec["title"]["text"]
+    assert spec["title"]["text"] == "t (* x, y: scaled to the best value)"
+    # an axis already in [0, 1] keeps its absolute radius next to a scaled one
+    g.loc[g["group"] == "y", "value"] = [0.2, 0.4]
+    f = radar_frames(g, ["a", "b"])
+    r = (f["points"]["x"] ** 2 + f["points"]["y"] ** 2) ** 0.5
+    assert r.round(9).tolist() == [1.0, 0.2, 0.5, 0.4]
 
 
 def test_radar_spec_marks_fields_and_legend() -> None:
