@@ -12,7 +12,11 @@ def test_card_of_the_worked_example(ws: enb.Workspace) -> None:
     assert html == summary_card_html(ws.job("job_abc0001").summary())
     for text in ("pass@2", "pass^2", "60%", "83.3%", "5/6 attempts scored", "2/3 members complete"):
         assert text in html, text
-    assert "enb-coverage enb-warn" in html and "1 of 6 attempts missing" in html and "not counted as 0" in html
+    assert (
+        "enb-coverage enb-warn" in html
+        and "1 of 6 attempts missing" in html
+        and "not counted as 0" in html
+    )
     assert "policy=&#x27;unknown&#x27;" in html and "pass = reward = 1" in html
 
 
