@@ -161,7 +161,7 @@ def run(n_attempts: int = 1_000_000, repeats: int = 5) -> list[dict[str, Any]]:
         i[0] += 1
         cases.search.value = words[i[0] % 2]
 
-    record("cases: text search (ILIKE)", _time(search, repeats))
+    record("cases: text search (substring)", _time(search, repeats))
     cases.search.value = ""
 
     sorts = [("reward", True), ("tokens", False)]
@@ -197,6 +197,15 @@ def run(n_attempts: int = 1_000_000, repeats: int = 5) -> list[dict[str, Any]]:
         cases.policy_changed(policies[i[0] % 2], None)
 
     record("cases: policy change (task view, cached)", _time(task_view_policy, repeats))
+
+    # where the Overview's policy change spends its time (library calls it wires)
+    for name, fn in (
+        ("  └ job.summary(policy)", lambda: job.summary(policy="failure")),
+        ("  └ job.groups(by='subset')", lambda: job.groups(by="subset", policy="failure")),
+        ("  └ job.groups(by='dimension')", lambda: job.groups(by="dimension", policy="failure")),
+        ("  └ job.curve(policy)", lambda: job.curve(policy="failure")),
+    ):
+        record(name, _time(fn, max(1, repeats // 2)))
 
     results.insert(
         0,

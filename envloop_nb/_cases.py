@@ -55,20 +55,19 @@ _ids = itertools.count(1)
 
 #: Columns of the attempt view that sort directly (others: dimensions, ``bucket``).
 ATTEMPT_SORTS: dict[str, str] = {
-    "task": "t.position",
-    "attempt": "a.attempt",
-    "subset": "subset",
-    "status": "a.status",
-    "reward": "a.reward",
-    "composite": "a.composite",
-    "turns": "a.turns",
-    "tokens": "(coalesce(a.input_tokens, 0) + coalesce(a.output_tokens, 0))",
-    "duration_s": "a.duration_s",
-    "exit_code": "a.exit_code",
-    "input": "a.input",
-    "output": "a.output",
-    "error": "a.error",
+    "task": "x.position",
+    "attempt": "x.attempt",
+    "subset": "x.subset",
+    "status": "x.status",
+    "reward": "x.reward",
+    "composite": "x.composite",
+    "turns": "x.turns",
+    "tokens": "x.tokens",
+    "duration_s": "x.duration_s",
+    "exit_code": "x.exit_code",
 }
+#: Text columns: sorting by them reads the attempts table itself.
+TEXT_SORTS = ("input", "output", "error")
 
 
 @dataclass(frozen=True)
@@ -191,6 +190,9 @@ class CaseSource:
         self._task_tables: dict[tuple[str, float | None], str] = {}
         self._bucket_table: str | None = None
         self._bucket_per_attempt = False
+        self._attempt_table: str | None = None
+        self._counts: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+        self._loaded_at: Any = None
         self.k = int(
             con.execute("SELECT attempts FROM jobs WHERE job_id = ?", [job_id]).fetchone()[0]  # type: ignore[index]
         )
@@ -237,6 +239,7 @@ class CaseSource:
         ``frame`` is what ``BucketRules.apply`` returns: it has ``task`` (and
         ``attempt`` for per-attempt rules) and ``bucket``. ``None`` removes buckets.
         """
+        self._counts.clear()
         if frame is None:
             self._bucket_table = None
             return
@@ -305,31 +308,36 @@ class CaseSource:
             return "", "NULL::VARCHAR"
         on = f"b.task = {alias}.task"
         if self._bucket_per_attempt:
-            on += " AND b.attempt = a.attempt"
+            on += f" AND b.attempt = {alias}.attempt"
         return f"LEFT JOIN {self._bucket_table} b ON {on}", "b.bucket"
 
     def _filters(self, q: CaseQuery, params: dict[str, Any], alias: str, bucket: str) -> list[str]:
+        """WHERE conditions; ``alias`` is ``s`` (per-task table) or ``x`` (attempt index)."""
         where: list[str] = []
         task_view = q.view == "task"
         if q.status:
             params["status"] = list(q.status)
             if task_view:
                 where.append(
-                    f"{alias}.task IN (SELECT x.task FROM attempts x WHERE x.job_id = $job_id "
-                    "AND list_contains($status, x.status))"
+                    f"{alias}.task IN (SELECT y.task FROM attempts y WHERE y.job_id = $job_id "
+                    "AND list_contains($status, y.status))"
                 )
             else:
-                where.append("list_contains($status, a.status)")
+                where.append(f"list_contains($status, {alias}.status)")
         if q.tag_value is not None:
-            params["tag_key"], params["tag_value"] = q.tag_key, q.tag_value
-            where.append(
-                f"{alias}.task IN (SELECT g.task FROM task_tags g WHERE g.job_id = $job_id "
-                "AND g.key = $tag_key AND g.value = $tag_value)"
-            )
+            params["tag_value"] = q.tag_value
+            if q.tag_key == "subset":
+                where.append(f"{alias}.subset = $tag_value")
+            else:
+                params["tag_key"] = q.tag_key
+                where.append(
+                    f"{alias}.task IN (SELECT g.task FROM task_tags g WHERE g.job_id = $job_id "
+                    "AND g.key = $tag_key AND g.value = $tag_value)"
+                )
         if q.bucket is not None:
             params["bucket"] = q.bucket
             where.append(f"{bucket} = $bucket")
-        value = "s.pass_rate" if task_view else "a.reward"
+        value = f"{alias}.pass_rate" if task_view else f"{alias}.reward"
         if q.low is not None:
             params["low"] = float(q.low)
             where.append(f"{value} >= $low")
@@ -339,23 +347,26 @@ class CaseSource:
         if q.search.strip():
             params["needle"] = q.search.strip().lower()
             text = " OR ".join(
-                f"contains(lower(a.{c}), $needle)" for c in ("input", "output", "error")
+                f"contains(lower(m.{c}), $needle)" for c in ("input", "output", "error")
             )
             task_match = f"contains(lower({alias}.task), $needle)"
             if task_view:
                 where.append(
-                    f"({task_match} OR s.task IN (SELECT a.task FROM attempts a "
-                    f"WHERE a.job_id = $job_id AND ({text})))"
+                    f"({task_match} OR {alias}.task IN (SELECT m.task FROM attempts m "
+                    f"WHERE m.job_id = $job_id AND ({text})))"
                 )
             else:
-                where.append(f"({task_match} OR {text})")
+                where.append(
+                    f"({alias}.task, {alias}.attempt) IN (SELECT m.task, m.attempt FROM attempts m "
+                    f"WHERE m.job_id = $job_id AND (contains(lower(m.task), $needle) OR {text}))"
+                )
         return where
 
     def _order(
         self, q: CaseQuery, cols: tuple[str, ...], bucket: str, params: dict[str, Any]
     ) -> tuple[str, str]:
-        """ORDER BY clause and any extra join a dimension sort needs."""
-        tiebreak = "t.position, a.attempt" if q.view == "attempt" else "s.position"
+        """ORDER BY clause and any extra join the sort column needs."""
+        tiebreak = "x.position, x.attempt" if q.view == "attempt" else "s.position"
         if q.sort is None:
             return tiebreak, ""
         if q.sort not in cols:
@@ -365,21 +376,71 @@ class CaseSource:
         if q.sort == "bucket":
             expr = bucket
         elif q.view == "task":
-            expr = "s.position" if q.sort == "task" else f"s.{_ident(q.sort)}"
-            if q.sort == "task":
-                expr = "s.task"
-        elif q.sort == "subset":
-            expr = "json_extract_string(t.tags, '$.subset')"
+            expr = "s.task" if q.sort == "task" else f"s.{_ident(q.sort)}"
         elif q.sort in ATTEMPT_SORTS:
             expr = ATTEMPT_SORTS[q.sort]
+        elif q.sort in TEXT_SORTS:
+            join = (
+                "JOIN attempts a ON a.job_id = $job_id AND a.task = x.task "
+                "AND a.attempt = x.attempt"
+            )
+            expr = f"a.{q.sort}"
         else:  # a score dimension
             params["sort_dim"] = q.sort
             join = (
                 "LEFT JOIN (SELECT task, attempt, value FROM dimensions WHERE job_id = $job_id "
-                "AND name = $sort_dim) d ON d.task = a.task AND d.attempt = a.attempt"
+                "AND name = $sort_dim) d ON d.task = x.task AND d.attempt = x.attempt"
             )
             expr = "d.value"
         return f"{expr} {direction} NULLS LAST, {tiebreak}", join
+
+    def _check_fresh(self) -> None:
+        """Drop cached tables when the job was reloaded since they were built."""
+        row = self.con.execute(
+            "SELECT loaded_at FROM jobs WHERE job_id = ?", [self.job_id]
+        ).fetchone()
+        if row is None:
+            raise KeyError(f"job {self.job_id!r} is no longer in the workspace")
+        if row[0] != self._loaded_at:
+            self._loaded_at = row[0]
+            self._task_tables.clear()
+            self._attempt_table = None
+            self._counts.clear()
+
+    def attempt_table(self) -> str:
+        """Name of a narrow temp table indexing the job's attempts (built once).
+
+        One row per attempt with the columns filters and sorts need (position, subset,
+        status, reward, tokens...), but none of the long texts, so counts and top-N
+        scans read a few narrow columns instead of joining ``tasks`` every time.
+        """
+        if self._attempt_table is None:
+            name = f"_enb_cases_attempts_{self._uid}"
+            self.con.execute(
+                f"""CREATE OR REPLACE TEMP TABLE {name} AS
+                    SELECT a.task, a.attempt, t.position,
+                           json_extract_string(t.tags, '$.subset') AS subset, a.status,
+                           a.reward, a.composite, a.turns,
+                           CASE WHEN a.input_tokens IS NULL AND a.output_tokens IS NULL THEN NULL
+                                ELSE coalesce(a.input_tokens, 0) + coalesce(a.output_tokens, 0)
+                           END AS tokens,
+                           a.duration_s, a.exit_code
+                    FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task
+                    WHERE a.job_id = $job_id
+                    ORDER BY t.position, a.attempt""",
+                {"job_id": self.job_id},
+            )
+            self._attempt_table = name
+        return self._attempt_table
+
+    def _count(self, sql: str, params: dict[str, Any]) -> int:
+        """Row count of a filter set, cached (paging and sorting never change it)."""
+        used = _used(sql, params)
+        key = (sql, tuple(sorted((k, repr(v)) for k, v in used.items())))
+        if key not in self._counts:
+            row = self.con.execute(sql, used).fetchone()
+            self._counts[key] = int(row[0]) if row else 0
+        return self._counts[key]
 
     def fetch(self, q: CaseQuery) -> CasePage:
         """Answer ``q`` with one page of rows and the total count (all in DuckDB)."""
@@ -387,6 +448,7 @@ class CaseSource:
             raise ValueError("page must be >= 0 and page_size >= 1")
         if q.view not in ("attempt", "task"):
             raise ValueError(f"view must be 'attempt' or 'task', got {q.view!r}")
+        self._check_fresh()
         cols = self.columns(q.view)
         params: dict[str, Any] = {"job_id": self.job_id}
         if q.view == "task":
@@ -402,9 +464,7 @@ class CaseSource:
         else:
             return self._fetch_attempts(q, cols, params)
         where_sql = " AND ".join(where) if where else "true"
-        count_sql = f"SELECT count(*) {base} WHERE {where_sql}"
-        total_row = self.con.execute(count_sql, _used(count_sql, params)).fetchone()
-        total = int(total_row[0]) if total_row else 0
+        total = self._count(f"SELECT count(*) {base} WHERE {where_sql}", params)
         order, _ = self._order(q, cols, bucket, params)
         params["limit"], params["offset"] = q.page_size, q.page * q.page_size
         sql = (
@@ -422,24 +482,22 @@ class CaseSource:
         The count and the top-N touch only the columns the filters and the order need;
         text snippets are cut for the page's rows alone.
         """
-        join, bucket = self._bucket_join("attempt", "a")
-        where = ["a.job_id = $job_id", *self._filters(q, params, "a", bucket)]
-        where_sql = " AND ".join(where)
-        count_sql = f"SELECT count(*) FROM attempts a {join} WHERE {where_sql}"
-        total_row = self.con.execute(count_sql, _used(count_sql, params)).fetchone()
-        total = int(total_row[0]) if total_row else 0
+        index = self.attempt_table()
+        join, bucket = self._bucket_join("attempt", "x")
+        where = self._filters(q, params, "x", bucket)
+        where_sql = " AND ".join(where) if where else "true"
+        total = self._count(f"SELECT count(*) FROM {index} x {join} WHERE {where_sql}", params)
         order, sort_join = self._order(q, cols, bucket, params)
         params["limit"], params["offset"] = q.page_size, q.page * q.page_size
         keys_sql = (
-            "SELECT a.task, a.attempt FROM attempts a "
-            "JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task "
-            f"{join} {sort_join} WHERE {where_sql} "
+            f"SELECT x.task, x.attempt FROM {index} x {join} {sort_join} WHERE {where_sql} "
             f"ORDER BY {order} LIMIT $limit OFFSET $offset"
         )
         import pyarrow as pa
 
         keys = self.con.execute(keys_sql, _used(keys_sql, params)).to_arrow_table()
         keys = keys.append_column("_rn", pa.array(range(keys.num_rows), pa.int64()))
+        join, bucket = self._bucket_join("attempt", "a")
         select = (
             "a.task, a.attempt, json_extract_string(t.tags, '$.subset') AS subset, a.status, "
             f"a.reward, a.composite, {bucket} AS bucket, a.turns, "

@@ -219,3 +219,19 @@ def test_page_html_formats_numbers(job: enb.Job) -> None:
     assert 'class="num"' in out and "tabular-nums" in out
     empty = fetch_page(job.con, job.id, CaseQuery(search="zzz"))
     assert "no rows match" in page_html(empty) and empty.describe() == "no rows match"
+
+
+def test_other_tag_filter_and_reload(ws: enb.Workspace) -> None:
+    job = ws.load(SAMPLE_DATA / "base.json")
+    src = CaseSource(job.con, job.id)
+    hard = src.fetch(CaseQuery(tag_key="difficulty", tag_value="hard", page_size=1000))
+    tags = job.con.execute(
+        "SELECT count(*) FROM attempts a JOIN task_tags g USING (job_id, task) "
+        "WHERE a.job_id = 'job_base' AND g.key = 'difficulty' AND g.value = 'hard'"
+    ).fetchone()[0]
+    assert hard.total == tags > 0
+    before = src.fetch(CaseQuery()).total
+    ws.load(SAMPLE_DATA / "base.json")  # reloaded: caches are rebuilt, nothing stale
+    job.con.execute("DELETE FROM attempts WHERE job_id = 'job_base' AND task = 'math-001'")
+    job.con.execute("UPDATE jobs SET loaded_at = now() WHERE job_id = 'job_base'")
+    assert src.fetch(CaseQuery()).total < before
