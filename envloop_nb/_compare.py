@@ -616,7 +616,7 @@ class Comparison:
                 if gap == 0 or (kind == "weakness" and len(part) == 2 and this is top):
                     continue
                 diff = self._paired_on(values, grp, str(ref["job"]), str(this["job"]))
-                noise = self._noise_words(diff, str(this["job"]), str(ref["job"]))
+                noise = self._noise_words(diff, str(this["job"]), str(ref["job"]), percent)
                 where = "above" if kind == "strength" else "below"
                 sentence = (
                     f"{this['job']} is {where} the others on {grp} by "
@@ -666,14 +666,13 @@ class Comparison:
             confidence=self.confidence,
         )
 
-    def _noise_words(self, diff: PairedDiff, a: str, b: str) -> str:
+    def _noise_words(self, diff: PairedDiff, a: str, b: str, percent: bool = True) -> str:
         level = format_pct(self.confidence)
         if diff.estimate is None:
             return "not assessed: no task scored completely by both"
-        percent = diff.low is not None and diff.high is not None and abs(diff.high) <= 1
         ci = (
             f"paired {level} CI [{_signed(diff.low, percent)}, {_signed(diff.high, percent)}]"
-            f" over {diff.n_tasks} tasks"
+            f" over {diff.n_tasks} tasks complete in both"
         )
         blockers = self._pair_differences(a if a != self.baseline.id else b)
         if a != self.baseline.id and b != self.baseline.id:

@@ -143,7 +143,10 @@ def leaderboard_html(frame: pd.DataFrame, colors: dict[str, str], baseline: str)
         ]
         rows.append(
             "<tr>"
-            + "".join(f'<td style="padding:3px 8px;white-space:nowrap">{c}</td>' for c in cells)
+            + "".join(
+                f'<td style="padding:3px 8px;white-space:nowrap">{c}</td>' for c in cells[:-1]
+            )
+            + f'<td style="padding:3px 8px;min-width:160px">{cells[-1]}</td>'
             + "</tr>"
         )
     header = "".join(
