@@ -290,6 +290,7 @@ class OverviewTab:
         self.error = w.HTML()
         self.guard = _Guard(self.error)
         self.summary: JobSummary | None = None
+        self._cache: dict[tuple[Any, ...], tuple[Any, str, str, Any]] = {}
         con = job.con
         status = _charts.status_frame(con, job.id)
         self.status_counts = {str(s): int(c) for s, c in status.itertuples(index=False)}
@@ -355,23 +356,35 @@ class OverviewTab:
         if self.guard.run(self._recompute):
             self.owner._policy_changed(self.policy.value, self.threshold_value)
 
-    def _recompute(self) -> None:
-        """Compute everything first, then assign: a failure leaves the tab as it was."""
+    def _compute(self, policy: Any, threshold: float | None) -> tuple[Any, str, str, Any]:
+        """Summary, group tables and curve chart under one policy/threshold (cached).
+
+        The cache is keyed by the job's ``loaded_at`` too, so a reloaded job is recomputed.
+        """
         from . import _charts
 
         job = self.owner.job
+        row = job.con.execute("SELECT loaded_at FROM jobs WHERE job_id = ?", [job.id]).fetchone()
+        key = (policy, threshold, row[0] if row else None)
+        if key not in self._cache:
+            summary = job.summary(policy=policy, threshold=threshold)
+            groups = dims = ""
+            if hasattr(job, "groups"):
+                groups = groups_html(
+                    job.groups(by="subset", policy=policy, threshold=threshold), "subset"
+                )
+                dims = groups_html(
+                    job.groups(by="dimension", policy=policy, threshold=threshold), "dimension"
+                )
+            curve = job.curve(policy=policy, threshold=threshold)
+            chart = _charts.curve_chart(curve, title=f"pass@k / pass^k, k = 1..{job.k}")
+            self._cache[key] = (summary, groups, dims, chart)
+        return self._cache[key]
+
+    def _recompute(self) -> None:
+        """Compute everything first, then assign: a failure leaves the tab as it was."""
         policy, threshold = self.policy.value, self.threshold_value
-        summary = job.summary(policy=policy, threshold=threshold)
-        groups = dims = ""
-        if hasattr(job, "groups"):
-            groups = groups_html(
-                job.groups(by="subset", policy=policy, threshold=threshold), "subset"
-            )
-            dims = groups_html(
-                job.groups(by="dimension", policy=policy, threshold=threshold), "dimension"
-            )
-        curve = job.curve(policy=policy, threshold=threshold)
-        curve_chart = _charts.curve_chart(curve, title=f"pass@k / pass^k, k = 1..{job.k}")
+        summary, groups, dims, curve_chart = self._compute(policy, threshold)
         # assign
         self.summary = summary
         self.cards.value = f'{PANEL_CSS}<div class="enb-panel">{summary._repr_html_()}</div>'

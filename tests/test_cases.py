@@ -235,3 +235,78 @@ def test_other_tag_filter_and_reload(ws: enb.Workspace) -> None:
     job.con.execute("DELETE FROM attempts WHERE job_id = 'job_base' AND task = 'math-001'")
     job.con.execute("UPDATE jobs SET loaded_at = now() WHERE job_id = 'job_base'")
     assert src.fetch(CaseQuery()).total < before
+
+
+_STATUSES = ("completed", "failed", "cancelled", "running", "pending")
+
+
+@pytest.fixture(scope="module")
+def base_module() -> enb.Job:
+    return enb.open().load(SAMPLE_DATA / "base.json")
+
+
+def _reference(frame: pd.DataFrame, q: CaseQuery) -> pd.DataFrame:
+    """Brute force in pandas: the same filters and order as the SQL path."""
+    f = frame
+    if q.status:
+        f = f[f["status"].isin(q.status)]
+    if q.tag_value is not None:
+        f = f[f["subset"] == q.tag_value]
+    if q.low is not None:
+        f = f[f["reward"] >= q.low]
+    if q.high is not None:
+        f = f[f["reward"] <= q.high]
+    if q.search.strip():
+        needle = q.search.strip().lower()
+        hit = f["task"].str.lower().str.contains(needle, regex=False)
+        for col in ("input", "output", "error"):
+            hit |= f[col].fillna("").str.lower().str.contains(needle, regex=False)
+        f = f[hit]
+    keys = ["position", "attempt"]
+    if q.sort is not None:
+        f = f.assign(_null=f[q.sort].isna())
+        f = f.sort_values(
+            ["_null", q.sort, *keys], ascending=[True, not q.descending, True, True], kind="stable"
+        )
+    else:
+        f = f.sort_values(keys, kind="stable")
+    return f
+
+
+def test_random_queries_match_pandas(base_module: enb.Job) -> None:
+    """Property: any filter/sort/page combination equals a pandas brute force."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    job = base_module
+    whole = job.con.execute(
+        """SELECT a.task, a.attempt, a.status, a.reward, a.turns, a.duration_s, a.input,
+                  a.output, a.error, t.position, json_extract_string(t.tags, '$.subset') AS subset
+           FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task
+           WHERE a.job_id = 'job_base'"""
+    ).to_arrow_table().to_pandas()
+    src = CaseSource(job.con, job.id)
+    queries = st.builds(
+        CaseQuery,
+        status=st.lists(st.sampled_from(_STATUSES), max_size=2, unique=True).map(tuple),
+        tag_value=st.none() | st.sampled_from(["math", "code", "writing"]),
+        low=st.none() | st.sampled_from([0.0, 0.5]),
+        high=st.none() | st.sampled_from([0.5, 1.0]),
+        search=st.sampled_from(["", "timeout", "ORD-", "write", "zz"]),
+        sort=st.none() | st.sampled_from(["reward", "turns", "duration_s", "status"]),
+        descending=st.booleans(),
+        page=st.integers(0, 3),
+        page_size=st.sampled_from([7, 25]),
+    )
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(q=queries)
+    def check(q: CaseQuery) -> None:
+        page = src.fetch(q)
+        expected = _reference(whole, q)
+        assert page.total == len(expected)
+        window = expected.iloc[q.page * q.page_size : (q.page + 1) * q.page_size]
+        got = list(zip(page.frame["task"], page.frame["attempt"], strict=True))
+        assert got == list(zip(window["task"], window["attempt"], strict=True))
+
+    check()
