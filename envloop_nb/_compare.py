@@ -179,7 +179,8 @@ class Comparison:
     """A comparison of 2-5 jobs against a baseline (see the module docstring).
 
     Create it with ``ws.compare(jobs, baseline=...)``. Frames come back as pandas.
-    Colours follow the order of ``jobs`` (never the baseline) in every chart.
+    Colours follow the order of ``jobs`` (never the baseline) in every chart. Results are
+    computed on first use and kept: reload a job, then compare again to see the change.
 
     Examples
     --------
@@ -242,7 +243,7 @@ class Comparison:
         match = [j for j in self.jobs if j.id == bid]
         if not match:
             raise EnvloopError(f"baseline {bid!r} is not one of the compared jobs {self.job_ids}")
-        return Comparison(
+        other = Comparison(
             self.workspace,
             self.jobs,
             match[0],
@@ -253,6 +254,16 @@ class Comparison:
             seed=self.seed,
             confidence=self.confidence,
         )
+        # What does not depend on the baseline is reused (per-task rows, groups, guard).
+        keep = {
+            k: v
+            for k, v in self._cache.items()
+            if k == "dim_tasks" or (isinstance(k, tuple) and k[0] in ("tasks", "groups"))
+        }
+        other._cache.update(keep)
+        if "differences" in self.__dict__:
+            other.__dict__["differences"] = self.differences
+        return other
 
     def __repr__(self) -> str:
         state = "comparable" if self.comparable else "NOT comparable"
@@ -596,6 +607,11 @@ class Comparison:
         jobs scored completely. Columns: ``job, kind, group, gap, low, high, noise,
         sentence``.
         """
+        key = ("strengths", by, tag)
+        if key in self._cache:
+            cached: pd.DataFrame = self._cache[key].copy()
+            cached.attrs["mark"] = self.mark
+            return cached
         long = self.groups(by, tag=tag)
         values = self._per_task_values(by, tag)
         out = []
@@ -638,6 +654,7 @@ class Comparison:
         frame = pd.DataFrame(
             out, columns=["job", "kind", "group", "gap", "low", "high", "noise", "sentence"]
         )
+        self._cache[key] = frame.copy()
         frame.attrs["mark"] = self.mark
         return frame
 
@@ -692,12 +709,15 @@ class Comparison:
         fixed, broken, mcnemar_p, verdict, note``. Differences are job − baseline
         (score and pass rate in [0, 1]). See the module docstring for the verdict rule.
         """
-        pt = self._task_frame()
-        base = pt[pt["job_id"] == self.baseline.id]
-        rows = [
-            self._paired_row(base, pt[pt["job_id"] == other.id], other.id) for other in self.others
-        ]
-        frame = pd.DataFrame(rows)
+        if "paired" not in self._cache:
+            pt = self._task_frame()
+            base = pt[pt["job_id"] == self.baseline.id]
+            rows = [
+                self._paired_row(base, pt[pt["job_id"] == other.id], other.id)
+                for other in self.others
+            ]
+            self._cache["paired"] = pd.DataFrame(rows)
+        frame: pd.DataFrame = self._cache["paired"].copy()
         frame.attrs["mark"] = self.mark
         return frame
 
@@ -720,13 +740,15 @@ class Comparison:
         sd = paired_diff_ci(
             s["task_score_b"].to_numpy(float), s["task_score_o"].to_numpy(float), **opts
         )
-        pd_ = (
-            paired_diff_ci(
-                s["pass_rate_b"].to_numpy(float), s["pass_rate_o"].to_numpy(float), **opts
-            )
-            if binary
-            else PairedDiff(None, None, None, 0, self.resamples, self.seed, self.confidence)
-        )
+        pass_b, pass_o = s["pass_rate_b"].to_numpy(float), s["pass_rate_o"].to_numpy(float)
+        if not binary:
+            pd_ = PairedDiff(None, None, None, 0, self.resamples, self.seed, self.confidence)
+        elif np.array_equal(pass_b, s["task_score_b"].to_numpy(float)) and np.array_equal(
+            pass_o, s["task_score_o"].to_numpy(float)
+        ):
+            pd_ = sd  # binary rewards, no threshold: pass rate is the score, same interval
+        else:
+            pd_ = paired_diff_ci(pass_b, pass_o, **opts)
         fixed = broken = 0
         p_value: float | None = None
         if binary and n_ok:

@@ -10,7 +10,10 @@ reproducible with a seed:
 - :func:`mcnemar_exact` — exact McNemar test on the discordant tasks (a two-sided
   binomial test of ``fixed`` against ``broken`` with p = 1/2).
 
-Both bootstraps delegate to :mod:`envloop_nb._uncertainty` and only adapt the results.
+The bootstraps resample task *indices* (uniformly, with replacement): the same
+distribution as the multinomial task weights of :mod:`envloop_nb._uncertainty`, but
+about ten times cheaper to draw, which matters here because a comparison runs dozens of
+intervals (every subset of every job, every pair) each time the panel recomputes.
 
 The bootstrap resamples tasks, never attempts, because attempts of one task are
 correlated.
@@ -21,9 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["PairedDiff", "mcnemar_exact", "paired_diff_ci", "ratio_ci"]
+
+_MAX_CELLS = 4_000_000  # resamples x tasks drawn at once; larger work is chunked
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,44 @@ class PairedDiff:
         return self.low > 0 or self.high < 0
 
 
+def _check(resamples: int, confidence: float) -> None:
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
+
+
+def _resampled_sums(values: NDArray[np.float64], resamples: int, seed: int) -> NDArray[np.float64]:
+    """Column sums of ``values`` (tasks x columns) over ``resamples`` task resamples.
+
+    Each resample draws as many tasks as there are, with replacement (uniform indices;
+    the same distribution as multinomial task weights, much cheaper to draw). Rows are
+    drawn in chunks so memory stays bounded. Result: ``resamples x columns``.
+    """
+    rng = np.random.default_rng(seed)
+    n = values.shape[0]
+    rows = max(1, _MAX_CELLS // max(n, 1))
+    out = np.empty((resamples, values.shape[1]))
+    done = 0
+    while done < resamples:
+        size = min(rows, resamples - done)
+        idx = rng.integers(0, n, size=(size, n))
+        out[done : done + size] = values[idx].sum(axis=1)
+        done += size
+    return out
+
+
+def _percentiles(
+    stats: NDArray[np.float64], confidence: float
+) -> tuple[float | None, float | None]:
+    finite = stats[np.isfinite(stats)]
+    if finite.size == 0:
+        return None, None
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(finite, [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
 def paired_diff_ci(
     a: ArrayLike,
     b: ArrayLike,
@@ -59,9 +102,9 @@ def paired_diff_ci(
 ) -> PairedDiff:
     """Paired task bootstrap of ``mean(b) - mean(a)`` (``a[i]``, ``b[i]`` are one task).
 
-    A thin adapter over :func:`envloop_nb._uncertainty.paired_bootstrap_diff` (same task
-    weights for both jobs). Pairs where either side is NaN are left out (``n_tasks``
-    counts the pairs used). Identical inputs give exactly ``[0, 0]``.
+    Both jobs are resampled with the same tasks, so what a task's difficulty adds
+    cancels. Pairs where either side is NaN are left out (``n_tasks`` counts the pairs
+    used). Identical inputs give exactly ``[0, 0]``.
 
     Examples
     --------
@@ -72,17 +115,21 @@ def paired_diff_ci(
     >>> d.estimate, d.excludes_zero
     (0.75, True)
     """
-    from ._uncertainty import paired_bootstrap_diff
-
-    iv = paired_bootstrap_diff(b, a, resamples=resamples, seed=seed, confidence=confidence)
-    low, high = iv.low, iv.high
+    _check(resamples, confidence)
     av = np.asarray(a, dtype=np.float64).ravel()
     bv = np.asarray(b, dtype=np.float64).ravel()
+    if av.shape != bv.shape:
+        raise ValueError(f"a and b must be paired by task: lengths {av.size} and {bv.size}")
     keep = np.isfinite(av) & np.isfinite(bv)
-    # Rounding noise must not turn an exact zero gap into a tiny nonzero interval.
-    if keep.any() and np.all(av[keep] == bv[keep]):
-        low = high = 0.0
-    return PairedDiff(iv.estimate, low, high, iv.n_tasks, resamples, seed, confidence)
+    diff = bv[keep] - av[keep]
+    n = int(diff.size)
+    if n == 0:
+        return PairedDiff(None, None, None, 0, resamples, seed, confidence)
+    if np.all(diff == 0):  # no resample can move an exact zero gap
+        return PairedDiff(0.0, 0.0, 0.0, n, resamples, seed, confidence)
+    stats = _resampled_sums(diff[:, None], resamples, seed)[:, 0] / n
+    low, high = _percentiles(stats, confidence)
+    return PairedDiff(float(diff.mean()), low, high, n, resamples, seed, confidence)
 
 
 def ratio_ci(
@@ -95,7 +142,7 @@ def ratio_ci(
 ) -> tuple[float | None, float | None, float | None]:
     """``(estimate, low, high)`` of ``sum(num) / sum(den)`` with a task bootstrap.
 
-    A thin adapter over :func:`envloop_nb._uncertainty.bootstrap_ratio_ci`.
+    A resample whose denominator is 0 is left out of the percentiles.
 
     Examples
     --------
@@ -105,10 +152,18 @@ def ratio_ci(
     >>> ratio_ci([], [])
     (None, None, None)
     """
-    from ._uncertainty import bootstrap_ratio_ci
-
-    iv = bootstrap_ratio_ci(num, den, resamples=resamples, seed=seed, confidence=confidence)
-    return iv.estimate, iv.low, iv.high
+    _check(resamples, confidence)
+    nv = np.asarray(num, dtype=np.float64).ravel()
+    dv = np.asarray(den, dtype=np.float64).ravel()
+    if nv.shape != dv.shape:
+        raise ValueError(f"num and den differ in length: {nv.size} vs {dv.size}")
+    if nv.size == 0 or dv.sum() <= 0:
+        return None, None, None
+    sums = _resampled_sums(np.column_stack([nv, dv]), resamples, seed)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stats = np.where(sums[:, 1] > 0, sums[:, 0] / sums[:, 1], np.nan)
+    low, high = _percentiles(stats, confidence)
+    return float(nv.sum() / dv.sum()), low, high
 
 
 def mcnemar_exact(fixed: int, broken: int) -> float:

@@ -512,3 +512,16 @@ def test_paired_and_transitions_match_brute_force(
             score = job.summary().score
             value = table[job.id].iloc[0]
             assert pd.isna(value) if score is None else value == pytest.approx(score)
+
+
+def test_with_baseline_equals_a_fresh_comparison(ws: enb.Workspace, tmp_path: Path) -> None:
+    a, b = load(ws, tmp_path, *fixing_pair(fixed=12))
+    first = ws.compare([a, b])
+    first.table(), first.paired()  # fill the caches
+    switched = first.with_baseline("job_new")
+    fresh = ws.compare([a, b], baseline="job_new")
+    pd.testing.assert_frame_equal(switched.paired(), fresh.paired())
+    pd.testing.assert_frame_equal(switched.strengths(), fresh.strengths())
+    pd.testing.assert_frame_equal(switched.leaderboard(), fresh.leaderboard())
+    with pytest.raises(enb.EnvloopError, match="not one of the compared jobs"):
+        first.with_baseline("nope")
