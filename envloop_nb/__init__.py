@@ -23,6 +23,7 @@ from ._heldout import (
 )
 from ._job import Job
 from ._metrics import JobSummary
+from ._panel import JobPanel, panel
 from ._passk import pass_at_k, pass_hat_k
 from ._uncertainty import (
     Interval,
@@ -48,6 +49,7 @@ __all__ = [
     "HeldOutWarning",
     "Interval",
     "Job",
+    "JobPanel",
     "JobSummary",
     "LeaderboardSnapshot",
     "LoadError",
@@ -61,6 +63,7 @@ __all__ = [
     "fill_references",
     "open",
     "paired_bootstrap_diff",
+    "panel",
     "pass_at_k",
     "pass_hat_k",
     "wilson_interval",
