@@ -515,7 +515,9 @@ class Comparison:
         """One row per job, ranked by score (best first; a job without a score ranks last).
 
         Columns: ``rank, job, model`` (the job id when there is none), ``status, score,
-        pass, pass@K, pass^K`` at the shared K (the smallest k of the jobs), ``scored,
+        pass, pass@K, pass^K`` at the shared K (the smallest k of the jobs; as
+        :meth:`envloop_nb.Job.curve` gives it: over the tasks with at least K scored
+        attempts), ``scored,
         missing, total, complete_members, total_members``, then ``composite`` and each
         named dimension where present, ``coverage`` ("780/800 scored, 20 missing") and
         ``warning`` (missing attempts, an unfinished job, not comparable to the baseline).
@@ -1370,6 +1372,8 @@ def compare(
     handles: list[Job] = []
     for item in jobs:
         handle = item if isinstance(item, Job) else ws.job(str(item))
+        if handle.workspace is not ws:
+            raise EnvloopError(f"job {handle.id!r} belongs to another workspace")
         if handle.id in [h.id for h in handles]:
             raise EnvloopError(f"job {handle.id!r} is listed twice")
         handles.append(handle)
@@ -1528,7 +1532,8 @@ def _write_sheet(wb: Any, title: str, frame: pd.DataFrame, note: str = "") -> No
     """One sheet: optional note row, a bold header, values; text cells stay text."""
     from openpyxl.styles import Font
 
-    ws = wb.create_sheet(title[:31])
+    safe = "".join("_" if ch in "[]:*?/\\" else ch for ch in title)[:31]
+    ws = wb.create_sheet(safe)
     r = 1
     if note:
         _set(ws.cell(row=1, column=1), note)

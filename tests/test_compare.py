@@ -525,3 +525,21 @@ def test_with_baseline_equals_a_fresh_comparison(ws: enb.Workspace, tmp_path: Pa
     pd.testing.assert_frame_equal(switched.leaderboard(), fresh.leaderboard())
     with pytest.raises(enb.EnvloopError, match="not one of the compared jobs"):
         first.with_baseline("nope")
+
+
+def test_export_sheet_names_are_safe(ws: enb.Workspace, tmp_path: Path) -> None:
+    from openpyxl import load_workbook
+
+    (a,) = load(ws, tmp_path, envloop_job("a", {"t": [1.0]}))
+    b2 = ws.load(write_job(tmp_path, envloop_job("b", {"t": [0.0]})), job_id="team/run:2")
+    rules = BucketRules([Bucket("all", 0, 1.01)])
+    out = ws.compare([a, b2]).export_xlsx(tmp_path / "x.xlsx", rules=rules)
+    assert "Buckets team_run_2" in load_workbook(out).sheetnames
+
+
+def test_jobs_of_another_workspace_are_refused(ws: enb.Workspace, tmp_path: Path) -> None:
+    (a,) = load(ws, tmp_path, envloop_job("a", {"t": [1.0]}))
+    with enb.open() as other:
+        (b,) = load(other, tmp_path, envloop_job("b", {"t": [1.0]}))
+        with pytest.raises(enb.EnvloopError, match="another workspace"):
+            ws.compare([a, b])
