@@ -290,7 +290,7 @@ class OverviewTab:
         self.error = w.HTML()
         self.guard = _Guard(self.error)
         self.summary: JobSummary | None = None
-        self._cache: dict[tuple[Any, ...], tuple[Any, str, str, Any]] = {}
+        self._cache: dict[tuple[Any, ...], tuple[Any, str, str, Any, Any | None]] = {}
         con = job.con
         status = _charts.status_frame(con, job.id)
         self.status_counts = {str(s): int(c) for s, c in status.itertuples(index=False)}
@@ -356,7 +356,9 @@ class OverviewTab:
         if self.guard.run(self._recompute):
             self.owner._policy_changed(self.policy.value, self.threshold_value)
 
-    def _compute(self, policy: Any, threshold: float | None) -> tuple[Any, str, str, Any]:
+    def _compute(
+        self, policy: Any, threshold: float | None
+    ) -> tuple[Any, str, str, Any, Any | None]:
         """Summary, group tables and curve chart under one policy/threshold (cached).
 
         The cache is keyed by the job's ``loaded_at`` too, so a reloaded job is recomputed.
@@ -369,30 +371,40 @@ class OverviewTab:
         if key not in self._cache:
             summary = job.summary(policy=policy, threshold=threshold)
             groups = dims = ""
+            subset_chart = None
             if hasattr(job, "groups"):
-                groups = groups_html(
-                    job.groups(by="subset", policy=policy, threshold=threshold), "subset"
-                )
+                by_subset = job.groups(by="subset", policy=policy, threshold=threshold)
+                groups = groups_html(by_subset, "subset")
                 dims = groups_html(
                     job.groups(by="dimension", policy=policy, threshold=threshold), "dimension"
                 )
+                if len(by_subset):
+                    scores = by_subset[["value", "score"]].rename(columns={"value": "subset"})
+                    rate = bool(scores["score"].dropna().between(0, 1).all())
+                    subset_chart = _charts.bar_chart(
+                        scores, category="subset", value="score", title="score by subset",
+                        percent=rate,
+                    )  # fmt: skip
             curve = job.curve(policy=policy, threshold=threshold)
             chart = _charts.curve_chart(curve, title=f"pass@k / pass^k, k = 1..{job.k}")
-            self._cache[key] = (summary, groups, dims, chart)
+            self._cache[key] = (summary, groups, dims, chart, subset_chart)
         return self._cache[key]
 
     def _recompute(self) -> None:
         """Compute everything first, then assign: a failure leaves the tab as it was."""
         policy, threshold = self.policy.value, self.threshold_value
-        summary, groups, dims, curve_chart = self._compute(policy, threshold)
+        summary, groups, dims, curve_chart, subset_chart = self._compute(policy, threshold)
         # assign
         self.summary = summary
         self.cards.value = f'{PANEL_CSS}<div class="enb-panel">{summary._repr_html_()}</div>'
         self.groups.value = groups
         self.dimensions.value = dims
         self.charts["curve"] = curve_chart
-        if "curve" in self.chart_widgets:
-            self.chart_widgets["curve"].chart = curve_chart
+        if subset_chart is not None:
+            self.charts["subset"] = subset_chart
+        for name in ("curve", "subset"):
+            if name in self.chart_widgets and name in self.charts:
+                self.chart_widgets[name].chart = self.charts[name]
 
     def _diagnosis(self) -> str:
         job = self.owner.job

@@ -43,7 +43,9 @@ def test_overview_cards_facts_and_agreement(small: enb.JobPanel) -> None:
         assert text in ov.facts.value
     assert ov.status_counts["running"] == 1 and ov.status_counts["completed"] == 4
     assert "numbers agree" in ov.agreement.value and "numbers disagree" not in ov.agreement.value
-    assert {"reward", "turns", "tokens", "duration", "status", "curve"} <= set(ov.chart_widgets)
+    assert {"reward", "turns", "tokens", "duration", "status", "curve", "subset"} <= set(
+        ov.chart_widgets
+    )
     assert "math" in ov.groups.value and "bad cases" in ov.groups.value
 
 
