@@ -40,9 +40,10 @@ Transitions (``cmp.transitions()``)
 
 from __future__ import annotations
 
+import functools
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
@@ -55,7 +56,7 @@ from ._errors import EnvloopError
 from ._frames import to_frame
 from ._job import Job
 from ._metrics import _check_options
-from ._types import Policy
+from ._types import FrameKind, Policy
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -174,11 +175,35 @@ def _coverage_text(scored: int, total: int) -> str:
     return f"{scored:,}/{total:,} scored" + (f", {missing:,} missing" if missing else "")
 
 
+def _framed(method: Callable[..., pd.DataFrame]) -> Callable[..., Any]:
+    """Add ``frame="pandas"|"polars"`` to a method returning a pandas frame.
+
+    A polars frame has no ``attrs``: the incomparability mark is then in
+    ``Comparison.mark`` only, and a matrix's row labels become its first column.
+    """
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, frame: FrameKind = "pandas", **kwargs: Any) -> Any:
+        out = method(self, *args, **kwargs)
+        if frame == "pandas":
+            return out
+        if frame == "polars":
+            import polars as pl
+
+            if out.index.name is not None:
+                out = out.reset_index()
+            return pl.from_pandas(out)
+        raise ValueError(f"frame must be 'pandas' or 'polars', got {frame!r}")
+
+    return wrapper
+
+
 # -- the comparison --------------------------------------------------------------------
 class Comparison:
     """A comparison of 2-5 jobs against a baseline (see the module docstring).
 
-    Create it with ``ws.compare(jobs, baseline=...)``. Frames come back as pandas.
+    Create it with ``ws.compare(jobs, baseline=...)``. Frames come back as pandas; every
+    frame method also takes ``frame="polars"``.
     Colours follow the order of ``jobs`` (never the baseline) in every chart. Results are
     computed on first use and kept: reload a job, then compare again to see the change.
 
@@ -382,6 +407,7 @@ class Comparison:
         return _label_dimensions(meta)
 
     # -- groups (subset / dimension) ------------------------------------------------
+    @_framed
     def groups(self, by: By = "subset", *, tag: str | None = None) -> pd.DataFrame:
         """Long frame: one row per job and subset (or dimension) with value, interval, coverage.
 
@@ -511,6 +537,7 @@ class Comparison:
         return _order_groups(out, self.job_ids)
 
     # -- leaderboard ------------------------------------------------------------------
+    @_framed
     def leaderboard(self) -> pd.DataFrame:
         """One row per job, ranked by score (best first; a job without a score ranks last).
 
@@ -565,6 +592,7 @@ class Comparison:
         return frame
 
     # -- comparison table ---------------------------------------------------------------
+    @_framed
     def table(self, by: By = "subset", *, tag: str | None = None) -> pd.DataFrame:
         """Wide frame: one row per subset (or dimension), each job's value and coverage.
 
@@ -600,6 +628,7 @@ class Comparison:
             self.groups(by, tag=tag), self.job_ids, self.colors, by, self.mark, self.baseline.id
         )
 
+    @_framed
     def strengths(self, by: By = "subset", *, tag: str | None = None) -> pd.DataFrame:
         """Where each job is above (strength) or below (weakness) all the others, in words.
 
@@ -703,6 +732,7 @@ class Comparison:
         return f"within noise: {ci}"
 
     # -- paired statistics ----------------------------------------------------------------
+    @_framed
     def paired(self) -> pd.DataFrame:
         """Each other job against the baseline on shared, completely scored tasks.
 
@@ -825,6 +855,7 @@ class Comparison:
             raise EnvloopError(f"{oid!r} is the baseline: pick another job to compare it with")
         return match
 
+    @_framed
     def transitions(
         self,
         other: Job | str | None = None,
@@ -959,6 +990,7 @@ class Comparison:
         matrix.attrs["left_out"] = len(set(frames[0]["task"]) ^ set(frames[1]["task"]))
         return matrix
 
+    @_framed
     def attempts_of(self, tasks: Sequence[str], *, snippet: int = 120) -> pd.DataFrame:
         """Those tasks' attempts in every compared job: task, job, attempt, status, reward, output."""
         rel = self._con.execute(
@@ -995,6 +1027,7 @@ class Comparison:
 
         return curves_chart(self.curve_frame(), self.job_ids, mark=self.mark)
 
+    @_framed
     def curve_frame(self) -> pd.DataFrame:
         """Long frame: job, k, metric (pass@k / pass^k), value, tasks, tasks_total."""
         parts = []

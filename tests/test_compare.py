@@ -543,3 +543,28 @@ def test_jobs_of_another_workspace_are_refused(ws: enb.Workspace, tmp_path: Path
         (b,) = load(other, tmp_path, envloop_job("b", {"t": [1.0]}))
         with pytest.raises(enb.EnvloopError, match="another workspace"):
             ws.compare([a, b])
+
+
+def test_frames_in_pandas_or_polars(ws: enb.Workspace, tmp_path: Path, frame_kind: str) -> None:
+    a, b = load(ws, tmp_path, *fixing_pair())
+    cmp = ws.compare([a, b])
+    rules = BucketRules([Bucket("hard", 0, 0.5), Bucket("easy", 0.5, 1.01)])
+    results = [
+        cmp.leaderboard(frame=frame_kind),
+        cmp.table(frame=frame_kind),
+        cmp.strengths(frame=frame_kind),
+        cmp.paired(frame=frame_kind),
+        cmp.transitions(frame=frame_kind),
+        cmp.transitions("job_new", rules, frame=frame_kind),
+        cmp.groups(frame=frame_kind),
+        cmp.curve_frame(frame=frame_kind),
+        cmp.attempts_of(["t000"], frame=frame_kind),
+    ]
+    module = "pandas" if frame_kind == "pandas" else "polars"
+    assert all(type(r).__module__.startswith(module) for r in results)
+    lb = results[0]
+    assert list(lb["job"]) == ["job_new", "job_base"]
+    fixed = results[4]
+    assert list(fixed["count"])[:2] == [30, 0]
+    with pytest.raises(ValueError, match="frame must be"):
+        cmp.paired(frame="arrow")
