@@ -207,6 +207,16 @@ class CaseSource:
         ).fetchone()
         self.has_composite = bool(has_composite and has_composite[0])
 
+    def close(self) -> None:
+        """Drop this source's temp tables (they also vanish with the connection)."""
+        names = [*self._task_tables.values(), self._attempt_table, self._bucket_table]
+        for name in names:
+            if name is not None:
+                self.con.execute(f"DROP TABLE IF EXISTS {name}")
+        self._task_tables.clear()
+        self._attempt_table = self._bucket_table = None
+        self._counts.clear()
+
     # -- state -------------------------------------------------------------------------
     def task_table(self, policy: Policy = "unknown", threshold: float | None = None) -> str:
         """Name of a temp table with the per-task numbers under ``policy``/``threshold``."""

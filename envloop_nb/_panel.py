@@ -1030,6 +1030,11 @@ class JobPanel:
         )
         self.widget.add_class("enb-job-panel")
 
+    def close(self) -> None:
+        """Close the widgets and drop the panel's temp tables from the workspace."""
+        self.cases.source.close()
+        self.widget.close()
+
     def _policy_changed(self, policy: Any, threshold: float | None) -> None:
         self.cases.policy_changed(policy, threshold)
 

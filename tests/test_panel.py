@@ -247,3 +247,12 @@ def test_pure_html_helpers() -> None:
 
     out = findings_html([F()])
     assert "&lt;b&gt;loop" in out and "many turns" in out
+
+
+def test_close_drops_temp_tables(small: enb.JobPanel) -> None:
+    con = small.job.con
+    small.cases.view.value = "task"
+    temp = "SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '_enb_cases_%'"
+    assert con.execute(temp).fetchone()[0] >= 2
+    small.close()
+    assert con.execute(temp).fetchone()[0] == 0
