@@ -90,13 +90,13 @@ def paired_html(frame: pd.DataFrame) -> str:
         rows.append(
             "<tr>"
             f'<td style="padding:3px 8px"><b>{html.escape(str(r["job"]))}</b></td>'
-            f'<td style="padding:3px 8px;text-align:right">{_signed_pts(r["score_diff"])} pts'
+            f'<td style="padding:3px 8px;text-align:right;white-space:nowrap">{_signed_pts(r["score_diff"])} pts'
             f"<br><small>[{_signed_pts(r['score_low'])}, {_signed_pts(r['score_high'])}]</small></td>"
-            f'<td style="padding:3px 8px;text-align:right">{_signed_pts(r["pass_diff"])} pts'
+            f'<td style="padding:3px 8px;text-align:right;white-space:nowrap">{_signed_pts(r["pass_diff"])} pts'
             f"<br><small>[{_signed_pts(r['pass_low'])}, {_signed_pts(r['pass_high'])}]</small></td>"
-            f'<td style="padding:3px 8px;text-align:right">{_cell(r["fixed"])} / {_cell(r["broken"])}</td>'
-            f'<td style="padding:3px 8px;text-align:right">{p_text}</td>'
-            f'<td style="padding:3px 8px;text-align:right">{int(r["shared_complete"]):,}/{int(r["tasks_union"]):,}'
+            f'<td style="padding:3px 8px;text-align:right;white-space:nowrap">{_cell(r["fixed"])} / {_cell(r["broken"])}</td>'
+            f'<td style="padding:3px 8px;text-align:right;white-space:nowrap">{p_text}</td>'
+            f'<td style="padding:3px 8px;text-align:right;white-space:nowrap">{int(r["shared_complete"]):,}/{int(r["tasks_union"]):,}'
             f" ({format_pct(float(r['shared_share']))})</td>"
             f'<td style="padding:3px 8px;color:{color}">{html.escape(verdict)}'
             + (
