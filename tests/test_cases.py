@@ -279,12 +279,16 @@ def test_random_queries_match_pandas(base_module: enb.Job) -> None:
     from hypothesis import strategies as st
 
     job = base_module
-    whole = job.con.execute(
-        """SELECT a.task, a.attempt, a.status, a.reward, a.turns, a.duration_s, a.input,
+    whole = (
+        job.con.execute(
+            """SELECT a.task, a.attempt, a.status, a.reward, a.turns, a.duration_s, a.input,
                   a.output, a.error, t.position, json_extract_string(t.tags, '$.subset') AS subset
            FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task
            WHERE a.job_id = 'job_base'"""
-    ).to_arrow_table().to_pandas()
+        )
+        .to_arrow_table()
+        .to_pandas()
+    )
     src = CaseSource(job.con, job.id)
     queries = st.builds(
         CaseQuery,
