@@ -290,6 +290,12 @@ class OverviewTab:
         self.error = w.HTML()
         self.guard = _Guard(self.error)
         self.summary: JobSummary | None = None
+        dims_row = job.con.execute(
+            """SELECT (SELECT count(*) FROM dimensions WHERE job_id = $j) > 0
+                   OR (SELECT count(composite) FROM attempts WHERE job_id = $j) > 0""",
+            {"j": job.id},
+        ).fetchone()
+        self.has_dimensions = bool(dims_row and dims_row[0])
         self._cache: dict[tuple[Any, ...], tuple[Any, str, str, Any, Any | None]] = {}
         con = job.con
         status = _charts.status_frame(con, job.id)
@@ -375,9 +381,11 @@ class OverviewTab:
             if hasattr(job, "groups"):
                 by_subset = job.groups(by="subset", policy=policy, threshold=threshold)
                 groups = groups_html(by_subset, "subset")
-                dims = groups_html(
-                    job.groups(by="dimension", policy=policy, threshold=threshold), "dimension"
-                )
+                if self.has_dimensions:  # else it would repeat the cards' reward row
+                    dims = groups_html(
+                        job.groups(by="dimension", policy=policy, threshold=threshold),
+                        "dimension",
+                    )
                 if len(by_subset):
                     scores = by_subset[["value", "score"]].rename(columns={"value": "subset"})
                     rate = bool(scores["score"].dropna().between(0, 1).all())

@@ -47,6 +47,11 @@ def test_overview_cards_facts_and_agreement(small: enb.JobPanel) -> None:
         ov.chart_widgets
     )
     assert "math" in ov.groups.value and "bad cases" in ov.groups.value
+    assert "tests_passed" in ov.dimensions.value  # named dimensions get their own table
+
+
+def test_no_dimension_table_without_dimensions(panel: enb.JobPanel) -> None:
+    assert not panel.overview.has_dimensions and panel.overview.dimensions.value == ""
 
 
 def test_policy_and_threshold_recompute(small: enb.JobPanel) -> None:
