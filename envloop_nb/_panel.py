@@ -510,7 +510,8 @@ class CasesTab:
         self.detail = w.HTML()
         self.error = w.HTML()
         self.guard = _Guard(self.error)
-        self.page: CasePage | None = None
+        self._page: CasePage | None = None
+        self._stale = False
         self.selected: int | None = None
         self._quiet = False
         self._set_sort_options()
@@ -542,6 +543,13 @@ class CasesTab:
             yield
         finally:
             self._quiet = old
+
+    @property
+    def page(self) -> CasePage | None:
+        """The current page (re-queried first if a policy change was deferred)."""
+        if self._stale:
+            self.refresh()
+        return self._page
 
     @property
     def frame(self) -> Any:
@@ -605,9 +613,16 @@ class CasesTab:
         """Re-run the current query (after policy, threshold or bucket changes)."""
         self.guard.run(lambda: self._show(self.query))
 
-    def policy_changed(self, policy: Any, threshold: float | None) -> None:
-        """Use a new missing-value policy / threshold for the per-task numbers."""
+    def policy_changed(self, policy: Any, threshold: float | None, *, defer: bool = False) -> None:
+        """Use a new missing-value policy / threshold for the per-task numbers.
+
+        ``defer=True`` (the tab is hidden) only records it; the rows are re-queried when
+        the tab is shown or the page is read.
+        """
         query = self.query.replace(policy=policy, threshold=threshold, page=self.query.page)
+        if defer:
+            self.query, self._stale = query, True
+            return
         self.guard.run(lambda: self._show(query))
 
     def buckets_changed(self, names: list[str] | None = None) -> None:
@@ -622,7 +637,7 @@ class CasesTab:
 
     def _show(self, query: CaseQuery) -> None:
         page = self.source.fetch(query)  # raises before anything changes
-        self.query, self.page, self.selected = query, page, None
+        self.query, self._page, self.selected, self._stale = query, page, None, False
         self.table.value = page_html(page)
         self.page_label.value = (
             f'<span style="font-variant-numeric:tabular-nums">{html.escape(page.describe())}</span>'
@@ -1037,6 +1052,7 @@ class JobPanel:
             titles=list(TAB_TITLES),
         )
         self.widget.add_class("enb-job-panel")
+        self.widget.observe(self._on_tab, names="selected_index")
 
     def close(self) -> None:
         """Close the widgets and drop the panel's temp tables from the workspace."""
@@ -1044,7 +1060,12 @@ class JobPanel:
         self.widget.close()
 
     def _policy_changed(self, policy: Any, threshold: float | None) -> None:
-        self.cases.policy_changed(policy, threshold)
+        # a hidden Cases tab catches up when it is shown (see _on_tab)
+        self.cases.policy_changed(policy, threshold, defer=self.widget.selected_index != 1)
+
+    def _on_tab(self, change: Any) -> None:
+        if change["new"] == 1 and self.cases._stale:
+            self.cases.refresh()
 
     def __repr__(self) -> str:
         return f"<JobPanel {self.job.id}: {' · '.join(TAB_TITLES)}>"

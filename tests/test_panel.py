@@ -60,7 +60,11 @@ def test_policy_and_threshold_recompute(small: enb.JobPanel) -> None:
     ov.policy.value = "failure"
     assert ov.summary.policy == "failure" and ov.summary.score == pytest.approx(0.5)
     assert "policy=&#x27;failure&#x27;" in ov.cards.value
-    assert small.cases.query.policy == "failure"  # the Cases tab follows
+    assert small.cases.query.policy == "failure"  # the Cases tab follows...
+    assert small.cases._stale  # ...lazily: it is hidden, so it re-queries when shown
+    small.widget.selected_index = 1
+    assert not small.cases._stale and small.cases.page.query.policy == "failure"
+    small.widget.selected_index = 0
     ov.threshold.value = 0.5
     ov.use_threshold.value = True
     assert ov.summary.threshold == 0.5 and "reward ≥ 0.5" in ov.cards.value
@@ -261,3 +265,12 @@ def test_close_drops_temp_tables(small: enb.JobPanel) -> None:
     assert con.execute(temp).fetchone()[0] >= 2
     small.close()
     assert con.execute(temp).fetchone()[0] == 0
+
+
+def test_hidden_cases_tab_catches_up_when_read(small: enb.JobPanel) -> None:
+    small.cases.view.value = "task"
+    small.overview.policy.value = "failure"
+    assert small.cases._stale
+    frame = small.cases.frame  # reading the page re-queries it
+    assert not small.cases._stale
+    assert frame.set_index("task").loc["C", "pass_rate"] == 0.0  # missing counted as 0
