@@ -163,3 +163,16 @@ def test_sample_data_loads(ws: enb.Workspace) -> None:
 
 def test_pandas_and_polars_attempts_agree(ws: enb.Workspace) -> None:
     assert_frames_agree(load_job(ws, THREE_TASKS))
+
+
+def test_error_type_is_the_leading_exception_name(tmp_path: Path) -> None:
+    doc = json.loads(THREE_TASKS.read_text())
+    doc["trials"][1]["error"] = "AgentTimeoutError: agent did not finish within 1800s"
+    doc["trials"][4]["error"] = "verifier crashed"
+    path = tmp_path / "errors.json"
+    path.write_text(json.dumps(doc))
+    ws = enb.open()
+    attempts = ws.load(path).attempts()
+    types = dict(zip(attempts["trial_id"], attempts["error_type"], strict=True))
+    assert types["tr_2"] == "AgentTimeoutError"
+    assert pd.isna(types["tr_5"])  # no leading exception name: no type, not a guess

@@ -391,7 +391,10 @@ def _stage_trials(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
     con.execute(
         f"""INSERT INTO {stage_name("attempts")} BY NAME
         SELECT $job_id AS job_id, task, attempt, trial_id, status, exit_code, error,
-               NULL AS error_type, reward,
+               -- The export has no error type; take a leading exception name
+               -- ("AgentTimeoutError: ...") when the error text starts with one.
+               nullif(regexp_extract(error, '^([A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Timeout))(?::| |$)', 1), '')
+                   AS error_type, reward,
                TRY_CAST(metrics->'$.composite' AS DOUBLE) AS composite,
                metrics->>'$.judge_summary' AS judge_summary,
                metrics->>'$.verifier_version' AS verifier_version,
