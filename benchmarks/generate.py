@@ -84,6 +84,10 @@ SIZES: dict[str, Shape] = {
         Shape("10M", 312_500, 32),
         # few tasks, many attempts (RL-style rollouts)
         Shape("1Mx1000", 1_000, 1_000),
+        # many tasks, few attempts: dataset exports write one row per task
+        Shape("10kt", 10_000, 4),
+        Shape("50kt", 50_000, 4),
+        Shape("100kt", 100_000, 4),
     )
 }
 

@@ -125,8 +125,6 @@ Body = Callable[[], Any]
 
 def _setup(name: str, s: Shape, dump: Path | None) -> tuple[Body, int, Callable[[Any], Any]]:
     """(timed body, rows processed, after(result) -> extra facts for the report)."""
-    nothing: Callable[[Any], Any] = lambda _r: {}  # noqa: E731
-
     if name == "ingest_jsonl":
         ensure(s, ("jsonl",))
         ws = _fresh_ws(s, "jsonl")
@@ -234,20 +232,21 @@ def _setup(name: str, s: Shape, dump: Path | None) -> tuple[Body, int, Callable[
             return (lambda: job.export_xlsx(target)), rows, size
         folder = OUT_DIR / f"dataset-{s.name}"
         shutil.rmtree(folder, ignore_errors=True)
-        from envloop_nb._buckets import Bucket, BucketRules
-
-        rules = BucketRules([Bucket("all", 0, 1.0001)], metric="pass_rate")
         tasks = int(
             ws.con.execute("SELECT count(*) FROM tasks WHERE job_id = ?", [job.id]).fetchone()[0]
         )
+
+        def written(result: Any) -> Any:
+            return {"row_count": getattr(result, "row_count", None)}
+
         return (
             (
                 lambda: job.export_dataset(
-                    folder, name="bench", version="1", rules=rules, buckets=["all"], format="jsonl"
+                    folder, name="bench", version="1", format="jsonl", overwrite=True
                 )
             ),
             tasks,
-            nothing,
+            written,
         )
 
     if name == "panel":
@@ -431,7 +430,9 @@ def run(
     panel_size: str | None,
     stages: set[str],
     jsonl_sizes: tuple[str, ...] = ("100k", "1M"),
+    dataset_sizes: tuple[str, ...] = ("10kt", "50kt", "100kt"),
     out: Path = HERE / "RESULTS.md",
+    merge: bool = False,
 ) -> dict[str, Any]:
     """Run the stages in the order that gets the headline numbers first.
 
@@ -446,13 +447,30 @@ def run(
         "checks": [],
         "notes": [],
     }
+    if merge and (DATA / "results.json").exists():
+        # add to (or replace stages of) an earlier run instead of starting afresh
+        old = json.loads((DATA / "results.json").read_text())
+        for key in ("results", "checks", "notes"):
+            report[key] = old[key]
+        first = old["machine"]["date"].split(" – ")[0]
+        report["machine"]["date"] = first + " – " + report["machine"]["date"]
+        report["load_start"] = old["load_start"]
+        report["merged_minutes"] = old.get("wall_minutes", 0)
     results: list[dict[str, Any]] = report["results"]
     t_start = time.perf_counter()
 
     def add(r: dict[str, Any]) -> dict[str, Any]:
+        results[:] = [
+            x
+            for x in results
+            if (x["stage"], x["size"]) != (r["stage"], r["size"])
+            and not (x["stage"] == r["stage"] and "error" in x)  # superseded failures
+        ]
         results.append(r)
         report["load_end"] = os.getloadavg()
-        report["wall_minutes"] = (time.perf_counter() - t_start) / 60
+        report["wall_minutes"] = (
+            report.get("merged_minutes", 0) + (time.perf_counter() - t_start) / 60
+        )
         save(report, out)
         return r
 
@@ -460,7 +478,9 @@ def run(
         return min(repeats, 2) if s.slots >= 10_000_000 else repeats
 
     # -- data -------------------------------------------------------------------------
-    for size in sorted(set(sizes) | set(xlsx_sizes), key=lambda n: shape(n).slots):
+    for size in sorted(
+        set(sizes) | set(xlsx_sizes) | set(dataset_sizes), key=lambda n: shape(n).slots
+    ):
         s = shape(size)
         formats = ("parquet", "hive", "jsonl") if size in jsonl_sizes else ("parquet", "hive")
         ensure(s, formats)
@@ -476,7 +496,9 @@ def run(
             s = shape(size)
             r = add(measure("ingest_table", size, ingest_repeats(s), timeout=1800))
             report["checks"].append(_check_ingest(s, r))
-    for size in set(sizes) | set(xlsx_sizes) if stages & {"2", "3", "4"} else ():
+    for size in (
+        set(sizes) | set(xlsx_sizes) | set(dataset_sizes) if stages & {"2", "3", "4"} else ()
+    ):
         s = shape(size)
         if not any(ws_path(s, via).exists() for via in ("table", "jsonl")):
             r = measure("ingest_table" if have_table else "ingest_jsonl", size, 1, timeout=3600)
@@ -516,7 +538,7 @@ def run(
     if "4" in stages:
         for size in xlsx_sizes:
             add(measure("export_xlsx", size, max(1, min(repeats, 3)), timeout=1800))
-        for size in xlsx_sizes:
+        for size in dataset_sizes:
             add(measure("export_dataset", size, max(1, min(repeats, 3)), timeout=1800))
     # -- stage 1b: the other ingests -----------------------------------------------------
     if "1" in stages:
@@ -533,7 +555,7 @@ def run(
             if have_table and s.slots >= 10_000_000:
                 add(measure("ingest_table_1gb", size, 1, timeout=1800))
     report["load_end"] = os.getloadavg()
-    report["wall_minutes"] = (time.perf_counter() - t_start) / 60
+    report["wall_minutes"] = report.get("merged_minutes", 0) + (time.perf_counter() - t_start) / 60
     return report
 
 
@@ -555,6 +577,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--pandas-repeats", type=int, default=3)
     parser.add_argument("--jsonl-sizes", default="100k,1M", help="sizes of the JSONL ingest")
     parser.add_argument("--xlsx-sizes", default="10k,50k,100k")
+    parser.add_argument("--dataset-sizes", default="10kt,50kt,100kt")
+    parser.add_argument(
+        "--merge", action="store_true", help="add to / replace stages of the last results.json"
+    )
     parser.add_argument("--panel-size", default="1M")
     parser.add_argument("--stages", default="1,2,3,4,5")
     parser.add_argument("--quick", action="store_true", help="100k only, 2 repeats")
@@ -562,7 +588,7 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.repeats, args.pandas_repeats = "100k", 2, 2
-        args.xlsx_sizes, args.panel_size = "10k,100k", "100k"
+        args.xlsx_sizes, args.panel_size, args.dataset_sizes = "10k,100k", "100k", "10kt"
     report = run(
         args.sizes.split(","),
         args.repeats,
@@ -570,8 +596,10 @@ def main(argv: list[str]) -> None:
         xlsx_sizes=[x for x in args.xlsx_sizes.split(",") if x],
         panel_size=args.panel_size or None,
         stages=set(args.stages.split(",")),
-        jsonl_sizes=tuple(args.jsonl_sizes.split(",")),
+        jsonl_sizes=tuple(x for x in args.jsonl_sizes.split(",") if x),
+        dataset_sizes=tuple(x for x in args.dataset_sizes.split(",") if x),
         out=Path(args.out),
+        merge=args.merge,
     )
     save(report, Path(args.out))
     print(f"wrote {args.out}")
