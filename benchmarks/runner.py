@@ -417,8 +417,13 @@ def save(report: dict[str, Any], out: Path) -> None:
     from .report import write_markdown
 
     DATA.mkdir(parents=True, exist_ok=True)
-    (DATA / "results.json").write_text(json.dumps(report, indent=1, default=str))
+    results_json(out).write_text(json.dumps(report, indent=1, default=str))
     out.write_text(write_markdown(report))
+
+
+def results_json(out: Path) -> Path:
+    """``data/results.json`` for ``RESULTS.md``, ``data/results-quick.json`` for a quick run."""
+    return DATA / f"{out.stem.lower()}.json"
 
 
 def run(
@@ -447,9 +452,9 @@ def run(
         "checks": [],
         "notes": [],
     }
-    if merge and (DATA / "results.json").exists():
+    if merge and results_json(out).exists():
         # add to (or replace stages of) an earlier run instead of starting afresh
-        old = json.loads((DATA / "results.json").read_text())
+        old = json.loads(results_json(out).read_text())
         for key in ("results", "checks", "notes"):
             report[key] = old[key]
         first = old["machine"]["date"].split(" – ")[0]
@@ -583,12 +588,18 @@ def main(argv: list[str]) -> None:
     )
     parser.add_argument("--panel-size", default="1M")
     parser.add_argument("--stages", default="1,2,3,4,5")
-    parser.add_argument("--quick", action="store_true", help="100k only, 2 repeats")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="100k only, 2 repeats; writes benchmarks/data/RESULTS-quick.md",
+    )
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.repeats, args.pandas_repeats = "100k", 2, 2
         args.xlsx_sizes, args.panel_size, args.dataset_sizes = "10k,100k", "100k", "10kt"
+        if args.out == str(HERE / "RESULTS.md"):  # keep the committed results
+            args.out = str(DATA / "RESULTS-quick.md")
     report = run(
         args.sizes.split(","),
         args.repeats,
