@@ -296,7 +296,8 @@ def _targets(res: list[dict[str, Any]]) -> list[str]:
         its = [
             i
             for i in panel[0]["extra"].get("interactions", [])
-            if not str(i["interaction"]).startswith("setup")
+            # setup rows and the indented per-call breakdown rows are not interactions
+            if not str(i["interaction"]).startswith(("setup", " "))
         ]
         worst_it = max(its, key=lambda i: i["median_ms"]) if its else None
         if worst_it:
