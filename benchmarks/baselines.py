@@ -147,6 +147,60 @@ def pandas_baseline(path: Path | str, threshold: float, kmax: int, ks: Sequence[
     return per_task, pd.DataFrame(rows)
 
 
+def pandas_apply_baseline(
+    path: Path | str, threshold: float, kmax: int, ks: Sequence[int] = KS
+) -> Any:
+    """pandas with the per-task estimator applied row by row (``DataFrame.apply``), the
+    way the Codex paper's ``estimator`` is often pasted into notebooks. Slow by nature;
+    run at 1M attempts at most."""
+    import math
+
+    import numpy as np
+    import pandas as pd
+
+    df = pd.read_parquet(path, columns=["task", "status", "reward"])
+    df["passed"] = df["reward"] >= threshold
+    df["invalid"] = df["reward"].isna() & df["status"].isin(ENDED)
+    per_task = (
+        df.groupby("task")
+        .agg(
+            dispatched=("reward", "size"),
+            scored=("reward", "count"),
+            invalid=("invalid", "sum"),
+            passes=("passed", "sum"),
+            reward_mean=("reward", "mean"),
+        )
+        .reset_index()
+    )
+
+    def pass_at_k(n: int, c: int, k: int) -> float:
+        if n < k:
+            return np.nan
+        if n - c < k:
+            return 1.0
+        return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+    def pass_hat_k(n: int, c: int, k: int) -> float:
+        if n < k:
+            return np.nan
+        return math.comb(c, k) / math.comb(n, k)
+
+    def column(f: Any, k: int) -> Any:
+        return per_task.apply(lambda r: f(int(r["scored"]), int(r["passes"]), k), axis=1)
+
+    for k in ks:
+        per_task[f"pass@{k}"] = column(pass_at_k, k)
+        per_task[f"pass^{k}"] = column(pass_hat_k, k)
+    rows = []
+    for k in range(1, kmax + 1):
+        at, hat = column(pass_at_k, k), column(pass_hat_k, k)
+        if at.notna().any():
+            rows.append(
+                {"k": k, "pass@k": at.mean(), "pass^k": hat.mean(), "tasks": int(at.notna().sum())}
+            )
+    return per_task, pd.DataFrame(rows)
+
+
 # -- polars, idiomatic ------------------------------------------------------------------
 
 

@@ -184,7 +184,12 @@ def _setup(name: str, s: Shape, dump: Path | None) -> tuple[Body, int, Callable[
             ws, job = _open_job(s)
             return (lambda: bl.envloop(job, THRESHOLD, KMAX)), s.slots, keep
         ensure(s, ("parquet",))
-        fn = {"floor": bl.floor, "pandas": bl.pandas_baseline, "polars": bl.polars_baseline}[impl]
+        fn = {
+            "floor": bl.floor,
+            "pandas": bl.pandas_baseline,
+            "polars": bl.polars_baseline,
+            "pandas_apply": bl.pandas_apply_baseline,
+        }[impl]
         return (lambda: fn(s.parquet, THRESHOLD, KMAX)), s.slots, keep
 
     if name == "buckets":
@@ -529,6 +534,22 @@ def run(
                     )
                     by_impl[impl]["agrees"] = problem is None
             save(report, out)
+    # -- stage 2b: pandas with a row-wise apply (the slow notebook idiom), one run -------
+    if stages & {"2", "2b"}:
+        for size in sizes:
+            if not (CHECK_DIR / size / "envloop-curve.parquet").exists():
+                continue
+            r = add(measure("stage2_pandas_apply", size, 1, dump=CHECK_DIR / size, timeout=1800))
+            if "error" not in r:
+                problem = bl.disagreement(
+                    _load_check(CHECK_DIR / size, "envloop"),
+                    _load_check(CHECK_DIR / size, "pandas_apply"),
+                )
+                report["checks"].append(
+                    {"what": f"stage 2 {size}: envloop_nb vs pandas_apply", "problem": problem}
+                )
+                r["agrees"] = problem is None
+                save(report, out)
     # -- stage 3: buckets --------------------------------------------------------------
     if "3" in stages:
         for size in sizes:

@@ -73,9 +73,14 @@ def test_generator_is_deterministic(tmp_path: Path) -> None:
     assert duckdb.sql(q.format(b.parquet, a.parquet)).fetchall() == []
 
 
-@pytest.mark.parametrize("name", ["floor", "pandas", "polars"])
+@pytest.mark.parametrize("name", ["floor", "pandas", "polars", "pandas_apply"])
 def test_baselines_agree_with_envloop_nb(shape_100k, envloop_result, name: str) -> None:
-    fn = {"floor": bl.floor, "pandas": bl.pandas_baseline, "polars": bl.polars_baseline}[name]
+    fn = {
+        "floor": bl.floor,
+        "pandas": bl.pandas_baseline,
+        "polars": bl.polars_baseline,
+        "pandas_apply": bl.pandas_apply_baseline,
+    }[name]
     expected = envloop_result[3]
     got = bl.canonical(*fn(shape_100k.parquet, THRESHOLD, KMAX))
     assert bl.disagreement(expected, got) is None
