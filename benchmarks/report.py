@@ -228,7 +228,8 @@ def write_markdown(report: dict[str, Any]) -> str:
         "min/max/std, tags).\n"
     )
     w("## Agreement checks\n")
-    for c in report["checks"]:
+    latest = {c["what"]: c for c in report["checks"]}  # a merged re-run supersedes
+    for c in latest.values():
         w(f"- {c['what']}: {'agree' if c['problem'] is None else '**' + c['problem'] + '**'}")
     w("")
     w("## Data\n")
