@@ -5,8 +5,12 @@ Every row is a job summary restricted to one group, with the platform's semantic
 job's k, plus a *bad case* count: tasks whose per-task pass rate (binary) or mean value
 (graded) is worse than ``bad_below``.
 
-Work happens in one DuckDB query: attempts are grouped by (value name, task) first, then
-by group; the few group rows are finished by a pure function (:func:`finish_rows`).
+Attempts are grouped by (value name, task) first, then by group; the few group rows are
+finished by a pure function (:func:`finish_rows`). The per-task step never depends on the
+policy and is memoized like the job's per-task counts (:func:`envloop_nb._metrics.cached`,
+keyed by ``jobs.loaded_at``): by tag it *is* the job's per-task counts
+(:func:`envloop_nb._metrics.task_counts`, shared with the summary, samples and curve), so
+a policy change regroups a per-task table in DuckDB and never rescans the attempts.
 
 Binary or not is decided per value name over the whole job (not per group), so every
 row of one table uses the same metric definitions. A per-task rate exists as in
@@ -28,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ._frames import to_frame
-from ._metrics import ENDED, _check_options
+from ._metrics import ENDED, _check_options, cached, task_counts
 
 if TYPE_CHECKING:
     import duckdb
@@ -48,49 +52,59 @@ def _for(option: PerName, name: str) -> float | None:
     return None if value is None else float(value)
 
 
-def _per_task_sql(values_sql: str, failure: bool) -> str:
+def _per_task_sql(values_sql: str) -> str:
     """One row per (name, task): counts and sums of ``values_sql`` (name, task, attempt, value).
 
     ``$names``/``$thr``/``$hib``/``$bad`` are parallel lists giving each name's options.
+    Policy-free: :func:`_rated_sql` applies the policy.
     """
-    n_expr = "s.k" if failure else "count(v.value)"
     return f"""
-    vals AS ({values_sql}),
+    WITH vals AS ({values_sql}),
     opts AS (SELECT unnest($names) AS name, unnest($thr) AS thr, unnest($hib) AS hib,
                     unnest($bad) AS bad),
     slots AS (
         SELECT o.name, o.thr, o.hib, o.bad, t.task, t.position, j.attempts AS k
         FROM tasks t JOIN jobs j ON j.job_id = t.job_id CROSS JOIN opts o
-        WHERE t.job_id = $job_id),
-    per_task AS (
-        SELECT s.name, s.task, s.position, s.k, s.thr, s.hib, s.bad,
-               count(a.attempt)::INTEGER AS dispatched,
-               count(v.value)::INTEGER AS scored,
-               {n_expr}::INTEGER AS n,
-               count(*) FILTER (WHERE a.attempt IS NOT NULL AND v.value IS NULL
-                                AND a.status IN {ENDED!r})::INTEGER AS invalid,
-               count(*) FILTER (WHERE CASE
-                   WHEN s.thr IS NULL THEN v.value = CASE WHEN s.hib IS FALSE THEN 0 ELSE 1 END
-                   WHEN s.hib IS FALSE THEN v.value <= s.thr
-                   ELSE v.value >= s.thr END)::INTEGER AS passes,
-               count(*) FILTER (WHERE v.value IS NOT NULL AND v.value NOT IN (0, 1))::INTEGER
-                   AS nonbinary,
-               coalesce(sum(v.value), 0)::DOUBLE AS vsum
-        FROM slots s
-        LEFT JOIN attempts a ON a.job_id = $job_id AND a.task = s.task
-        LEFT JOIN vals v ON v.name = s.name AND v.task = a.task AND v.attempt = a.attempt
-        GROUP BY ALL),
+        WHERE t.job_id = $job_id)
+    SELECT s.name, s.task, s.position, s.k, s.thr, s.hib, s.bad,
+           count(a.attempt)::INTEGER AS dispatched,
+           count(v.value)::INTEGER AS scored,
+           count(*) FILTER (WHERE a.attempt IS NOT NULL AND v.value IS NULL
+                            AND a.status IN {ENDED!r})::INTEGER AS invalid,
+           count(*) FILTER (WHERE CASE
+               WHEN s.thr IS NULL THEN v.value = CASE WHEN s.hib IS FALSE THEN 0 ELSE 1 END
+               WHEN s.hib IS FALSE THEN v.value <= s.thr
+               ELSE v.value >= s.thr END)::INTEGER AS passes,
+           count(*) FILTER (WHERE v.value IS NOT NULL AND v.value NOT IN (0, 1))::INTEGER
+               AS nonbinary,
+           coalesce(sum(v.value), 0)::DOUBLE AS vsum
+    FROM slots s
+    LEFT JOIN attempts a ON a.job_id = $job_id AND a.task = s.task
+    LEFT JOIN vals v ON v.name = s.name AND v.task = a.task AND v.attempt = a.attempt
+    GROUP BY ALL
+    """
+
+
+def _rated_sql(failure: bool) -> str:
+    """CTEs over the per-task table ``per_task``: ``n`` and the task's rate under the policy."""
+    return f"""
+    per_task_n AS (
+        SELECT *, ({"k" if failure else "scored"})::INTEGER AS n FROM per_task),
     bin_of AS (
         SELECT name, (sum(nonbinary) = 0 OR any_value(thr) IS NOT NULL) AS is_binary
-        FROM per_task GROUP BY name),
+        FROM per_task_n GROUP BY name),
     rated AS (
         SELECT p.*, b.is_binary,
                CASE WHEN b.is_binary THEN
                         CASE WHEN n > 0 AND ({"TRUE" if failure else "scored = k"})
                              THEN passes / n END
                     ELSE CASE WHEN n > 0 THEN vsum / n END END AS task_value
-        FROM per_task p JOIN bin_of b USING (name))
+        FROM per_task_n p JOIN bin_of b USING (name))
     """
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
 
 
 _GROUP_SELECT = """
@@ -192,6 +206,13 @@ def _fetch(
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
+def _query(con: duckdb.DuckDBPyConnection, per_task: pa.Table, sql: str) -> list[dict[str, Any]]:
+    """Run ``sql`` with the Arrow table ``per_task`` as the relation ``per_task``."""
+    rel = con.from_arrow(per_task).query("per_task", sql)
+    names = list(rel.columns)
+    return [dict(zip(names, row, strict=True)) for row in rel.fetchall()]
+
+
 def _table(
     lead: list[tuple[str, pa.DataType]], rows: list[dict[str, Any]], policy: Policy
 ) -> pa.Table:
@@ -233,21 +254,31 @@ def tag_groups(
             f"no task of job {job_id!r} has tag {key!r}; tags present: "
             + (", ".join(keys) if keys else "none")
         )
+    counts = task_counts(con, job_id, threshold)  # memoized: shared with summary/curve
+    size = counts.num_rows
+    per_task = pa.table(
+        {
+            "name": pa.array(["reward"] * size, pa.string()),
+            "task": counts.column("task"),
+            "k": counts.column("k"),
+            "thr": pa.array([threshold] * size, pa.float64()),
+            "hib": pa.array([True] * size, pa.bool_()),
+            "bad": pa.array([float(bad_below)] * size, pa.float64()),
+            "scored": counts.column("scored"),
+            "invalid": counts.column("invalid"),
+            "passes": counts.column("passes"),
+            "nonbinary": counts.column("nonbinary"),
+            "vsum": counts.column("reward_sum"),
+        }
+    )
     sql = f"""
-    WITH {_per_task_sql("SELECT 'reward' AS name, task, attempt, reward AS value FROM attempts WHERE job_id = $job_id", policy == "failure")}
-    SELECT $key AS key, tt.value AS value, {_GROUP_SELECT}
-    FROM rated r LEFT JOIN task_tags tt ON tt.job_id = $job_id AND tt.task = r.task AND tt.key = $key
+    WITH {_rated_sql(policy == "failure")}
+    SELECT {_literal(key)} AS key, tt.value AS value, {_GROUP_SELECT}
+    FROM rated r LEFT JOIN task_tags tt
+        ON tt.job_id = {_literal(job_id)} AND tt.task = r.task AND tt.key = {_literal(key)}
     GROUP BY tt.value ORDER BY tt.value NULLS LAST
     """
-    params = {
-        "job_id": job_id,
-        "key": key,
-        "names": ["reward"],
-        "thr": [threshold],
-        "hib": [True],
-        "bad": [float(bad_below)],
-    }
-    raw = _fetch(con, sql, params)
+    raw = _query(con, per_task, sql)
     rows = [
         {"key": r["key"], "value": r["value"], **f, "threshold": threshold}
         for r, f in zip(raw, finish_rows(raw, policy), strict=True)
@@ -316,11 +347,18 @@ def dimension_groups(
         "hib": [h for _, _, h in names],
         "bad": [_for(bad_below, n) for n, _, _ in names],
     }
+    key = tuple(tuple(v) for v in params.values() if isinstance(v, list))
+    per_task = cached(
+        con,
+        job_id,
+        ("dimension_groups", *key),
+        lambda: con.execute(_per_task_sql(values_sql), params).to_arrow_table(),
+    )
     sql = f"""
-    WITH {_per_task_sql(values_sql, policy == "failure")}
+    WITH {_rated_sql(policy == "failure")}
     SELECT name, {_GROUP_SELECT} FROM rated GROUP BY name
     """
-    raw = {r["name"]: r for r in _fetch(con, sql, params)}
+    raw = {r["name"]: r for r in _query(con, per_task, sql)}
     ordered = [raw[n] for n, _, _ in names]
     rows = [
         {

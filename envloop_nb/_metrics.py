@@ -9,12 +9,20 @@ depend on the policy; metrics do. ``threshold=t`` makes ``reward >= t`` a pass. 
 even with a threshold <= 0.
 
 Aggregation groups by task in SQL, so work on the Python side scales with tasks, not
-attempts; the combinatorics run vectorized on the per-task counts (``_passk``).
+attempts; the combinatorics run vectorized on the per-task counts (``_passk``), once per
+distinct (n, c) pair: with k attempts per task there are at most (k+1)² of them.
+
+One scan per (job, threshold): the per-task counts are memoized per connection (a small
+LRU, weakly keyed by the connection) and keyed by ``jobs.loaded_at``, so a reload or a
+removal of the job is never answered from the cache. The policy never changes the counts,
+so switching it never rescans the attempts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -88,11 +96,95 @@ def task_counts_sql(job_id_param: str = "$job_id", threshold: float | None = Non
     """
 
 
+#: Cached results per connection, least recently used first (see :func:`cached`).
+_CACHE: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[Any, ...], Any]] = (
+    weakref.WeakKeyDictionary()
+)
+#: Entries kept per connection (each per-task table is ~100 bytes per task).
+CACHE_SIZE = 6
+
+
+def job_row(con: duckdb.DuckDBPyConnection, job_id: str) -> tuple[Any, int] | None:
+    """``(loaded_at, attempts)`` of the job, or None when the workspace has no such job."""
+    row = con.execute("SELECT loaded_at, attempts FROM jobs WHERE job_id = ?", [job_id]).fetchone()
+    return None if row is None else (row[0], int(row[1]))
+
+
+def cached(
+    con: duckdb.DuckDBPyConnection, job_id: str, key: Hashable, compute: Callable[[], Any]
+) -> Any:
+    """``compute()`` memoized per connection under ``(job_id, key, jobs.loaded_at)``.
+
+    A reloaded job has a new ``loaded_at`` and a removed one has no row, so neither is
+    answered from the cache. Values must be immutable (Arrow tables, tuples).
+    """
+    row = job_row(con, job_id)
+    if row is None:
+        for entries in _CACHE.values():  # forget a removed job's entries
+            for stale in [e for e in entries if e[0] == job_id]:
+                del entries[stale]
+        return compute()
+    full = (job_id, key, row[0])
+    try:
+        entries = _CACHE.setdefault(con, OrderedDict())
+    except TypeError:  # a connection-like object that cannot be weakly referenced
+        return compute()
+    if full in entries:
+        entries.move_to_end(full)
+        return entries[full]
+    value = compute()
+    entries[full] = value
+    while len(entries) > CACHE_SIZE:
+        entries.popitem(last=False)
+    return value
+
+
+def clear_cache(con: duckdb.DuckDBPyConnection | None = None) -> None:
+    """Forget the memoized per-task tables of one connection (or of all)."""
+    if con is None:
+        _CACHE.clear()
+    else:
+        _CACHE.pop(con, None)
+
+
 def task_counts(
     con: duckdb.DuckDBPyConnection, job_id: str, threshold: float | None = None
 ) -> pa.Table:
-    """Per-task counts of one job as an Arrow table (one row per requested task)."""
-    return con.execute(task_counts_sql("$job_id", threshold), {"job_id": job_id}).to_arrow_table()
+    """Per-task counts of one job as an Arrow table (one row per requested task).
+
+    Memoized per ``(connection, job_id, threshold, jobs.loaded_at)`` (see :func:`cached`);
+    the table is shared, never modify it.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> ws = enb.open()
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> counts = task_counts(ws.con, job.id)
+    >>> counts.column("passes").to_pylist(), task_counts(ws.con, job.id) is counts
+    ([1, 2, 0], True)
+    """
+    threshold = None if threshold is None else float(threshold)
+    return cached(
+        con,
+        job_id,
+        ("task_counts", threshold),
+        lambda: con.execute(
+            task_counts_sql("$job_id", threshold), {"job_id": job_id}
+        ).to_arrow_table(),
+    )
+
+
+def _unique_pairs(
+    n: np.ndarray, c: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (n, c) pairs: ``(un, uc, inverse, counts)`` with ``n == un[inverse]``."""
+    if len(n) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty
+    base = int(c.max()) + 1
+    uniq, inverse, counts = np.unique(n * base + c, return_inverse=True, return_counts=True)
+    return uniq // base, uniq % base, inverse.reshape(-1), counts
 
 
 @dataclass(frozen=True)
@@ -190,27 +282,29 @@ def job_summary(
 ) -> JobSummary:
     """Compute a job's summary (see the module docstring for the exact semantics)."""
     _check_options(policy, threshold)
-    row = con.execute(
-        f"""
-        WITH per_task AS ({task_counts_sql("$job_id", threshold)})
-        SELECT any_value(k), count(*), coalesce(sum(scored), 0), coalesce(sum(invalid), 0),
-               count(*) FILTER (WHERE scored = k),
-               coalesce(sum(reward_sum), 0), coalesce(sum(passes), 0),
-               coalesce(sum(nonbinary), 0),
-               avg((passes > 0)::INTEGER) FILTER (WHERE scored = k),
-               avg((passes = k)::INTEGER) FILTER (WHERE scored = k),
-               avg((passes > 0)::INTEGER), avg((passes = k)::INTEGER)
-        FROM per_task
-        """,
-        {"job_id": job_id},
-    ).fetchone()
-    assert row is not None
-    (k, members, scored, invalid, complete, reward_sum, passes, nonbinary,
-     at_k_complete, hat_k_complete, at_k_all, hat_k_all) = row  # fmt: skip
-    if k is None:  # a job with no requested task
-        k = int(
-            con.execute("SELECT attempts FROM jobs WHERE job_id = ?", [job_id]).fetchone()[0]  # type: ignore[index]
-        )
+    counts = task_counts(con, job_id, threshold)
+    arr = _per_task_arrays(counts, "unknown")
+    k_col, scored_t, passes_t = arr["k"], arr["scored"], arr["c"]
+    members = len(k_col)
+    if members:
+        k = int(k_col[0])
+    else:  # a job with no requested task
+        row = job_row(con, job_id)
+        if row is None:
+            raise ValueError(f"no job {job_id!r} in this workspace")
+        k = row[1]
+    scored = int(scored_t.sum())
+    invalid = int(np.asarray(counts.column("invalid"), dtype=np.int64).sum())
+    full = scored_t == k_col
+    complete = int(full.sum())
+    reward_sum = float(np.asarray(counts.column("reward_sum"), dtype=np.float64).sum())
+    passes = int(passes_t.sum())
+    nonbinary = int(np.asarray(counts.column("nonbinary"), dtype=np.int64).sum())
+    any_pass, all_pass = passes_t > 0, passes_t == k_col
+    at_k_complete = float(any_pass[full].mean()) if complete else None
+    hat_k_complete = float(all_pass[full].mean()) if complete else None
+    at_k_all = float(any_pass.mean()) if members else None
+    hat_k_all = float(all_pass.mean()) if members else None
     total = int(members) * int(k)
     binary = threshold is not None or int(nonbinary) == 0
     score = pass_ = at_k = hat_k = None
@@ -240,6 +334,13 @@ def job_summary(
         policy=policy,
         threshold=threshold,
     )
+
+
+def _job_k(con: duckdb.DuckDBPyConnection, job_id: str) -> int:
+    row = job_row(con, job_id)
+    if row is None:
+        raise ValueError(f"no job {job_id!r} in this workspace")
+    return row[1]
 
 
 def _estimates(
@@ -282,8 +383,7 @@ def samples(
     """
     _check_options(policy, threshold)
     counts = task_counts(con, job_id, threshold)
-    job_k = int(con.execute("SELECT attempts FROM jobs WHERE job_id = ?", [job_id]).fetchone()[0])  # type: ignore[index]
-    ks = list(ks) if ks is not None else [job_k]
+    ks = list(ks) if ks is not None else [_job_k(con, job_id)]
     arr = _per_task_arrays(counts, policy)
     n, c, scored = arr["n"], arr["c"], arr["scored"]
     k_req = arr["k"]
@@ -318,13 +418,15 @@ def samples(
         ),
         "complete": pa.array(complete),
     }
+    un, uc, inverse, _ = _unique_pairs(n, c)  # evaluate once per distinct (n, c)
     for k in ks:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        ok = (n >= k) & binary
-        at, hat = _estimates(n, c, k, ok)
-        cols[f"pass@{k}"] = pa.array(at, mask=~ok)
-        cols[f"pass^{k}"] = pa.array(hat, mask=~ok)
+        ok_u = (un >= k) & binary
+        at_u, hat_u = _estimates(un, uc, k, ok_u)
+        ok = ok_u[inverse]
+        cols[f"pass@{k}"] = pa.array(at_u[inverse], mask=~ok)
+        cols[f"pass^{k}"] = pa.array(hat_u[inverse], mask=~ok)
     cols["reward_mean"] = pa.array(mean, mask=np.isnan(mean))
     cols["reward_min"] = pa.array(rmin, mask=np.isnan(rmin))
     cols["reward_max"] = pa.array(rmax, mask=np.isnan(rmax))
@@ -352,8 +454,7 @@ def curve(
     """
     _check_options(policy, threshold)
     counts = task_counts(con, job_id, threshold)
-    job_k = int(con.execute("SELECT attempts FROM jobs WHERE job_id = ?", [job_id]).fetchone()[0])  # type: ignore[index]
-    ks = list(ks) if ks is not None else list(range(1, job_k + 1))
+    ks = list(ks) if ks is not None else list(range(1, _job_k(con, job_id) + 1))
     arr = _per_task_arrays(counts, policy)
     n, c = arr["n"], arr["c"]
     binary = threshold is not None or int(np.asarray(counts.column("nonbinary")).sum()) == 0
@@ -362,15 +463,18 @@ def curve(
     rows_at: list[float | None] = []
     rows_hat: list[float | None] = []
     rows_tasks: list[int] = []
+    # The mean over tasks is a count-weighted mean over the distinct (n, c) pairs.
+    un, uc, _, weight = _unique_pairs(n, c)
     for k in ks:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        ok = n >= k
-        covered = int(ok.sum())
+        ok = un >= k
+        covered = int(weight[ok].sum())
         if covered and binary:
-            at, hat = _estimates(n, c, k, ok)
-            rows_at.append(float(np.nanmean(at)))
-            rows_hat.append(float(np.nanmean(hat)))
+            at, hat = _estimates(un[ok], uc[ok], k, np.ones(int(ok.sum()), dtype=bool))
+            w = weight[ok]
+            rows_at.append(float(np.dot(at, w) / covered))
+            rows_hat.append(float(np.dot(hat, w) / covered))
         else:
             rows_at.append(None)
             rows_hat.append(None)

@@ -1,0 +1,129 @@
+"""The per-task counts are scanned once per (job, threshold) and never served stale."""
+
+from __future__ import annotations
+
+import gc
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import envloop_nb as enb
+from envloop_nb import _metrics
+
+from .conftest import SAMPLE_DATA, THREE_TASKS
+
+
+def _scans(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Record every execution of the per-task counts SQL."""
+    calls: list[Any] = []
+    real = _metrics.task_counts_sql
+
+    def spy(*args: Any, **kwargs: Any) -> str:
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_metrics, "task_counts_sql", spy)
+    return calls
+
+
+def test_one_scan_per_threshold(ws: enb.Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _scans(monkeypatch)
+    job = ws.load(THREE_TASKS)
+    for policy in ("unknown", "failure"):
+        job.summary(policy=policy)
+        job.samples(ks=[1, 2], policy=policy)
+        job.curve(policy=policy)
+        job.groups(by="subset", policy=policy)
+    assert len(calls) == 1  # the policy never rescans
+    job.summary(threshold=0.5)
+    job.curve(threshold=0.5)
+    assert len(calls) == 2
+
+
+def _with_reward(tmp_path: Path, reward: float) -> Path:
+    data = json.loads(THREE_TASKS.read_text())
+    trials = data["trials"] if isinstance(data, dict) and "trials" in data else None
+    assert trials is not None, "fixture layout changed"
+    for trial in trials:
+        if trial.get("reward") is not None:
+            trial["reward"] = reward
+    out = tmp_path / "changed.json"
+    out.write_text(json.dumps(data))
+    return out
+
+
+def test_reload_invalidates(ws: enb.Workspace, tmp_path: Path) -> None:
+    job = ws.load(THREE_TASKS)
+    before = job.summary()
+    assert before.score == pytest.approx(0.6)
+    job.curve()
+    ws.load(_with_reward(tmp_path, 1.0), job_id=job.id)  # same id, new loaded_at
+    after = ws.job(job.id)
+    assert after.summary().score == 1.0
+    assert after.samples()["passes"].tolist() == after.samples()["scored"].tolist()
+    assert after.curve()["pass^k"].dropna().eq(1.0).all()
+
+
+def test_remove_invalidates(ws: enb.Workspace) -> None:
+    job = ws.load(THREE_TASKS)
+    job.summary()
+    ws.remove(job)
+    assert len(_metrics.task_counts(ws.con, job.id)) == 0
+    with pytest.raises(ValueError, match="no job"):
+        _metrics.job_summary(ws.con, job.id)
+    again = ws.load(THREE_TASKS)
+    assert again.summary().score == pytest.approx(0.6)
+
+
+def test_cache_is_small_and_freed_with_the_connection() -> None:
+    ws = enb.open()
+    job = ws.load(THREE_TASKS)
+    for i in range(_metrics.CACHE_SIZE + 5):
+        job.summary(threshold=i / 10)
+    assert len(_metrics._CACHE[ws.con]) == _metrics.CACHE_SIZE
+    ws.close()
+    del ws, job
+    gc.collect()
+    assert len(_metrics._CACHE) == 0 or all(len(v) == 0 for v in _metrics._CACHE.values())
+
+
+def test_cached_results_equal_fresh(ws: enb.Workspace) -> None:
+    """Served from the cache, every result equals a cold computation."""
+    job = ws.load(SAMPLE_DATA / "graded.json")
+    for threshold in (None, 0.5):
+        for policy in ("unknown", "failure"):
+            _metrics.clear_cache()
+            cold = (
+                job.summary(policy=policy, threshold=threshold),
+                job.samples(ks=[1, 2, 3], policy=policy, threshold=threshold),
+                job.curve(policy=policy, threshold=threshold),
+                job.groups(by="subset", policy=policy, threshold=threshold),
+                job.groups(by="dimension", policy=policy, threshold=threshold),
+            )
+            warm = (
+                job.summary(policy=policy, threshold=threshold),
+                job.samples(ks=[1, 2, 3], policy=policy, threshold=threshold),
+                job.curve(policy=policy, threshold=threshold),
+                job.groups(by="subset", policy=policy, threshold=threshold),
+                job.groups(by="dimension", policy=policy, threshold=threshold),
+            )
+            assert cold[0] == warm[0]
+            for a, b in zip(cold[1:], warm[1:], strict=True):
+                pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_dimension_groups_scan_once_per_options(ws: enb.Workspace) -> None:
+    job = ws.load(SAMPLE_DATA / "graded.json")
+    _metrics.clear_cache(ws.con)
+    first = job.groups(by="dimension", policy="unknown")
+    job.groups(by="dimension", policy="failure")
+    keys = [key for key in _metrics._CACHE[ws.con] if key[1][0] == "dimension_groups"]
+    assert len(keys) == 1  # the policy does not change the per-task table
+    job.groups(by="dimension", threshold=0.5)
+    keys = [key for key in _metrics._CACHE[ws.con] if key[1][0] == "dimension_groups"]
+    assert len(keys) == 2
+    ws.load(SAMPLE_DATA / "graded.json")  # reload: new loaded_at, recomputed
+    pd.testing.assert_frame_equal(first, ws.job(job.id).groups(by="dimension"))
