@@ -1,13 +1,14 @@
-"""Loaders: each knows one source format and writes it into the staging tables.
+"""Loaders: each knows one source format and writes one job into the workspace.
 
-``load_source`` picks the loader, runs it inside a staging area, validates what it
-staged and swaps the job in with one transaction. A loader never touches the real
-tables, so any error leaves the workspace as it was.
+``load_source`` picks the loader and runs it inside one transaction
+(:mod:`envloop_nb._loaders._stage`): the loader claims its job id (old rows deleted),
+writes the rows straight into the tables, the workspace validates the job's new rows
+with SQL and commits, or rolls back on any error, so a failed load leaves the
+workspace exactly as it was. Nothing is copied twice.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,11 @@ from typing import Any
 import duckdb
 
 from .._errors import LoadError
-from .._schema import JOB_TABLES
-from ._stage import stage_name, staging, validate_stage
+from ._stage import commit_stage, staging, validate_stage
 
 __all__ = ["LOADERS", "detect_format", "load_source"]
 
-#: A loader stages one job read from ``source``; it returns nothing.
+#: A loader writes one job read from ``source`` (see ``_stage``); it returns nothing.
 Loader = Callable[..., None]
 
 
@@ -182,17 +182,5 @@ def _load_staged(
                 raise
             raise LoadError(label, "options", f"format {fmt!r} does not take {err}") from None
         staged_id = validate_stage(con, label)
-        con.execute(
-            f"UPDATE {stage_name('jobs')} SET loaded_at = ?",
-            [dt.datetime.now(dt.UTC)],
-        )
-        con.execute("BEGIN TRANSACTION")
-        try:
-            for table in JOB_TABLES:
-                con.execute(f"DELETE FROM {table} WHERE job_id = ?", [staged_id])
-                con.execute(f"INSERT INTO {table} SELECT * FROM {stage_name(table)}")
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+        commit_stage(con, staged_id)
     return staged_id

@@ -1,10 +1,24 @@
-"""Staging tables: a loader writes a job into ``_stage_*`` temp tables; the workspace
-validates them and swaps them in with one transaction, so a failed load changes nothing."""
+"""The load transaction: a loader writes a job straight into the workspace tables inside
+one DuckDB transaction that the workspace validates and commits, or rolls back on any
+error, so a failed load changes nothing (temporary scratch objects included).
+
+Contract for a loader (``LOADERS`` in ``envloop_nb._loaders``):
+
+1. as soon as it knows the job id, call :func:`begin_job` (deletes the job's old rows,
+   inside the transaction: a reload replaces, never duplicates);
+2. write rows with ``INSERT INTO {stage_name(table)}`` or :func:`insert_rows`. Only the
+   one ``jobs`` row is staged (in a small temp table, stamped with ``loaded_at`` on
+   commit); every other name is the real table, so a loader that reads back what it
+   wrote filters on ``job_id``;
+3. never catch a DuckDB error and carry on: an error aborts the transaction; call
+   :func:`restart` first (rolls back and begins again, job claimed anew).
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import duckdb
@@ -13,31 +27,81 @@ import pyarrow as pa
 from .._errors import LoadError
 from .._schema import JOB_TABLES
 
-__all__ = ["insert_rows", "stage_name", "staging", "validate_stage"]
+__all__ = [
+    "begin_job",
+    "commit_stage",
+    "insert_rows",
+    "restart",
+    "stage_name",
+    "staging",
+    "validate_stage",
+]
+
+_JOBS_STAGE = "_stage_jobs"
+_CLAIM = "_stage_claim"
 
 
 def stage_name(table: str) -> str:
-    return f"_stage_{table}"
+    """The table a loader writes ``table``'s rows into (see the module docstring)."""
+    return _JOBS_STAGE if table == "jobs" else table
+
+
+def _open(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("BEGIN TRANSACTION")
+    con.execute(f"CREATE TEMP TABLE {_JOBS_STAGE} AS SELECT * FROM jobs LIMIT 0")
+    con.execute(f"CREATE TEMP TABLE {_CLAIM} (job_id VARCHAR)")
 
 
 @contextmanager
 def staging(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Create empty staging copies of every job table; drop them afterwards."""
-    for table in JOB_TABLES:
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {stage_name(table)} AS SELECT * FROM {table} LIMIT 0"
-        )
+    """Run the body in one transaction; roll it back unless :func:`commit_stage` ran.
+
+    The rollback also removes every temporary table and view created inside it.
+    """
+    _open(con)
     try:
         yield
-    finally:
-        for table in JOB_TABLES:
-            con.execute(f"DROP TABLE IF EXISTS {stage_name(table)}")
+    except BaseException:
+        _rollback(con)
+        raise
+    _rollback(con)  # a no-op after commit_stage
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    with suppress(duckdb.TransactionException):  # already committed: nothing to undo
+        con.execute("ROLLBACK")
+
+
+def begin_job(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
+    """Claim ``job_id`` for this load: delete its old rows (undone if the load fails)."""
+    con.execute(f"DELETE FROM {_CLAIM}")
+    con.execute(f"INSERT INTO {_CLAIM} VALUES (?)", [job_id])
+    for table in JOB_TABLES:
+        con.execute(f"DELETE FROM {table} WHERE job_id = ?", [job_id])
+
+
+def restart(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
+    """Discard everything written so far (even after a DuckDB error) and claim ``job_id`` again."""
+    _rollback(con)
+    _open(con)
+    begin_job(con, job_id)
+
+
+def commit_stage(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
+    """Move the staged ``jobs`` row in, stamped with the load time, and commit."""
+    con.execute(
+        f"INSERT INTO jobs SELECT * REPLACE (?::TIMESTAMPTZ AS loaded_at) FROM {_JOBS_STAGE}",
+        [dt.datetime.now(dt.UTC)],
+    )
+    con.execute(f"DROP TABLE {_JOBS_STAGE}")
+    con.execute(f"DROP TABLE {_CLAIM}")
+    con.execute("COMMIT")
 
 
 def insert_rows(
     con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[Mapping[str, Any]]
 ) -> None:
-    """Append Python rows (dicts keyed by column name) to a staging table, via Arrow.
+    """Append Python rows (dicts keyed by column name) to ``stage_name(table)``, via Arrow.
 
     Used by loaders of small formats (Harbor, τ-bench); large formats insert with SQL.
     """
@@ -52,28 +116,37 @@ def insert_rows(
         con.unregister("_rows_to_stage")
 
 
-def _first(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...] | None:
-    return con.execute(sql).fetchone()
+def _first(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any]
+) -> tuple[Any, ...] | None:
+    return con.execute(sql, params).fetchone()
 
 
 def validate_stage(con: duckdb.DuckDBPyConnection, source: str) -> str:
-    """Check the invariants every loader must meet; return the staged job id.
+    """Check the invariants every loader must meet; return the loaded job id.
+
+    Runs inside the load transaction, over the rows of the claimed job only.
 
     Raises
     ------
     LoadError
         Naming the source and the offending place (trial, line, task).
     """
-    jobs = con.execute(f"SELECT job_id, attempts FROM {stage_name('jobs')}").fetchall()
+    jobs = con.execute(f"SELECT job_id, attempts FROM {_JOBS_STAGE}").fetchall()
     if len(jobs) != 1:
         raise LoadError(source, None, f"expected exactly one job, found {len(jobs)}")
     job_id, k = jobs[0]
+    claimed = con.execute(f"SELECT job_id FROM {_CLAIM}").fetchall()
+    if claimed != [(job_id,)]:  # a loader bug, not the user's: say so plainly
+        raise LoadError(source, None, f"internal: loader wrote job {job_id!r}, claimed {claimed}")
     if k is None or k < 1:
         raise LoadError(source, "job", f"attempts per task must be an integer >= 1, got {k!r}")
+    jid = {"jid": job_id}
     bad = _first(
         con,
-        f"""SELECT coalesce(source_place, 'trial ' || trial_id), attempt FROM {stage_name("attempts")}
-            WHERE attempt < 1 OR attempt > {int(k)} LIMIT 1""",
+        f"""SELECT coalesce(source_place, 'trial ' || trial_id), attempt FROM attempts
+            WHERE job_id = $jid AND (attempt < 1 OR attempt > {int(k)}) LIMIT 1""",
+        jid,
     )
     if bad:
         raise LoadError(
@@ -81,21 +154,26 @@ def validate_stage(con: duckdb.DuckDBPyConnection, source: str) -> str:
         )
     bad = _first(
         con,
-        f"""SELECT coalesce(a.source_place, 'trial ' || a.trial_id), a.task
-            FROM {stage_name("attempts")} a ANTI JOIN {stage_name("tasks")} t USING (task) LIMIT 1""",
+        """SELECT coalesce(a.source_place, 'trial ' || a.trial_id), a.task
+            FROM (SELECT * FROM attempts WHERE job_id = $jid) a
+            ANTI JOIN (SELECT task FROM tasks WHERE job_id = $jid) t USING (task) LIMIT 1""",
+        jid,
     )
     if bad:
         raise LoadError(source, bad[0], f"task {bad[1]!r} is not among the job's requested tasks")
     bad = _first(
         con,
-        f"""SELECT task, attempt, count(*) FROM {stage_name("attempts")}
+        """SELECT task, attempt, count(*) FROM attempts WHERE job_id = $jid
             GROUP BY ALL HAVING count(*) > 1 LIMIT 1""",
+        jid,
     )
-    if bad:  # loaders resolve retries to the attempt of record before staging
+    if bad:  # loaders resolve retries to the attempt of record before writing
         raise LoadError(source, f"task {bad[0]!r}", f"attempt {bad[1]} appears {bad[2]} times")
     bad = _first(
         con,
-        f"SELECT task, count(*) FROM {stage_name('tasks')} GROUP BY ALL HAVING count(*) > 1 LIMIT 1",
+        """SELECT task, count(*) FROM tasks WHERE job_id = $jid
+            GROUP BY ALL HAVING count(*) > 1 LIMIT 1""",
+        jid,
     )
     if bad:
         raise LoadError(source, f"task {bad[0]!r}", f"task is listed {bad[1]} times in the job")

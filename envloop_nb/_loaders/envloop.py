@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from .._errors import LoadError, LoadWarning
 from ._common import physical_place
-from ._stage import insert_rows, stage_name
+from ._stage import begin_job, insert_rows, stage_name
 
 __all__ = ["SCHEMA_VERSION", "load_envloop"]
 
@@ -277,7 +277,7 @@ CASE
     THEN 'started_at is not an RFC 3339 time: ' || t.started_at
   WHEN t.finished_at IS NOT NULL AND TRY_CAST(t.finished_at AS TIMESTAMPTZ) IS NULL
     THEN 'finished_at is not an RFC 3339 time: ' || t.finished_at
-  WHEN (t.task->>'$') NOT IN (SELECT task FROM {stage_name("tasks")})
+  WHEN (t.task->>'$') NOT IN (SELECT task FROM tasks WHERE job_id = $job_id)
     THEN 'task ' || t.task::VARCHAR || ' is not among the job''s requested tasks'
   WHEN t.metrics IS NOT NULL AND json_type(t.metrics) NOT IN ('OBJECT', 'NULL')
     THEN 'metrics must be an object or null'
@@ -312,28 +312,46 @@ def load_envloop(
     else:
         job, metrics = _read_document(con, path)
     jid = job_id or job["id"]
+    begin_job(con, jid)
     _stage_job(con, path, job, metrics, jid)
     k = int(job["attempts"])
 
+    # One pass over the trial lines: parse each into the typed struct, say what is wrong
+    # with it (or NULL), and rank retried slots -- one temporary table, no raw JSON kept.
     con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE _el_parsed AS
-            SELECT ord, place, j, json_transform(j, '{_TRIAL_STRUCT}') AS t FROM _el_raw"""
+        f"""CREATE OR REPLACE TEMP TABLE _el_trials AS
+        SELECT ord, place, problem,
+               t.task->>'$' AS task,
+               CASE WHEN problem IS NULL THEN t.attempt::INTEGER END AS attempt,
+               t.id->>'$' AS trial_id,
+               t.status->>'$' AS status,
+               TRY_CAST(t.exit_code AS INTEGER) AS exit_code,
+               t.error AS error,
+               TRY_CAST(t.reward AS DOUBLE) AS reward,
+               t.metrics, t.usage, t.logprob, t.input, t.output, t.reference, t.artifacts,
+               TRY_CAST(t.started_at AS TIMESTAMPTZ) AS started_at,
+               TRY_CAST(t.finished_at AS TIMESTAMPTZ) AS finished_at,
+               count(*) OVER slot AS n_trials,
+               row_number() OVER (
+                   slot ORDER BY TRY_CAST(t.finished_at AS TIMESTAMPTZ) DESC NULLS LAST,
+                                 TRY_CAST(t.started_at AS TIMESTAMPTZ) DESC NULLS LAST, ord DESC
+               ) AS rank_of_record
+        FROM (SELECT ord, place, t, {_PROBLEM} AS problem
+              FROM (SELECT ord, place, j, json_transform(j, '{_TRIAL_STRUCT}') AS t
+                    FROM _el_raw))
+        WINDOW slot AS (PARTITION BY problem IS NULL, t.task, t.attempt)""",
+        {"k": k, "job_id": jid},
     )
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE _el_checked AS
-            SELECT ord, place, t, {_PROBLEM} AS problem FROM _el_parsed""",
-        {"k": k},
-    )
+    for name in ("_el_doc_t",):  # the document's trials are parsed: drop the raw copy
+        con.execute(f"DROP TABLE IF EXISTS {name}")
     bad = con.execute(
-        "SELECT count(*), min(ord) FROM _el_checked WHERE problem IS NOT NULL"
+        "SELECT count(*), arg_min(place, ord), arg_min(problem, ord) "
+        "FROM _el_trials WHERE problem IS NOT NULL"
     ).fetchone()
     n_bad = int(bad[0]) if bad else 0
     if n_bad:
-        first = con.execute(
-            "SELECT place, problem FROM _el_checked WHERE problem IS NOT NULL ORDER BY ord LIMIT 1"
-        ).fetchone()
-        assert first is not None
-        place, problem = str(first[0]), str(first[1])
+        assert bad is not None
+        place, problem = str(bad[1]), str(bad[2])
         if _is_jsonl(path):
             place = physical_place(path, place)
         if problem == "not valid JSON" and _is_jsonl(path):
@@ -347,8 +365,7 @@ def load_envloop(
             stacklevel=4,
         )
     _stage_trials(con, jid)
-    for name in ("_el_parsed", "_el_checked", "_el_doc_t"):
-        con.execute(f"DROP TABLE IF EXISTS {name}")
+    con.execute("DROP TABLE IF EXISTS _el_trials")
     con.execute("DROP VIEW IF EXISTS _el_raw")
     con.execute("DROP VIEW IF EXISTS _el_lines")
 
@@ -366,27 +383,10 @@ def _explain_bad_line(path: Path, line_no: int) -> str:
 
 
 def _stage_trials(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
-    """Resolve retries to the attempt of record and write attempts and dimensions."""
+    """Write the attempts of record, their dimensions and the dimensions' metadata."""
     con.execute(
-        """CREATE OR REPLACE TEMP TABLE _el_good AS
-        SELECT ord, place,
-               t.task->>'$' AS task,
-               t.attempt::INTEGER AS attempt,
-               t.id->>'$' AS trial_id,
-               t.status->>'$' AS status,
-               TRY_CAST(t.exit_code AS INTEGER) AS exit_code,
-               t.error AS error,
-               TRY_CAST(t.reward AS DOUBLE) AS reward,
-               t.metrics, t.usage, t.logprob, t.input, t.output, t.reference, t.artifacts,
-               t.started_at::TIMESTAMPTZ AS started_at,
-               t.finished_at::TIMESTAMPTZ AS finished_at,
-               count(*) OVER (PARTITION BY t.task, t.attempt) AS n_trials,
-               row_number() OVER (
-                   PARTITION BY t.task, t.attempt
-                   ORDER BY t.finished_at::TIMESTAMPTZ DESC NULLS LAST,
-                            t.started_at::TIMESTAMPTZ DESC NULLS LAST, ord DESC
-               ) AS rank_of_record
-        FROM _el_checked WHERE problem IS NULL"""
+        """CREATE OR REPLACE TEMP VIEW _el_good AS
+           SELECT * FROM _el_trials WHERE problem IS NULL AND rank_of_record = 1"""
     )
     con.execute(
         f"""INSERT INTO {stage_name("attempts")} BY NAME
@@ -417,7 +417,7 @@ def _stage_trials(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
                CASE WHEN metrics IS NOT NULL OR usage IS NOT NULL
                     THEN json_object('metrics', metrics, 'usage', usage) END AS extra,
                n_trials::INTEGER AS n_trials, place AS source_place
-        FROM _el_good WHERE rank_of_record = 1""",
+        FROM _el_good""",
         {"job_id": job_id},
     )
     con.execute(
@@ -427,19 +427,20 @@ def _stage_trials(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
         FROM (SELECT task, attempt, metrics,
                      unnest(json_keys(metrics, '$.dimensions')) AS name
               FROM _el_good
-              WHERE rank_of_record = 1 AND json_type(metrics, '$.dimensions') = 'OBJECT')""",
+              WHERE json_type(metrics, '$.dimensions') = 'OBJECT')""",
         {"job_id": job_id},
     )
     con.execute(
         f"""INSERT INTO {stage_name("dimension_meta")} BY NAME
-        SELECT $job_id AS job_id, d.name,
-               any_value((g.metrics->'$.units')->>d.name) AS unit,
-               any_value(TRY_CAST((g.metrics->'$.higher_is_better')->d.name AS BOOLEAN))
+        SELECT $job_id AS job_id, name,
+               any_value((metrics->'$.units')->>name) AS unit,
+               any_value(TRY_CAST((metrics->'$.higher_is_better')->name AS BOOLEAN))
                    AS higher_is_better,
-               any_value(g.metrics->>'$.verifier_version') AS verifier_version
-        FROM {stage_name("dimensions")} d JOIN _el_good g USING (task, attempt)
-        WHERE g.rank_of_record = 1
-        GROUP BY d.name""",
+               any_value(metrics->>'$.verifier_version') AS verifier_version
+        FROM (SELECT metrics, unnest(json_keys(metrics, '$.dimensions')) AS name
+              FROM _el_good
+              WHERE json_type(metrics, '$.dimensions') = 'OBJECT')
+        GROUP BY name""",
         {"job_id": job_id},
     )
-    con.execute("DROP TABLE IF EXISTS _el_good")
+    con.execute("DROP VIEW IF EXISTS _el_good")

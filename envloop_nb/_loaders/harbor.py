@@ -15,7 +15,7 @@ import duckdb
 
 from .._errors import LoadError
 from ._common import duration_s, is_number, parse_time, read_json_file
-from ._stage import insert_rows
+from ._stage import begin_job, insert_rows
 
 __all__ = ["load_harbor"]
 
@@ -272,6 +272,7 @@ def load_harbor(
                 agent_version = info.get("version")
 
     jr = job_result or {}
+    begin_job(con, jid)
     insert_rows(
         con,
         "jobs",

@@ -20,9 +20,8 @@ from typing import Any
 import duckdb
 
 from .._errors import LoadError, LoadWarning
-from .._schema import JOB_TABLES
 from ._common import physical_place
-from ._stage import stage_name
+from ._stage import begin_job, restart, stage_name
 
 __all__ = ["DEFAULT_MAPPING", "load_table"]
 
@@ -538,6 +537,7 @@ def load_table(
         _run(con, _open_path(con, source), jid, lenient, options, source)
         return
     except duckdb.Error:
+        restart(con, jid)  # the error aborted the transaction
         rejects = _csv_rejects(con, Path(source)) if _is_csv(source) else []
         if not rejects:
             raise
@@ -550,8 +550,7 @@ def load_table(
         LoadWarning,
         stacklevel=4,
     )
-    for table in JOB_TABLES:  # start the staging over
-        con.execute(f"DELETE FROM {stage_name(table)}")
+    restart(con, jid)  # start the load over, skipping the malformed lines
     _run(con, _open_path(con, source, skip_bad_csv=True), jid, lenient, options, source)
 
 
@@ -573,6 +572,7 @@ def _run(
     source: Any,
 ) -> None:
     mapping, k, dataset, dataset_version, dataset_revision, model, runner = options
+    begin_job(con, jid)
     try:
         _load(
             con,
@@ -588,6 +588,9 @@ def _run(
             runner,
             source,
         )
+    except duckdb.Error:
+        restart(con, jid)  # the error aborted the transaction; the caller may retry
+        raise
     finally:
         _cleanup(con, src)
 
@@ -689,7 +692,8 @@ def _load(
                        (row_number() OVER (ORDER BY t.first) - 1)::INTEGER AS position,
                        t.digest,
                        coalesce((SELECT json_group_object(g.key, g.value)
-                                 FROM {stage_name("task_tags")} g WHERE g.task = t.task),
+                                 FROM {stage_name("task_tags")} g
+                                 WHERE g.job_id = $jid AND g.task = t.task),
                                 '{{}}')::JSON AS tags
                 FROM _tb_tasks t ORDER BY t.first""",
             {"jid": jid},
@@ -699,7 +703,8 @@ def _load(
     stats = con.execute(
         f"""SELECT max(attempt), count(*) FILTER (WHERE status IN ('pending', 'running')),
                    min(started_at), max(finished_at)
-            FROM {stage_name("attempts")}"""
+            FROM {stage_name("attempts")} WHERE job_id = $jid""",
+        {"jid": jid},
     ).fetchone()
     assert stats is not None
     job_k = k if k is not None else int(stats[0] or 1)

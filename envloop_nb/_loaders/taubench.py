@@ -21,7 +21,7 @@ import duckdb
 
 from .._errors import LoadError
 from ._common import is_number, parse_time, read_json_file
-from ._stage import insert_rows
+from ._stage import begin_job, insert_rows
 
 __all__ = ["PASS_TOLERANCE", "load_tau2_bench", "load_tau_bench"]
 
@@ -93,6 +93,7 @@ def _stage(
     dims: list[dict[str, Any]],
 ) -> None:
     jid = job["job_id"]
+    begin_job(con, jid)
     insert_rows(con, "jobs", [job])
     insert_rows(
         con,
