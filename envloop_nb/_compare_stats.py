@@ -10,10 +10,10 @@ reproducible with a seed:
 - :func:`mcnemar_exact` — exact McNemar test on the discordant tasks (a two-sided
   binomial test of ``fixed`` against ``broken`` with p = 1/2).
 
-The bootstraps resample task *indices* (uniformly, with replacement): the same
-distribution as the multinomial task weights of :mod:`envloop_nb._uncertainty`, but
-about ten times cheaper to draw, which matters here because a comparison runs dozens of
-intervals (every subset of every job, every pair) each time the panel recomputes.
+The bootstraps are the package's one task bootstrap, :mod:`envloop_nb._uncertainty`
+(task indices drawn uniformly with replacement, chunked, seeded): these functions only
+adapt its :class:`~envloop_nb._uncertainty.Interval` results to the shapes the
+comparison uses. The same seed gives the same interval here and there.
 
 The bootstrap resamples tasks, never attempts, because attempts of one task are
 correlated.
@@ -24,11 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
+
+from ._uncertainty import _check_resampling, bootstrap_ratio_ci, paired_bootstrap_diff
 
 __all__ = ["PairedDiff", "mcnemar_exact", "paired_diff_ci", "ratio_ci"]
-
-_MAX_CELLS = 4_000_000  # resamples x tasks drawn at once; larger work is chunked
 
 
 @dataclass(frozen=True)
@@ -54,44 +54,6 @@ class PairedDiff:
         return self.low > 0 or self.high < 0
 
 
-def _check(resamples: int, confidence: float) -> None:
-    if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
-
-
-def _resampled_sums(values: NDArray[np.float64], resamples: int, seed: int) -> NDArray[np.float64]:
-    """Column sums of ``values`` (tasks x columns) over ``resamples`` task resamples.
-
-    Each resample draws as many tasks as there are, with replacement (uniform indices;
-    the same distribution as multinomial task weights, much cheaper to draw). Rows are
-    drawn in chunks so memory stays bounded. Result: ``resamples x columns``.
-    """
-    rng = np.random.default_rng(seed)
-    n = values.shape[0]
-    rows = max(1, _MAX_CELLS // max(n, 1))
-    out = np.empty((resamples, values.shape[1]))
-    done = 0
-    while done < resamples:
-        size = min(rows, resamples - done)
-        idx = rng.integers(0, n, size=(size, n))
-        out[done : done + size] = values[idx].sum(axis=1)
-        done += size
-    return out
-
-
-def _percentiles(
-    stats: NDArray[np.float64], confidence: float
-) -> tuple[float | None, float | None]:
-    finite = stats[np.isfinite(stats)]
-    if finite.size == 0:
-        return None, None
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(finite, [alpha, 1 - alpha])
-    return float(low), float(high)
-
-
 def paired_diff_ci(
     a: ArrayLike,
     b: ArrayLike,
@@ -115,21 +77,8 @@ def paired_diff_ci(
     >>> d.estimate, d.excludes_zero
     (0.75, True)
     """
-    _check(resamples, confidence)
-    av = np.asarray(a, dtype=np.float64).ravel()
-    bv = np.asarray(b, dtype=np.float64).ravel()
-    if av.shape != bv.shape:
-        raise ValueError(f"a and b must be paired by task: lengths {av.size} and {bv.size}")
-    keep = np.isfinite(av) & np.isfinite(bv)
-    diff = bv[keep] - av[keep]
-    n = int(diff.size)
-    if n == 0:
-        return PairedDiff(None, None, None, 0, resamples, seed, confidence)
-    if np.all(diff == 0):  # no resample can move an exact zero gap
-        return PairedDiff(0.0, 0.0, 0.0, n, resamples, seed, confidence)
-    stats = _resampled_sums(diff[:, None], resamples, seed)[:, 0] / n
-    low, high = _percentiles(stats, confidence)
-    return PairedDiff(float(diff.mean()), low, high, n, resamples, seed, confidence)
+    iv = paired_bootstrap_diff(b, a, resamples=resamples, seed=seed, confidence=confidence)
+    return PairedDiff(iv.estimate, iv.low, iv.high, iv.n_tasks, resamples, seed, confidence)
 
 
 def ratio_ci(
@@ -152,18 +101,15 @@ def ratio_ci(
     >>> ratio_ci([], [])
     (None, None, None)
     """
-    _check(resamples, confidence)
+    _check_resampling(resamples, confidence)
     nv = np.asarray(num, dtype=np.float64).ravel()
     dv = np.asarray(den, dtype=np.float64).ravel()
     if nv.shape != dv.shape:
         raise ValueError(f"num and den differ in length: {nv.size} vs {dv.size}")
     if nv.size == 0 or dv.sum() <= 0:
         return None, None, None
-    sums = _resampled_sums(np.column_stack([nv, dv]), resamples, seed)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        stats = np.where(sums[:, 1] > 0, sums[:, 0] / sums[:, 1], np.nan)
-    low, high = _percentiles(stats, confidence)
-    return float(nv.sum() / dv.sum()), low, high
+    iv = bootstrap_ratio_ci(nv, dv, resamples=resamples, seed=seed, confidence=confidence)
+    return iv.estimate, iv.low, iv.high
 
 
 def mcnemar_exact(fixed: int, broken: int) -> float:

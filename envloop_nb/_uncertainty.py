@@ -2,10 +2,12 @@
 
 Attempts of one task are correlated (same prompt, same environment), so an interval that
 treats attempts as independent is too narrow. The bootstrap here resamples **tasks**:
-each resample draws as many tasks as the job has, with replacement, as a multinomial
-weight vector over tasks, and recomputes the metric from the weighted per-task counts.
-All resamples are one weights matrix (vectorized with numpy, chunked to bound memory);
-a seed makes them reproducible. Intervals are percentile intervals.
+each resample draws as many task indices as the job has, uniformly with replacement, and
+recomputes the metric from the summed per-task values of the drawn tasks. The draws are
+vectorized with numpy in chunks of resamples (to bound memory); a seed makes them
+reproducible, and the chunk size does not change them. Intervals are percentile
+intervals. This is the one bootstrap of the package: the comparison statistics
+(:mod:`envloop_nb._compare_stats`) call it too.
 
 The pure functions (:func:`wilson_interval`, :func:`bootstrap_mean_ci`,
 :func:`bootstrap_ratio_ci`, :func:`paired_bootstrap_diff`) see only numbers; the
@@ -15,7 +17,7 @@ workspace wrapper :func:`job_intervals` groups by task in DuckDB first.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +41,7 @@ __all__ = [
     "wilson_interval",
 ]
 
-# Largest weights matrix built at once (resamples x tasks); larger work is chunked.
+# Most task indices drawn at once (resamples x tasks); larger work is chunked.
 _CHUNK_CELLS = 2_000_000
 
 
@@ -130,16 +132,30 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interva
     return Interval(p, low, high, method, confidence, int(n))
 
 
-def _weight_chunks(n: int, resamples: int, seed: int) -> Iterator[NDArray[np.float64]]:
-    """Multinomial task weights, ``resamples x n``, in row chunks (deterministic per seed)."""
+def _resampled_sums(values: NDArray[np.float64], resamples: int, seed: int) -> NDArray[np.float64]:
+    """Column sums of ``values`` (tasks x columns) over ``resamples`` task resamples.
+
+    Each resample draws as many task indices as there are tasks, uniformly with
+    replacement (the same distribution as multinomial task weights, about ten times
+    cheaper to draw). Resamples are drawn in chunks of at most ``_CHUNK_CELLS`` indices
+    so memory stays bounded; the draws are the same whatever the chunk size (numpy's
+    generator yields the same stream however it is split). Result: ``resamples x columns``.
+    """
     rng = np.random.default_rng(seed)
-    rows = max(1, _CHUNK_CELLS // max(n, 1))
-    probs = np.full(n, 1.0 / n)
+    n, width = values.shape
+    out = np.zeros((resamples, width))
+    if n == 0:
+        return out
+    columns = [np.ascontiguousarray(values[:, j]) for j in range(width)]
+    rows = max(1, _CHUNK_CELLS // n)
     done = 0
     while done < resamples:
         size = min(rows, resamples - done)
-        yield rng.multinomial(n, probs, size=size).astype(np.float64)
+        idx = rng.integers(0, n, size=(size, n))
+        for j, column in enumerate(columns):
+            out[done : done + size, j] = column[idx].sum(axis=1)
         done += size
+    return out
 
 
 def _percentile(stats: NDArray[np.float64], confidence: float) -> tuple[float, float]:
@@ -198,7 +214,7 @@ def _ratio_cis(
 ) -> list[Interval]:
     """Ratio intervals for several (numerator, denominator) pairs over the same tasks.
 
-    The task weights are drawn once and shared: every pair sees the same resamples, and
+    The task draws are made once and shared: every pair sees the same resamples, and
     the draws (the expensive part) are made once. Each pair's interval is identical to
     what :func:`bootstrap_ratio_ci` gives it alone with the same seed.
     """
@@ -218,16 +234,27 @@ def _ratio_cis(
         raise ValueError(f"every pair must have one value per task; lengths {sorted(sizes)}")
     n = sizes.pop() if sizes else 0
     live = [i for i, (_, den, _) in enumerate(arrays) if n and den.sum() != 0]
-    stats = {i: np.empty(resamples) for i in live}
+    stats: dict[int, NDArray[np.float64]] = {}
     if live:
-        at = 0
-        for w in _weight_chunks(n, resamples, seed):
-            for i in live:
-                num, den, _ = arrays[i]
-                wden = w @ den
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    stats[i][at : at + len(w)] = np.where(wden > 0, (w @ num) / wden, np.nan)
-            at += len(w)
+        # One column per distinct per-task vector (pairs often share a denominator).
+        slot: dict[bytes, int] = {}
+        columns: list[NDArray[np.float64]] = []
+        where: dict[int, tuple[int, int]] = {}
+        for i in live:
+            num, den, _ = arrays[i]
+            pos = []
+            for vec in (num, den):
+                key = vec.tobytes()
+                if key not in slot:
+                    slot[key] = len(columns)
+                    columns.append(vec)
+                pos.append(slot[key])
+            where[i] = (pos[0], pos[1])
+        sums = _resampled_sums(np.column_stack(columns), resamples, seed)
+        for i in live:
+            a, b = where[i]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                stats[i] = np.where(sums[:, b] > 0, sums[:, a] / sums[:, b], np.nan)
     out = []
     for i, (num, den, what) in enumerate(arrays):
         method = (

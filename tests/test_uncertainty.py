@@ -205,3 +205,39 @@ def test_unbiased_pass_at_k_intervals_match_the_curve(ws: enb.Workspace) -> None
             assert f"unbiased pass@{k}" in at.method
     with pytest.raises(ValueError):
         job.intervals(ks=[0], frame=None)
+
+
+def test_resampled_sums_are_index_draws_whatever_the_chunk_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import envloop_nb._uncertainty as mod
+
+    values = np.random.default_rng(3).random((41, 3))  # odd task count
+    whole = mod._resampled_sums(values, 50, seed=9)
+    # Brute force: one resample at a time, task indices drawn uniformly with replacement.
+    rng = np.random.default_rng(9)
+    brute = np.array([values[rng.integers(0, 41, size=(1, 41))[0]].sum(axis=0) for _ in range(50)])
+    np.testing.assert_allclose(whole, brute, rtol=0, atol=1e-12)
+    for cells in (41, 41 * 7, 41 * 50 + 1):  # 1, 7 and all resamples per chunk
+        monkeypatch.setattr(mod, "_CHUNK_CELLS", cells)
+        assert np.array_equal(mod._resampled_sums(values, 50, seed=9), whole)
+
+
+def test_comparison_statistics_use_the_same_bootstrap() -> None:
+    from envloop_nb._compare_stats import paired_diff_ci, ratio_ci
+
+    rng = np.random.default_rng(4)
+    num, den = rng.integers(0, 4, 60).astype(float), np.full(60, 4.0)
+    iv = bootstrap_ratio_ci(num, den, resamples=700, seed=2)
+    assert ratio_ci(num, den, resamples=700, seed=2) == (iv.estimate, iv.low, iv.high)
+    a, b = rng.random(60), rng.random(60)
+    a[5] = np.nan
+    pd_ = paired_diff_ci(a, b, resamples=700, seed=2)
+    ref = paired_bootstrap_diff(b, a, resamples=700, seed=2)
+    assert (pd_.estimate, pd_.low, pd_.high, pd_.n_tasks) == (
+        ref.estimate,
+        ref.low,
+        ref.high,
+        ref.n_tasks,
+    )
+    assert pd_.n_tasks == 59
