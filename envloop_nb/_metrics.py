@@ -30,7 +30,6 @@ import numpy as np
 import pyarrow as pa
 
 from ._display import format_count, format_metric
-from ._frames import to_frame
 from ._passk import pass_at_k, pass_hat_k
 from ._types import FrameKind, Policy
 
@@ -336,6 +335,18 @@ def job_summary(
     )
 
 
+def _arrow_frame(table: pa.Table, frame: FrameKind) -> Any:
+    """An Arrow table as a frame, like :func:`envloop_nb._frames.to_frame` but without a
+    round trip through DuckDB (which copies the table: 60 of 100 ms at 312,500 tasks)."""
+    if frame == "pandas":
+        return table.to_pandas()
+    if frame == "polars":
+        import polars as pl
+
+        return pl.from_arrow(table)
+    raise ValueError(f"frame must be 'pandas' or 'polars', got {frame!r}")
+
+
 def _job_k(con: duckdb.DuckDBPyConnection, job_id: str) -> int:
     row = job_row(con, job_id)
     if row is None:
@@ -435,8 +446,7 @@ def samples(
     if subset.null_count < len(subset):
         cols["subset"] = subset
     cols["tags"] = counts.column("tags")
-    table = pa.table(cols)
-    return to_frame(con.from_arrow(table), frame)
+    return _arrow_frame(pa.table(cols), frame)
 
 
 def curve(
@@ -488,4 +498,4 @@ def curve(
             "tasks_total": pa.array([len(n)] * len(ks), pa.int64()),
         }
     )
-    return to_frame(con.from_arrow(table), frame)
+    return _arrow_frame(table, frame)
