@@ -9,8 +9,9 @@ Attempts are grouped by (value name, task) first, then by group; the few group r
 finished by a pure function (:func:`finish_rows`). The per-task step never depends on the
 policy and is memoized like the job's per-task counts (:func:`envloop_nb._metrics.cached`,
 keyed by ``jobs.loaded_at``): by tag it *is* the job's per-task counts
-(:func:`envloop_nb._metrics.task_counts`, shared with the summary, samples and curve), so
-a policy change regroups a per-task table in DuckDB and never rescans the attempts.
+(:func:`envloop_nb._metrics.task_counts`, shared with the summary, samples and curve),
+summed per tag value in numpy; by dimension it is one DuckDB query per threshold set,
+regrouped in DuckDB. A policy change never rescans the attempts.
 
 Binary or not is decided per value name over the whole job (not per group), so every
 row of one table uses the same metric definitions. A per-task rate exists as in
@@ -29,7 +30,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ._frames import to_frame
 from ._metrics import ENDED, _check_options, cached, task_counts
@@ -103,8 +106,112 @@ def _rated_sql(failure: bool) -> str:
     """
 
 
-def _literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
+def _tag_group_ids(
+    con: duckdb.DuckDBPyConnection, job_id: str, key: str, tasks: pa.ChunkedArray
+) -> tuple[list[str | None], np.ndarray]:
+    """Group labels (sorted, a task without the tag last as None) and each task's group."""
+    tags = cached(
+        con,
+        job_id,
+        ("task_tags", key),
+        lambda: con.execute(
+            "SELECT task, value FROM task_tags WHERE job_id = $job_id AND key = $key",
+            {"job_id": job_id, "key": key},
+        ).to_arrow_table(),
+    )
+    where = pc.index_in(tasks, value_set=tags.column("task").combine_chunks())
+    values = pc.take(tags.column("value"), where).combine_chunks().dictionary_encode()
+    names = values.dictionary.to_pylist()
+    order = sorted(range(len(names)), key=lambda i: names[i])
+    rank = np.empty(len(names) + 1, dtype=np.int64)
+    rank[order] = np.arange(len(names))
+    rank[len(names)] = len(names)  # no tag (or a null value): the last group
+    index = values.indices.fill_null(len(names)).to_numpy(zero_copy_only=False)
+    group = rank[np.asarray(index, dtype=np.int64)]
+    labels: list[str | None] = [names[i] for i in order]
+    if values.null_count:
+        labels.append(None)
+    return labels, group
+
+
+def _group_sums(
+    counts: pa.Table,
+    group: np.ndarray,
+    size: int,
+    policy: Policy,
+    threshold: float | None,
+    bad: float,
+) -> list[dict[str, Any]]:
+    """Per-group sums of the reward's per-task counts (the inputs of :func:`finish_rows`).
+
+    The same sums as ``_GROUP_SELECT`` over ``_rated_sql`` for the one value ``reward``
+    (higher is better), in numpy: averages are sums / counts as in DuckDB.
+    """
+
+    def col(name: str, dtype: type = np.int64) -> np.ndarray:
+        return np.asarray(counts.column(name).to_numpy(zero_copy_only=False), dtype=dtype)
+
+    k, scored, invalid, passes = col("k"), col("scored"), col("invalid"), col("passes")
+    vsum = col("reward_sum", np.float64)
+    failure = policy == "failure"
+    is_binary = bool(threshold is not None or int(col("nonbinary").sum()) == 0)
+    n = k if failure else scored
+    full = scored == k
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if is_binary:
+            has = (n > 0) & (True if failure else full)
+            value = np.where(has, passes / np.maximum(n, 1), np.nan)
+        else:
+            has = n > 0
+            value = np.where(has, vsum / np.maximum(n, 1), np.nan)
+
+    def total(weights: np.ndarray | None = None, where: np.ndarray | None = None) -> np.ndarray:
+        g = group if where is None else group[where]
+        w = None if weights is None else (weights if where is None else weights[where])
+        return np.bincount(g, weights=w, minlength=size)
+
+    tasks, complete = total(), total(where=full)
+    any_pass, all_pass = (passes > 0).astype(np.float64), (passes == k).astype(np.float64)
+    sums = {
+        "tasks": tasks,
+        "total": total(k.astype(np.float64)),
+        "scored": total(scored.astype(np.float64)),
+        "invalid": total(invalid.astype(np.float64)),
+        "complete_members": complete,
+        "passes": total(passes.astype(np.float64)),
+        "rated_tasks": total(where=has),
+        "bad_cases": total(where=has & (value < bad)),
+        "at_c": total(any_pass, full),
+        "hat_c": total(all_pass, full),
+        "at_a": total(any_pass),
+        "hat_a": total(all_pass),
+        "vsum": total(vsum),
+    }
+    first = np.zeros(size, dtype=np.int64)
+    first[group[::-1]] = k[::-1]  # any_value(k): every task of a job has the same k
+    rows = []
+    for g in range(size):
+        c, t = int(complete[g]), int(tasks[g])
+        rows.append(
+            {
+                **{
+                    name: int(sums[name][g])
+                    for name in ("tasks", "total", "scored", "invalid", "complete_members")
+                },
+                "vsum": float(sums["vsum"][g]),
+                "passes": int(sums["passes"][g]),
+                "is_binary": is_binary,
+                "k": int(first[g]),
+                "at_complete": float(sums["at_c"][g]) / c if c else None,
+                "hat_complete": float(sums["hat_c"][g]) / c if c else None,
+                "at_all": float(sums["at_a"][g]) / t if t else None,
+                "hat_all": float(sums["hat_a"][g]) / t if t else None,
+                "rated_tasks": int(sums["rated_tasks"][g]),
+                "bad_cases": int(sums["bad_cases"][g]),
+                "bad_below": bad,
+            }
+        )
+    return rows
 
 
 _GROUP_SELECT = """
@@ -245,40 +352,37 @@ def tag_groups(
     [['code', 2, 3, 0.6666666666666666, 1.0, 0], ['math', 1, 2, 0.5, 1.0, 0]]
     """
     _check_options(policy, threshold)
-    present = con.execute(
-        "SELECT DISTINCT key FROM task_tags WHERE job_id = ? ORDER BY key", [job_id]
-    ).fetchall()
-    keys = [k for (k,) in present]
+    keys: tuple[str, ...] = cached(
+        con,
+        job_id,
+        ("tag_keys",),
+        lambda: tuple(
+            k
+            for (k,) in con.execute(
+                "SELECT DISTINCT key FROM task_tags WHERE job_id = ? ORDER BY key", [job_id]
+            ).fetchall()
+        ),
+    )
     if key not in keys:
         raise ValueError(
             f"no task of job {job_id!r} has tag {key!r}; tags present: "
             + (", ".join(keys) if keys else "none")
         )
     counts = task_counts(con, job_id, threshold)  # memoized: shared with summary/curve
-    size = counts.num_rows
-    per_task = pa.table(
-        {
-            "name": pa.array(["reward"] * size, pa.string()),
-            "task": counts.column("task"),
-            "k": counts.column("k"),
-            "thr": pa.array([threshold] * size, pa.float64()),
-            "hib": pa.array([True] * size, pa.bool_()),
-            "bad": pa.array([float(bad_below)] * size, pa.float64()),
-            "scored": counts.column("scored"),
-            "invalid": counts.column("invalid"),
-            "passes": counts.column("passes"),
-            "nonbinary": counts.column("nonbinary"),
-            "vsum": counts.column("reward_sum"),
-        }
+    labels, group = cached(  # the counts' row order is the same for every policy
+        con,
+        job_id,
+        ("tag_group_ids", key, threshold),
+        lambda: _tag_group_ids(con, job_id, key, counts.column("task")),
     )
-    sql = f"""
-    WITH {_rated_sql(policy == "failure")}
-    SELECT {_literal(key)} AS key, tt.value AS value, {_GROUP_SELECT}
-    FROM rated r LEFT JOIN task_tags tt
-        ON tt.job_id = {_literal(job_id)} AND tt.task = r.task AND tt.key = {_literal(key)}
-    GROUP BY tt.value ORDER BY tt.value NULLS LAST
-    """
-    raw = _query(con, per_task, sql)
+    raw = [
+        {"key": key, "value": label, **sums}
+        for label, sums in zip(
+            labels,
+            _group_sums(counts, group, len(labels), policy, threshold, float(bad_below)),
+            strict=True,
+        )
+    ]
     rows = [
         {"key": r["key"], "value": r["value"], **f, "threshold": threshold}
         for r, f in zip(raw, finish_rows(raw, policy), strict=True)

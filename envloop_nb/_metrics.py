@@ -100,7 +100,7 @@ _CACHE: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[Any, ...], Any]] = (
     weakref.WeakKeyDictionary()
 )
 #: Entries kept per connection (each per-task table is ~100 bytes per task).
-CACHE_SIZE = 6
+CACHE_SIZE = 8
 
 
 def job_row(con: duckdb.DuckDBPyConnection, job_id: str) -> tuple[Any, int] | None:
