@@ -115,13 +115,18 @@ def cached(
     """``compute()`` memoized per connection under ``(job_id, key, jobs.loaded_at)``.
 
     A reloaded job has a new ``loaded_at`` and a removed one has no row, so neither is
-    answered from the cache. Values must be immutable (Arrow tables, tuples).
+    answered from the cache (and a reload drops the job's older entries). Values are
+    shared between callers: never modify them.
     """
     row = job_row(con, job_id)
     if row is None:
-        for entries in _CACHE.values():  # forget a removed job's entries
-            for stale in [e for e in entries if e[0] == job_id]:
-                del entries[stale]
+        try:  # forget a removed job's entries
+            known = _CACHE.get(con)
+        except TypeError:
+            known = None
+        if known:
+            for stale in [e for e in known if e[0] == job_id]:
+                del known[stale]
         return compute()
     full = (job_id, key, row[0])
     try:
@@ -132,6 +137,8 @@ def cached(
         entries.move_to_end(full)
         return entries[full]
     value = compute()
+    for stale in [e for e in entries if e[0] == job_id and e[2] != row[0]]:
+        del entries[stale]  # the job was reloaded since
     entries[full] = value
     while len(entries) > CACHE_SIZE:
         entries.popitem(last=False)

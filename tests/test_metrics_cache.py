@@ -127,3 +127,18 @@ def test_dimension_groups_scan_once_per_options(ws: enb.Workspace) -> None:
     assert len(keys) == 2
     ws.load(SAMPLE_DATA / "graded.json")  # reload: new loaded_at, recomputed
     pd.testing.assert_frame_equal(first, ws.job(job.id).groups(by="dimension"))
+
+
+def test_reload_and_remove_drop_old_entries(ws: enb.Workspace) -> None:
+    job = ws.load(THREE_TASKS)
+    job.summary()
+    job.groups(by="subset")
+    old = {key[2] for key in _metrics._CACHE[ws.con] if key[0] == job.id}
+    assert len(old) == 1
+    ws.load(THREE_TASKS)  # reload: a new loaded_at
+    ws.job(job.id).summary()
+    stamps = {key[2] for key in _metrics._CACHE[ws.con] if key[0] == job.id}
+    assert len(stamps) == 1 and stamps != old
+    ws.remove(job)
+    _metrics.task_counts(ws.con, job.id)
+    assert not [key for key in _metrics._CACHE[ws.con] if key[0] == job.id]
