@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 import math
 import re
 from collections.abc import Iterator, Sequence
@@ -36,7 +37,8 @@ MAX_CELL_CHARS = 32_767
 #: Attempts fetched from DuckDB per Arrow batch.
 BATCH_ROWS = 2_048
 
-_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+# XML 1.0 forbids these characters (C0 controls other than tab/newline/CR, U+FFFE, U+FFFF).
+_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _PCT = "0.0%"
 _NUM = "0.###"
@@ -73,8 +75,13 @@ class ExportResult:
 class _Cells:
     """Makes write-only cells: text always as text, numbers with their formats.
 
-    Styles are built once per combination and copied onto each cell (setting a style
-    attribute on every cell would re-hash the style objects each time).
+    Each combination of formatting (number format, wrap, quote prefix, bold) is built
+    once as an openpyxl ``StyleArray`` and registered with the workbook once; a cell
+    then only gets a copy of that array and the registered style id (see
+    :class:`_FastCell`), so no style object is built or hashed per cell. Values are
+    bound directly (``_value`` and ``data_type``) instead of through openpyxl's type
+    sniffing: text is always ``"s"`` (a string starting with ``=`` is never a formula),
+    numbers ``"n"``, booleans ``"b"``, datetimes ``"d"``.
     """
 
     def __init__(self) -> None:
@@ -85,15 +92,18 @@ class _Cells:
         self.wrap = Alignment(wrap_text=True, vertical="top")
         self.top = Alignment(vertical="top")
         self.bold = Font(bold=True)
-        self._styles: dict[tuple[str | None, bool, bool, bool], Any] = {}
+        self._styles: dict[tuple[int, str | None, bool, bool, bool], tuple[Any, int]] = {}
 
-    def _style(
-        self, cell: Any, fmt: str | None = None, wrap: bool = False, quote: bool = False,
-        bold: bool = False,
-    ) -> Any:  # fmt: skip
-        key = (fmt, wrap, quote, bold)
-        template = self._styles.get(key)
-        if template is None:
+    def _template(
+        self, ws: Any, fmt: str | None, wrap: bool, quote: bool, bold: bool
+    ) -> tuple[Any, int]:
+        """The StyleArray and workbook style id for one formatting combination."""
+        key = (id(ws.parent), fmt, wrap, quote, bold)
+        found = self._styles.get(key)
+        if found is None:
+            from openpyxl.cell import WriteOnlyCell
+
+            cell = WriteOnlyCell(ws)
             cell.alignment = self.wrap if wrap else self.top
             if fmt:
                 cell.number_format = fmt
@@ -101,44 +111,97 @@ class _Cells:
                 cell.quotePrefix = True  # stays text even when a reviewer edits the cell
             if bold:
                 cell.font = self.bold
-            self._styles[key] = copy.copy(cell._style)
-        else:
-            cell._style = copy.copy(template)
+            found = (copy.copy(cell._style), cell.style_id)
+            self._styles[key] = found
+        return found
+
+    def _make(
+        self,
+        ws: Any,
+        value: Any,
+        data_type: str,
+        fmt: str | None = None,
+        wrap: bool = False,
+        quote: bool = False,
+        bold: bool = False,
+    ) -> Any:
+        style, sid = self._template(ws, fmt, wrap, quote, bold)
+        cell = _fast_cell_class()(ws, style_array=style)
+        cell._value = value
+        cell.data_type = data_type
+        cell.sid = sid
         return cell
 
-    def text(self, ws: Any, value: str, wrap: bool = False, bold: bool = False) -> Any:
-        from openpyxl.cell import WriteOnlyCell
-
+    def clean(self, value: str) -> str:
+        """Escape XML-illegal characters and cut at Excel's cell limit (counted)."""
         if _ILLEGAL.search(value):
-            value = _ILLEGAL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
+            value = _ILLEGAL.sub(_escape, value)
             self.escaped += 1
         if len(value) > MAX_CELL_CHARS:
             value = truncate_text(value)
             self.truncated += 1
-        cell = WriteOnlyCell(ws, value=value)
-        cell.data_type = "s"  # never a formula, whatever the first character
-        return self._style(cell, None, wrap, value.startswith(_FORMULA_START), bold)
+        return value
 
-    def value(self, ws: Any, value: Any, fmt: str | None = None, wrap: bool = False) -> Any:
-        from openpyxl.cell import WriteOnlyCell
+    def text(self, ws: Any, value: str, wrap: bool = False, bold: bool = False) -> Any:
+        value = self.clean(value)
+        # data type "s": never a formula, whatever the first character
+        return self._make(ws, value, "s", None, wrap, value.startswith(_FORMULA_START), bold)
 
+    def value(
+        self, ws: Any, value: Any, fmt: str | None = None, wrap: bool = False, bold: bool = False
+    ) -> Any:
         if value is None:
             return None
         if isinstance(value, str):
-            return self.text(ws, value, wrap)
+            return self.text(ws, value, wrap, bold)
         if isinstance(value, bool):
-            return self._style(WriteOnlyCell(ws, value=value))
+            return self._make(ws, value, "b", bold=bold)
         if isinstance(value, int | float):
             if isinstance(value, float) and not math.isfinite(value):
-                return None if math.isnan(value) else self.text(ws, str(value))
-            return self._style(WriteOnlyCell(ws, value=value), fmt)
+                return None if math.isnan(value) else self.text(ws, str(value), bold=bold)
+            return self._make(ws, value, "n", fmt, bold=bold)
         if isinstance(value, dt.datetime):
-            cell = WriteOnlyCell(ws, value=value.astimezone(dt.UTC).replace(tzinfo=None))
-            return self._style(cell, "yyyy-mm-dd hh:mm:ss")
-        return self.text(ws, str(value), wrap)
+            naive = value.astimezone(dt.UTC).replace(tzinfo=None)
+            return self._make(ws, naive, "d", "yyyy-mm-dd hh:mm:ss", bold=bold)
+        return self.text(ws, str(value), wrap, bold)
 
     def header(self, ws: Any, value: str) -> Any:
         return self.text(ws, value, bold=True)
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+@functools.cache
+def _fast_cell_class() -> Any:
+    """An openpyxl ``Cell`` whose style id was registered once for its whole style."""
+    from openpyxl.cell.cell import Cell
+
+    class _FastCell(Cell):
+        __slots__ = ("sid",)
+
+        @property
+        def style_id(self) -> int:
+            return int(self.sid)
+
+    return _FastCell
+
+
+def _cells_as_given(values: Sequence[Any], row_idx: int) -> Iterator[Any]:
+    """Stand-in for openpyxl's ``_values_to_row`` when every value is a ready cell.
+
+    openpyxl's version first tries to bind each cell *as a value* (raising and catching
+    a ValueError, formatting the cell's repr) and builds a spare cell after each styled
+    one; our cells are complete, so they only get their coordinates.
+    """
+    for col_idx, cell in enumerate(values, 1):
+        if cell is None:
+            continue
+        cell.column = col_idx
+        cell.row = row_idx
+        yield cell
 
 
 def truncate_text(value: str, limit: int | None = None) -> str:
@@ -187,6 +250,7 @@ class _Sheet:
         self.part += 1
         name = self.title if self.part == 1 else _suffix_title(self.title, f" ({self.part})")
         ws = self.wb.create_sheet(name)
+        ws._values_to_row = _cells_as_given  # rows are appended as ready cells
         for i, col in enumerate(self.columns, 1):
             ws.column_dimensions[get_column_letter(i)].width = col.width
         ws.freeze_panes = "A2"
@@ -400,6 +464,7 @@ def export_xlsx(
     cells = _Cells()
     counts: dict[str, int] = {}
     summary_ws = wb.create_sheet("Summary")  # filled last, but first in the workbook
+    summary_ws._values_to_row = _cells_as_given  # rows are appended as ready cells
 
     # -- Tasks ---------------------------------------------------------------------
     tasks_sheet = _write_tasks(job, wb, cells, tasks, result, chosen)
@@ -675,10 +740,7 @@ def _write_summary(
         nonlocal rows
         out = []
         for i, v in enumerate(values):
-            c = cells.value(ws, v, fmts[i] if fmts else (fmt if i > 0 else None))
-            if c is not None and bold:
-                c.font = cells.bold
-            out.append(c)
+            out.append(cells.value(ws, v, fmts[i] if fmts else (fmt if i > 0 else None), bold=bold))
         ws.append(out)
         rows += 1
 

@@ -321,3 +321,43 @@ def test_per_attempt_buckets(ws: enb.Workspace, tmp_path: Path) -> None:
     assert {r[2] for r in got} == {"low"}
     assert {r[0] for r in rows(wb["Tasks"])[1:]} == set(low["task"])
     assert "bucket" not in [c.value for c in wb["Tasks"][1]]  # buckets are per attempt here
+
+
+def test_cell_styles_survive_the_fast_path(base: enb.Job, tmp_path: Path) -> None:
+    """Styles are shared per combination: each cell still reads back with its own format."""
+    out = base.export_xlsx(tmp_path / "styles.xlsx", rules=RULES)
+    wb = load_workbook(out.path)
+    attempts = wb["Attempts"]
+    header = [c.value for c in attempts[1]]
+    assert all(c.font.b for c in attempts[1])
+    idx = {h: i + 1 for i, h in enumerate(header)}
+    for r in range(2, 12):
+        assert attempts.cell(r, idx["output"]).alignment.wrap_text
+        assert attempts.cell(r, idx["output"]).alignment.vertical == "top"
+        assert not attempts.cell(r, idx["task"]).alignment.wrap_text
+        assert not attempts.cell(r, idx["task"]).font.b
+        assert attempts.cell(r, idx["attempt"]).data_type == "n"
+        if attempts.cell(r, idx["reward"]).value is not None:
+            assert attempts.cell(r, idx["reward"]).number_format == "0.###"
+        if attempts.cell(r, idx["duration (s)"]).value is not None:
+            assert attempts.cell(r, idx["duration (s)"]).number_format == "0.0"
+    summary = wb["Summary"]
+    assert summary.cell(1, 1).font.b and not summary.cell(2, 1).font.b
+    pct = next(r for r in summary.iter_rows() if r[0].value == "pass@4")[1]
+    assert pct.number_format == "0.0%" and pct.data_type == "n"
+    bucket_header = next(r for r in summary.iter_rows() if r[0].value == "bucket")
+    assert all(c.font.b for c in bucket_header if c.value is not None)
+
+
+def test_xml_illegal_noncharacters_are_escaped(ws: enb.Workspace, tmp_path: Path) -> None:
+    trials = [
+        {"task": "t", "attempt": 1, "output": "a\ufffeb\uffffc"},
+        {"task": "t", "attempt": 2, "output": "=ok"},
+    ]
+    job = ws.load(write_job(tmp_path / "nonchar.json", trials, ["t"]))
+    out = job.export_xlsx(tmp_path / "nonchar.xlsx")
+    assert out.escaped_cells == 1
+    sheet = load_workbook(out.path)["Attempts"]
+    header = [c.value for c in sheet[1]]
+    assert sheet.cell(2, header.index("output") + 1).value == "a\\ufffeb\\uffffc"
+    assert sheet.cell(3, header.index("output") + 1).data_type == "s"
