@@ -28,11 +28,13 @@ __all__ = [
     "MANIFEST_SCHEMA",
     "Dataset",
     "canonical_lines",
+    "commit_registration",
     "content_hash",
     "is_dataset_folder",
     "load_dataset",
     "read_rows",
     "register_dataset",
+    "registration_table",
 ]
 
 MANIFEST_SCHEMA = "envloop_nb.dataset/v1"
@@ -121,25 +123,21 @@ def read_rows(folder: Path, manifest: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def register_dataset(
-    ws: Workspace,
-    manifest: dict[str, Any],
-    rows: Sequence[dict[str, Any]],
-    path: Path,
-) -> None:
-    """Write (or replace) the dataset's rows in ``datasets`` and ``dataset_rows``, atomically."""
+def registration_table(
+    name: str, version: str, rows: Sequence[dict[str, Any]], start: int = 0
+) -> Any:
+    """``dataset_rows`` columns (an Arrow table) for ``rows`` numbered from ``start``."""
     import pyarrow as pa
 
-    name, version = manifest["name"], manifest["version"]
     extra = [
         json.dumps({k: _clean(v) for k, v in r.items() if k not in _ROW_COLUMNS}, sort_keys=True)
         for r in rows
     ]
-    table = pa.table(
+    return pa.table(
         {
             "dataset_name": pa.array([name] * len(rows), pa.string()),
             "dataset_version": pa.array([version] * len(rows), pa.string()),
-            "row_index": pa.array(range(len(rows)), pa.int64()),
+            "row_index": pa.array(range(start, start + len(rows)), pa.int64()),
             "task": pa.array([r.get("task") for r in rows], pa.string()),
             "input": pa.array([r.get("input") for r in rows], pa.string()),
             "reference": pa.array([r.get("reference") for r in rows], pa.string()),
@@ -149,9 +147,31 @@ def register_dataset(
             "extra": pa.array(extra, pa.string()),
         }
     )
+
+
+def register_dataset(
+    ws: Workspace,
+    manifest: dict[str, Any],
+    rows: Sequence[dict[str, Any]],
+    path: Path,
+) -> None:
+    """Write (or replace) the dataset's rows in ``datasets`` and ``dataset_rows``, atomically."""
+    con = ws.con
+    con.register("_ds_rows", registration_table(manifest["name"], manifest["version"], rows))
+    try:
+        commit_registration(ws, manifest, "_ds_rows", path, len(rows))
+    finally:
+        con.unregister("_ds_rows")
+
+
+def commit_registration(
+    ws: Workspace, manifest: dict[str, Any], relation: str, path: Path, row_count: int
+) -> None:
+    """Replace the dataset's registration with ``relation``'s rows (columns of
+    :func:`registration_table`) in one transaction."""
+    name, version = manifest["name"], manifest["version"]
     created = manifest.get("created_at")
     con = ws.con
-    con.register("_ds_rows", table)
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute("DELETE FROM datasets WHERE name = ? AND version = ?", [name, version])
@@ -166,23 +186,21 @@ def register_dataset(
                 version,
                 manifest.get("purpose"),
                 str(path),
-                len(rows),
+                row_count,
                 manifest["content_hash"],
                 json.dumps(manifest),
                 dt.datetime.fromisoformat(created) if created else None,
             ],
         )
         con.execute(
-            """INSERT INTO dataset_rows
+            f"""INSERT INTO dataset_rows
                SELECT dataset_name, dataset_version, row_index, task, input, reference,
-                      tags::JSON, extra::JSON FROM _ds_rows"""
+                      tags::JSON, extra::JSON FROM {relation} ORDER BY row_index"""
         )
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    finally:
-        con.unregister("_ds_rows")
 
 
 @dataclass(frozen=True, eq=False)

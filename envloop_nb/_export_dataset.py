@@ -5,18 +5,23 @@
 pass_rate and the source metrics) and ``manifest.json`` (provenance: source job,
 dataset name@revision, rules, policy, row count, content hash, created time, partial
 flag, purpose), then registers it in the workspace. The per-task rows are built in
-DuckDB: the first recorded input of each task, and its first valid reference.
+DuckDB: the first recorded input of each task, and its first valid reference. They are
+streamed in Arrow record batches: the file is written, the content hash updated and the
+registration staged one batch at a time, so memory does not grow with the row count.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import re
 import shutil
 import tempfile
+import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,8 +30,8 @@ from ._dataset import (
     MANIFEST_SCHEMA,
     Dataset,
     canonical_lines,
-    content_hash,
-    register_dataset,
+    commit_registration,
+    registration_table,
 )
 from ._errors import EnvloopError
 
@@ -35,6 +40,9 @@ if TYPE_CHECKING:
     from ._types import Policy
 
 __all__ = ["export_dataset"]
+
+#: Rows fetched from DuckDB per Arrow batch (memory is one batch, not the dataset).
+BATCH_ROWS = 4_096
 
 _NAME = re.compile(r"^[^/\\@\x00-\x1f]+$")
 
@@ -49,16 +57,20 @@ def _check_label(value: Any, what: str) -> str:
     return value
 
 
-def _task_rows(
+def _task_batches(
     job: Job,
     tasks: Any,
     rules: BucketRules | None,
     chosen: list[str] | None,
-) -> list[dict[str, Any]]:
-    """One row per task (in task order) from the bucketed per-task frame, via DuckDB."""
+) -> Generator[Any, None, None]:
+    """Arrow record batches of the rows: one per task, in task order, built by DuckDB.
+
+    The query runs on a cursor of the workspace (its own connection to the same
+    database), so the workspace connection stays free while the batches stream.
+    """
     import pyarrow as pa
 
-    con = job.con
+    con = job.con.cursor()
     metric_cols = [
         c
         for c in tasks.columns
@@ -73,10 +85,12 @@ def _task_rows(
     if chosen is not None:
         names = ", ".join("'" + c.replace("'", "''") + "'" for c in chosen)
         and_bucket = f"AND b.bucket IN ({names})"
-    extra_cols = "".join(f', b."{c.replace(chr(34), chr(34) * 2)}"' for c in metric_cols)
+    extra_cols = "".join(
+        f', b."{c.replace(chr(34), chr(34) * 2)}"' for c in metric_cols if c != "pass_rate"
+    )  # pass_rate is selected already (it is also the metric of pass-rate rules)
     bucket = "b.bucket" if "bucket" in frame.columns else "NULL::VARCHAR"
     try:
-        rel = con.execute(
+        reader = con.execute(
             f"""
             WITH first AS (
                 SELECT task,
@@ -97,10 +111,16 @@ def _task_rows(
             ORDER BY t.position
             """,
             {"job": job.id},
-        ).to_arrow_table()
+        ).to_arrow_reader(BATCH_ROWS)
+        yield from reader
     finally:
         con.unregister("_ds_tasks")
-    rows = rel.to_pylist()
+        con.close()
+
+
+def _rows_of(batch: Any) -> list[dict[str, Any]]:
+    """A batch as Python rows, tags decoded (the canonical row values)."""
+    rows: list[dict[str, Any]] = batch.to_pylist()
     for row in rows:
         row["tags"] = json.loads(row["tags"]) if row.get("tags") else {}
     return rows
@@ -202,58 +222,74 @@ def export_dataset(
 
         partial, status = check_finished(job, allow_partial, "exporting a dataset")
         tasks = samples(job.con, job.id, policy=policy, threshold=threshold)
-    rows = _task_rows(job, tasks, rules, chosen)
-    digest = content_hash(rows)
     info = job.info
-    columns = list(rows[0]) if rows else ["task", "input", "input_is_chat", "reference", "tags"]
-    counts: dict[str, int] = {}
-    for r in rows:
-        key = r.get("bucket") or "(none)"
-        counts[key] = counts.get(key, 0) + 1
-    manifest: dict[str, Any] = {
-        "schema": MANIFEST_SCHEMA,
-        "name": name,
-        "version": version,
-        "purpose": purpose,
-        "format": format,
-        "file": f"rows.{format}",
-        "row_count": len(rows),
-        "rows_without_input": sum(r.get("input") is None for r in rows),
-        "content_hash": digest,
-        "columns": columns,
-        "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "partial": partial,
-        "source": {
-            "jobs": [job.id],
-            "job_status": status,
-            "model": info.get("model"),
-            "dataset": {
-                "name": info.get("dataset_name"),
-                "version": info.get("dataset_version"),
-                "revision": info.get("dataset_revision"),
-            },
-        },
-        "rules": rules.to_dict() if rules is not None else None,
-        "buckets": chosen,
-        "bucket_counts": counts,
-        "policy": policy,
-        "threshold": threshold,
-    }
-
+    con = job.con
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}@{version}.", dir=root))
+    stage = f"_ds_stage_{uuid.uuid4().hex}"
+    con.execute(
+        f"""CREATE TEMP TABLE {stage} (dataset_name VARCHAR, dataset_version VARCHAR,
+            row_index BIGINT, task VARCHAR, input VARCHAR, reference VARCHAR,
+            tags VARCHAR, extra VARCHAR)"""
+    )
+
+    def stage_rows(rows: list[dict[str, Any]], start: int) -> None:
+        con.register("_ds_batch", registration_table(name, version, rows, start))
+        try:
+            con.execute(f"INSERT INTO {stage} SELECT * FROM _ds_batch")
+        finally:
+            con.unregister("_ds_batch")
+
     try:
-        _write_rows(staging / f"rows.{format}", rows, format, columns)
-        (staging / "manifest.json").write_text(
-            json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    register_dataset(job.workspace, manifest, rows, target)
+        try:
+            written = _write_rows(
+                staging / f"rows.{format}",
+                format,
+                _task_batches(job, tasks, rules, chosen),
+                stage_rows,
+            )
+            digest = written.digest
+            manifest: dict[str, Any] = {
+                "schema": MANIFEST_SCHEMA,
+                "name": name,
+                "version": version,
+                "purpose": purpose,
+                "format": format,
+                "file": f"rows.{format}",
+                "row_count": written.row_count,
+                "rows_without_input": written.without_input,
+                "content_hash": digest,
+                "columns": written.columns,
+                "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                "partial": partial,
+                "source": {
+                    "jobs": [job.id],
+                    "job_status": status,
+                    "model": info.get("model"),
+                    "dataset": {
+                        "name": info.get("dataset_name"),
+                        "version": info.get("dataset_version"),
+                        "revision": info.get("dataset_revision"),
+                    },
+                },
+                "rules": rules.to_dict() if rules is not None else None,
+                "buckets": chosen,
+                "bucket_counts": written.counts,
+                "policy": policy,
+                "threshold": threshold,
+            }
+            (staging / "manifest.json").write_text(
+                json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
+            if target.exists():
+                shutil.rmtree(target)
+            staging.rename(target)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        commit_registration(job.workspace, manifest, stage, target, written.row_count)
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {stage}")
     ds = Dataset(
         name=name,
         version=version,
@@ -261,7 +297,7 @@ def export_dataset(
         manifest=manifest,
         content_hash=digest,
         purpose=purpose,
-        row_count=len(rows),
+        row_count=written.row_count,
         workspace=job.workspace,
     )
     if purpose is not None:
@@ -271,17 +307,74 @@ def export_dataset(
     return ds
 
 
-def _write_rows(path: Path, rows: list[dict[str, Any]], fmt: str, columns: list[str]) -> None:
-    if fmt == "jsonl":
-        lines = canonical_lines(rows)
-        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        return
+@dataclass
+class _Written:
+    """What streaming the rows found: count, canonical hash, columns, bucket counts."""
+
+    row_count: int = 0
+    without_input: int = 0
+    digest: str = ""
+    columns: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _write_rows(
+    path: Path,
+    fmt: str,
+    batches: Generator[Any, None, None],
+    stage_rows: Callable[[list[dict[str, Any]], int], None],
+) -> _Written:
+    """Write the rows file batch by batch; hash the canonical lines as they go.
+
+    The hash is the same as :func:`envloop_nb._dataset.content_hash` of all rows at
+    once: sha256 of the canonical lines joined by newlines, fed one line at a time.
+    Each batch's rows are also handed to ``stage_rows`` (with the index of its first
+    row) for the workspace registration. Memory is one batch, whatever the row count.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    flat = [{**r, "tags": json.dumps(r.get("tags") or {}, sort_keys=True)} for r in rows]
-    if flat:
-        table = pa.Table.from_pylist(flat)
-    else:
-        table = pa.table({c: pa.array([], pa.string()) for c in columns})
-    pq.write_table(table, path)
+    out = _Written()
+    sha = hashlib.sha256()
+    text = path.open("w", encoding="utf-8") if fmt == "jsonl" else None
+    writer: Any = None
+    try:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            rows = _rows_of(batch)
+            lines = canonical_lines(rows)
+            for line in lines:
+                if out.row_count:
+                    sha.update(b"\n")
+                sha.update(line.encode("utf-8"))
+                out.row_count += 1
+            if not out.columns:
+                out.columns = list(rows[0])
+            for r in rows:
+                key = r.get("bucket") or "(none)"
+                out.counts[key] = out.counts.get(key, 0) + 1
+                out.without_input += r.get("input") is None
+            if text is not None:
+                text.write("".join(line + "\n" for line in lines))
+            else:
+                table = pa.Table.from_batches([batch])
+                tags = pa.array([json.dumps(r["tags"], sort_keys=True) for r in rows], pa.string())
+                table = table.set_column(table.schema.get_field_index("tags"), "tags", tags)
+                if writer is None:
+                    writer = pq.ParquetWriter(path, table.schema)
+                writer.write_table(table)
+            stage_rows(rows, out.row_count - len(rows))
+        if not out.columns:
+            out.columns = ["task", "input", "input_is_chat", "reference", "tags"]
+            if text is None:
+                empty = pa.table({c: pa.array([], pa.string()) for c in out.columns})
+                pq.write_table(empty, path)
+    finally:
+        batches.close()  # ends the DuckDB stream and closes its cursor, also on errors
+        if text is not None:
+            text.close()
+        if writer is not None:
+            writer.close()
+    out.digest = f"sha256:{sha.hexdigest()}"
+    return out

@@ -155,3 +155,71 @@ def test_partial_job(ws: enb.Workspace, tmp_path: Path) -> None:
     assert rows["input_is_chat"].tolist() == [False, True, True]
     assert rows["bucket"].tolist()[:2] == ["medium", "easy"] and pd.isna(rows["bucket"][2])
     assert rows["reference"].tolist()[0] == "391" and rows["reference"][1:].isna().all()
+
+
+#: ``content_hash`` of sample_data/base.json exported with RULES (every task), as written
+#: by the implementation before streaming (all rows as Python at once). If the per-task
+#: columns of ``samples()`` change on purpose, this changes with them.
+BASE_RULES_HASH = "sha256:0b33fd6a08769c68c1ecb92c0db8dd61e96940ecae154cd520fb0f1b776698d0"
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_streamed_hash_equals_the_all_rows_hash(
+    base: enb.Job, tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow as pa
+
+    import envloop_nb._export_dataset as xd
+
+    # the old way: every row as Python at once, then the canonical hash of all of them
+    frame = base.buckets(RULES).frame
+    whole = pa.Table.from_batches(list(xd._task_batches(base, frame, RULES, None))).to_pylist()
+    for row in whole:
+        row["tags"] = json.loads(row["tags"]) if row["tags"] else {}
+    monkeypatch.setattr(xd, "BATCH_ROWS", 7)  # 200 rows in many uneven batches
+    ds = base.export_dataset(tmp_path, name="s", version="1", rules=RULES, format=fmt)
+    assert ds.content_hash == content_hash(whole) == BASE_RULES_HASH
+    assert ds.row_count == len(whole) == 200
+    assert ds.manifest["bucket_counts"] == {
+        k: sum((r["bucket"] or "(none)") == k for r in whole)
+        for k in {r["bucket"] or "(none)" for r in whole}
+    }
+    assert ds.manifest["columns"] == list(whole[0])
+    if fmt == "jsonl":
+        text = (ds.path / "rows.jsonl").read_text(encoding="utf-8")
+        assert text == "".join(line + "\n" for line in canonical_lines(whole))
+    reg = base.con.execute(
+        """SELECT row_index, task FROM dataset_rows
+           WHERE dataset_name = 's' AND dataset_version = '1' ORDER BY row_index"""
+    ).fetchall()
+    assert reg == [(i, r["task"]) for i, r in enumerate(whole)]
+    back = enb.open().load_dataset(ds.path)  # verifies the hash against the file
+    assert back.content_hash == BASE_RULES_HASH
+    assert not base.con.execute(
+        "SELECT * FROM duckdb_tables() WHERE table_name LIKE '_ds_stage_%'"
+    ).fetchall()
+
+
+def test_failure_mid_stream_leaves_nothing(
+    base: enb.Job, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import envloop_nb._export_dataset as xd
+
+    calls = []
+
+    def failing(rows: list[dict[str, object]]) -> list[str]:
+        calls.append(len(rows))
+        if len(calls) == 3:
+            raise OSError("disk full")
+        return canonical_lines(rows)
+
+    monkeypatch.setattr(xd, "BATCH_ROWS", 16)
+    monkeypatch.setattr(xd, "canonical_lines", failing)
+    with pytest.raises(OSError, match="disk full"):
+        base.export_dataset(tmp_path, name="f", version="1", format="parquet")
+    assert list(tmp_path.iterdir()) == []
+    assert base.con.execute("SELECT count(*) FROM datasets").fetchone() == (0,)
+    assert base.con.execute("SELECT count(*) FROM dataset_rows").fetchone() == (0,)
+    assert not base.con.execute(
+        "SELECT * FROM duckdb_tables() WHERE table_name LIKE '_ds_stage_%'"
+    ).fetchall()
