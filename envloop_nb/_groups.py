@@ -369,12 +369,14 @@ def tag_groups(
             + (", ".join(keys) if keys else "none")
         )
     counts = task_counts(con, job_id, threshold)  # memoized: shared with summary/curve
-    labels, group = cached(  # the counts' row order is the same for every policy
+    labels, group = cached(  # the counts' tasks (and order) are the same for every threshold
         con,
         job_id,
-        ("tag_group_ids", key, threshold),
+        ("tag_group_ids", key),
         lambda: _tag_group_ids(con, job_id, key, counts.column("task")),
     )
+    if len(group) != counts.num_rows:  # the job changed between two calls
+        labels, group = _tag_group_ids(con, job_id, key, counts.column("task"))
     raw = [
         {"key": key, "value": label, **sums}
         for label, sums in zip(

@@ -52,17 +52,8 @@ def _pass_sql(threshold: float | None) -> str:
     return "reward = 1" if threshold is None else f"reward >= {float(threshold)!r}"
 
 
-def task_counts_sql(job_id_param: str = "$job_id", threshold: float | None = None) -> str:
-    """SQL giving one row per requested task with its attempt counts and reward sums.
-
-    Columns: task, position, tags, subset (the ``subset`` tag or null), k, dispatched,
-    scored, invalid, passes, nonbinary, reward_sum, reward_sumsq, reward_min, reward_max.
-    """
-    # Aggregate the attempts by task first, then join the (few) task rows: grouping the
-    # joined rows by (task, position, tags, k) was ~1.5-2x slower at 10M attempts
-    # (benchmarks/RESULTS.md). Results are identical, types included.
+def _attempts_by_task_sql(job_id_param: str, threshold: float | None) -> str:
     return f"""
-    WITH a AS (
         SELECT task,
                count(attempt)::INTEGER AS dispatched,
                count(reward)::INTEGER AS scored,
@@ -75,10 +66,10 @@ def task_counts_sql(job_id_param: str = "$job_id", threshold: float | None = Non
                coalesce(sum(reward * reward), 0)::DOUBLE AS reward_sumsq,
                min(reward) AS reward_min, max(reward) AS reward_max
         FROM attempts WHERE job_id = {job_id_param}
-        GROUP BY task
-    )
-    SELECT t.task, t.position, t.tags, json_extract_string(t.tags, '$.subset') AS subset,
-           j.attempts AS k,
+        GROUP BY task"""
+
+
+_COUNT_COLUMNS = """
            coalesce(a.dispatched, 0)::INTEGER AS dispatched,
            coalesce(a.scored, 0)::INTEGER AS scored,
            coalesce(a.invalid, 0)::INTEGER AS invalid,
@@ -86,13 +77,41 @@ def task_counts_sql(job_id_param: str = "$job_id", threshold: float | None = Non
            coalesce(a.nonbinary, 0)::INTEGER AS nonbinary,
            coalesce(a.reward_sum, 0)::DOUBLE AS reward_sum,
            coalesce(a.reward_sumsq, 0)::DOUBLE AS reward_sumsq,
-           a.reward_min, a.reward_max
+           a.reward_min, a.reward_max"""
+
+#: The task columns of :func:`task_counts_sql` (no attempt involved), in its row order.
+_TASK_ROWS_SQL = """
+    SELECT t.task, t.position, t.tags, json_extract_string(t.tags, '$.subset') AS subset,
+           j.attempts AS k
+    FROM tasks t JOIN jobs j ON j.job_id = t.job_id
+    WHERE t.job_id = $job_id
+    ORDER BY t.position, t.task
+    """
+
+
+def task_counts_sql(job_id_param: str = "$job_id", threshold: float | None = None) -> str:
+    """SQL giving one row per requested task with its attempt counts and reward sums.
+
+    Columns: task, position, tags, subset (the ``subset`` tag or null), k, dispatched,
+    scored, invalid, passes, nonbinary, reward_sum, reward_sumsq, reward_min, reward_max.
+    """
+    # Aggregate the attempts by task first, then join the (few) task rows: grouping the
+    # joined rows by (task, position, tags, k) was ~1.5-2x slower at 10M attempts
+    # (benchmarks/RESULTS.md). Results are identical, types included.
+    return f"""
+    WITH a AS ({_attempts_by_task_sql(job_id_param, threshold)})
+    SELECT t.task, t.position, t.tags, json_extract_string(t.tags, '$.subset') AS subset,
+           j.attempts AS k, {_COUNT_COLUMNS}
     FROM tasks t
     JOIN jobs j ON j.job_id = t.job_id
     LEFT JOIN a ON a.task = t.task
     WHERE t.job_id = {job_id_param}
-    ORDER BY t.position
+    ORDER BY t.position, t.task
     """
+
+
+_COUNT_NAMES = ("dispatched", "scored", "invalid", "passes", "nonbinary", "reward_sum",
+                "reward_sumsq", "reward_min", "reward_max")  # fmt: skip
 
 
 #: Cached results per connection, least recently used first (see :func:`cached`).
@@ -158,8 +177,8 @@ def task_counts(
 ) -> pa.Table:
     """Per-task counts of one job as an Arrow table (one row per requested task).
 
-    Memoized per ``(connection, job_id, threshold, jobs.loaded_at)`` (see :func:`cached`);
-    the table is shared, never modify it.
+    The same table as :func:`task_counts_sql` gives, memoized per ``(connection, job_id,
+    threshold, jobs.loaded_at)`` (see :func:`cached`); the table is shared, never modify it.
 
     Examples
     --------
@@ -171,14 +190,32 @@ def task_counts(
     ([1, 2, 0], True)
     """
     threshold = None if threshold is None else float(threshold)
-    return cached(
+    # The task columns (tags: JSON text) do not depend on the threshold: fetched once per
+    # job; a new threshold only aggregates the attempts again.
+    rows: pa.Table = cached(
         con,
         job_id,
-        ("task_counts", threshold),
-        lambda: con.execute(
-            task_counts_sql("$job_id", threshold), {"job_id": job_id}
-        ).to_arrow_table(),
+        ("task_rows",),
+        lambda: con.execute(_TASK_ROWS_SQL, {"job_id": job_id}).to_arrow_table(),
     )
+
+    def compute() -> pa.Table:
+        import pyarrow.compute as pc
+
+        # Aggregate the attempts by task, then line the rows up with the cached task rows
+        # by a hash lookup (a SQL join + sort of the task rows cost as much again).
+        sql = _attempts_by_task_sql("$job_id", threshold)
+        agg = con.execute(sql, {"job_id": job_id}).to_arrow_table()
+        where = pc.index_in(rows.column("task"), value_set=agg.column("task").combine_chunks())
+        columns = []
+        for name in _COUNT_NAMES:  # a task without attempts: 0 (min/max: null)
+            column = pc.take(agg.column(name), where)
+            columns.append(column if name in ("reward_min", "reward_max") else column.fill_null(0))
+        return pa.Table.from_arrays(
+            [*rows.columns, *columns], names=[*rows.column_names, *_COUNT_NAMES]
+        )
+
+    return cached(con, job_id, ("task_counts", threshold), compute)
 
 
 def _unique_pairs(

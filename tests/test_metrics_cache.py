@@ -17,15 +17,15 @@ from .conftest import SAMPLE_DATA, THREE_TASKS
 
 
 def _scans(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Record every execution of the per-task counts SQL."""
+    """Record every aggregation of the attempts by task."""
     calls: list[Any] = []
-    real = _metrics.task_counts_sql
+    real = _metrics._attempts_by_task_sql
 
     def spy(*args: Any, **kwargs: Any) -> str:
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_metrics, "task_counts_sql", spy)
+    monkeypatch.setattr(_metrics, "_attempts_by_task_sql", spy)
     return calls
 
 
@@ -142,3 +142,16 @@ def test_reload_and_remove_drop_old_entries(ws: enb.Workspace) -> None:
     ws.remove(job)
     _metrics.task_counts(ws.con, job.id)
     assert not [key for key in _metrics._CACHE[ws.con] if key[0] == job.id]
+
+
+@pytest.mark.parametrize("threshold", [None, 0.5, 0.0])
+def test_task_counts_equal_the_one_query(ws: enb.Workspace, threshold: float | None) -> None:
+    """The cached table (task columns once, counts per threshold) is task_counts_sql's."""
+    for path in (THREE_TASKS, SAMPLE_DATA / "graded.json", SAMPLE_DATA / "running.json"):
+        job = ws.load(path)
+        want = ws.con.execute(
+            _metrics.task_counts_sql("$job_id", threshold), {"job_id": job.id}
+        ).to_arrow_table()
+        got = _metrics.task_counts(ws.con, job.id, threshold)
+        assert got.schema == want.schema
+        assert got.equals(want)
