@@ -246,11 +246,13 @@ def open(
         larger loads and queries spill to ``temp_directory`` instead of growing. The
         default ``"1GB"`` keeps ingesting and analysing 10 million attempts under about
         1.5 GB of process memory at a small cost in speed. ``None`` leaves DuckDB's own
-        default (80% of the machine's RAM).
+        default (80% of the machine's RAM). Frames fetched into Python (``job.attempts()``
+        of a huge job) are not bounded by it.
     temp_directory
         Where DuckDB spills. Default: beside a workspace file (DuckDB's ``<file>.tmp``);
         for an in-memory workspace a fresh folder under the system temp directory, removed
-        on :meth:`Workspace.close`, so spilling never litters the notebook's folder.
+        by :meth:`Workspace.close` (or when the workspace is garbage-collected), so
+        spilling never litters the notebook's folder.
 
     Examples
     --------
