@@ -433,9 +433,13 @@ def dimension_groups(
     if has_composite and has_composite[0]:
         names.append(("composite", None, True))
     names += [(m["name"], m["unit"], m["hib"]) for m in meta if m["name"] not in ("reward",)]
-    values_sql = """
+    composite = ""  # only when some attempt has one: else its rows would all be null
+    if any(n == "composite" for n, _, _ in names):
+        composite = "UNION ALL SELECT 'composite', task, attempt, composite FROM attempts"
+        composite += " WHERE job_id = $job_id"
+    values_sql = f"""
         SELECT 'reward' AS name, task, attempt, reward AS value FROM attempts WHERE job_id = $job_id
-        UNION ALL SELECT 'composite', task, attempt, composite FROM attempts WHERE job_id = $job_id
+        {composite}
         UNION ALL SELECT name, task, attempt, value FROM dimensions
             WHERE job_id = $job_id AND name NOT IN ('reward', 'composite')"""
     for label, opt in (("threshold", threshold), ("bad_below", bad_below)):
