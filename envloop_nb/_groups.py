@@ -106,6 +106,45 @@ def _rated_sql(failure: bool) -> str:
     """
 
 
+#: The per-(value, task) columns the group step reads (see :func:`_rated_sql`).
+_PER_TASK = pa.schema(
+    [
+        ("name", pa.string()),
+        ("task", pa.string()),
+        ("k", pa.int64()),
+        ("thr", pa.float64()),
+        ("hib", pa.bool_()),
+        ("bad", pa.float64()),
+        ("scored", pa.int32()),
+        ("invalid", pa.int32()),
+        ("passes", pa.int32()),
+        ("nonbinary", pa.int32()),
+        ("vsum", pa.float64()),
+    ]
+)
+
+
+def _reward_per_task(counts: pa.Table, thr: float | None, bad: float | None) -> pa.Table:
+    """The reward's rows of the per-(value, task) table, from the job's per-task counts."""
+    size = counts.num_rows
+    return pa.table(
+        {
+            "name": pa.array(np.full(size, "reward", dtype=object), pa.string()),
+            "task": counts.column("task"),
+            "k": counts.column("k").cast(pa.int64()),
+            "thr": pa.nulls(size, pa.float64()) if thr is None else pa.array(np.full(size, thr)),
+            "hib": pa.array(np.ones(size, dtype=bool)),
+            "bad": pa.nulls(size, pa.float64()) if bad is None else pa.array(np.full(size, bad)),
+            "scored": counts.column("scored"),
+            "invalid": counts.column("invalid"),
+            "passes": counts.column("passes"),
+            "nonbinary": counts.column("nonbinary"),
+            "vsum": counts.column("reward_sum"),
+        },
+        schema=_PER_TASK,
+    )
+
+
 def _tag_group_ids(
     con: duckdb.DuckDBPyConnection, job_id: str, key: str, tasks: pa.ChunkedArray
 ) -> tuple[list[str | None], np.ndarray]:
@@ -433,15 +472,14 @@ def dimension_groups(
     if has_composite and has_composite[0]:
         names.append(("composite", None, True))
     names += [(m["name"], m["unit"], m["hib"]) for m in meta if m["name"] not in ("reward",)]
-    composite = ""  # only when some attempt has one: else its rows would all be null
-    if any(n == "composite" for n, _, _ in names):
-        composite = "UNION ALL SELECT 'composite', task, attempt, composite FROM attempts"
-        composite += " WHERE job_id = $job_id"
-    values_sql = f"""
-        SELECT 'reward' AS name, task, attempt, reward AS value FROM attempts WHERE job_id = $job_id
-        {composite}
-        UNION ALL SELECT name, task, attempt, value FROM dimensions
+    # The values besides the reward (its rows come from the job's per-task counts);
+    # composite only when some attempt has one, else its rows would all be null.
+    values_sql = """SELECT name, task, attempt, value FROM dimensions
             WHERE job_id = $job_id AND name NOT IN ('reward', 'composite')"""
+    if any(n == "composite" for n, _, _ in names):
+        values_sql += """
+        UNION ALL SELECT 'composite', task, attempt, composite FROM attempts
+            WHERE job_id = $job_id"""
     for label, opt in (("threshold", threshold), ("bad_below", bad_below)):
         if isinstance(opt, Mapping):
             unknown = sorted(set(opt) - {n for n, _, _ in names})
@@ -450,20 +488,38 @@ def dimension_groups(
                     f"{label} names unknown dimension(s) {', '.join(unknown)}; "
                     f"dimensions: {', '.join(n for n, _, _ in names)}"
                 )
+    # The reward's per-task counts are the job's (cached, shared with summary and curve);
+    # only the other values (composite, named dimensions) are aggregated here.
+    reward = _reward_per_task(
+        task_counts(con, job_id, _for(threshold, "reward")),
+        _for(threshold, "reward"),
+        _for(bad_below, "reward"),
+    )
+    others = names[1:]
     params = {
         "job_id": job_id,
-        "names": [n for n, _, _ in names],
-        "thr": [_for(threshold, n) for n, _, _ in names],
-        "hib": [h for _, _, h in names],
-        "bad": [_for(bad_below, n) for n, _, _ in names],
+        "names": [n for n, _, _ in others],
+        "thr": [_for(threshold, n) for n, _, _ in others],
+        "hib": [h for _, _, h in others],
+        "bad": [_for(bad_below, n) for n, _, _ in others],
     }
-    key = tuple(tuple(v) for v in params.values() if isinstance(v, list))
-    per_task = cached(
-        con,
-        job_id,
-        ("dimension_groups", *key),
-        lambda: con.execute(_per_task_sql(values_sql), params).to_arrow_table(),
-    )
+    parts = [reward]
+    if others:
+        key = tuple(tuple(v) for v in params.values() if isinstance(v, list))
+        parts.append(
+            cached(
+                con,
+                job_id,
+                ("dimension_groups", *key),
+                lambda: (
+                    con.execute(_per_task_sql(values_sql), params)
+                    .to_arrow_table()
+                    .select(_PER_TASK.names)
+                    .cast(_PER_TASK)
+                ),
+            )
+        )
+    per_task = pa.concat_tables(parts)
     sql = f"""
     WITH {_rated_sql(policy == "failure")}
     SELECT name, {_GROUP_SELECT} FROM rated GROUP BY name
