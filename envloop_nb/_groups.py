@@ -10,8 +10,9 @@ finished by a pure function (:func:`finish_rows`). The per-task step never depen
 policy and is memoized like the job's per-task counts (:func:`envloop_nb._metrics.cached`,
 keyed by ``jobs.loaded_at``): by tag it *is* the job's per-task counts
 (:func:`envloop_nb._metrics.task_counts`, shared with the summary, samples and curve),
-summed per tag value in numpy; by dimension it is one DuckDB query per threshold set,
-regrouped in DuckDB. A policy change never rescans the attempts.
+summed per tag value in numpy; by dimension the reward's rows are those counts too and
+one DuckDB query per threshold set aggregates the other values (composite, named
+dimensions), regrouped in DuckDB. A policy change never rescans the attempts.
 
 Binary or not is decided per value name over the whole job (not per group), so every
 row of one table uses the same metric definitions. A per-task rate exists as in
