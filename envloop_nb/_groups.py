@@ -130,7 +130,7 @@ def _reward_per_task(counts: pa.Table, thr: float | None, bad: float | None) -> 
     size = counts.num_rows
     return pa.table(
         {
-            "name": pa.array(np.full(size, "reward", dtype=object), pa.string()),
+            "name": pa.repeat(pa.scalar("reward", pa.string()), size),
             "task": counts.column("task"),
             "k": counts.column("k").cast(pa.int64()),
             "thr": pa.nulls(size, pa.float64()) if thr is None else pa.array(np.full(size, thr)),
