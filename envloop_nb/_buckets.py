@@ -602,7 +602,7 @@ def _metric_columns(job: Job, metric: str, level: Level) -> str | None:
         src = f"FROM dimensions WHERE job_id = '{jid}' AND name = '{_sql_str(metric)}'"
     if level == "attempt":
         return f"SELECT task, attempt, {value}::DOUBLE AS {_ident(metric)} {src}"
-    return f"SELECT task, avg({value})::DOUBLE AS {_ident(metric)} {src} GROUP BY task"
+    return f"SELECT task, (fsum({value}) / count({value}))::DOUBLE AS {_ident(metric)} {src} GROUP BY task"
 
 
 def _known_dimension(job: Job, metric: str) -> bool:

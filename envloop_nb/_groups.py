@@ -81,7 +81,7 @@ def _per_task_sql(values_sql: str) -> str:
                ELSE v.value >= s.thr END)::INTEGER AS passes,
            count(*) FILTER (WHERE v.value IS NOT NULL AND v.value NOT IN (0, 1))::INTEGER
                AS nonbinary,
-           coalesce(sum(v.value), 0)::DOUBLE AS vsum
+           coalesce(fsum(v.value), 0)::DOUBLE AS vsum
     FROM slots s
     LEFT JOIN attempts a ON a.job_id = $job_id AND a.task = s.task
     LEFT JOIN vals v ON v.name = s.name AND v.task = a.task AND v.attempt = a.attempt
@@ -260,7 +260,7 @@ _GROUP_SELECT = """
     sum(scored)::BIGINT AS scored,
     sum(invalid)::BIGINT AS invalid,
     count(*) FILTER (WHERE scored = k)::BIGINT AS complete_members,
-    sum(vsum)::DOUBLE AS vsum,
+    fsum(vsum)::DOUBLE AS vsum,
     sum(passes)::BIGINT AS passes,
     bool_and(is_binary) AS is_binary,
     any_value(k) AS k,

@@ -62,8 +62,8 @@ def _attempts_by_task_sql(job_id_param: str, threshold: float | None) -> str:
                count(*) FILTER (WHERE {_pass_sql(threshold)})::INTEGER AS passes,
                count(*) FILTER (WHERE reward IS NOT NULL AND reward NOT IN (0, 1))::INTEGER
                    AS nonbinary,
-               coalesce(sum(reward), 0)::DOUBLE AS reward_sum,
-               coalesce(sum(reward * reward), 0)::DOUBLE AS reward_sumsq,
+               coalesce(fsum(reward), 0)::DOUBLE AS reward_sum,
+               coalesce(fsum(reward * reward), 0)::DOUBLE AS reward_sumsq,
                min(reward) AS reward_min, max(reward) AS reward_max
         FROM attempts WHERE job_id = {job_id_param}
         GROUP BY task"""

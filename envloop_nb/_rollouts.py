@@ -75,7 +75,7 @@ def rollout_stats_sql() -> str:
     parts.append(f"SELECT {base} AS ord, 'reward', 'rollout', {_stats('reward')} FROM mine")
     parts.append(
         f"""SELECT {base + 1} AS ord, 'reward', 'task mean', {_stats("task_reward")}
-            FROM (SELECT avg(reward) AS task_reward FROM mine GROUP BY task)"""
+            FROM (SELECT fsum(reward) / count(reward) AS task_reward FROM mine GROUP BY task)"""
     )
     for i, q in enumerate(ROLLOUT_QUANTITIES[1:], start=base + 2):
         parts.append(f"SELECT {i} AS ord, '{q}', 'rollout', {_stats(q)} FROM mine")
