@@ -435,7 +435,7 @@ class Comparison:
         agg = self._con.execute(
             f"""WITH pt AS ({self._per_task_sql()})
                 SELECT job_id AS job, grp AS "group",
-                       sum(reward_sum) / nullif(sum(n), 0) AS value,
+                       fsum(reward_sum ORDER BY task) / nullif(sum(n), 0) AS value,
                        sum(scored)::BIGINT AS scored, sum(k)::BIGINT AS total,
                        count(*)::BIGINT AS tasks,
                        count(*) FILTER (WHERE complete)::BIGINT AS complete_tasks
@@ -468,11 +468,12 @@ class Comparison:
         """Per job, task and dimension label: mean value over scored attempts (SQL)."""
         if "dim_tasks" not in self._cache:
             frame = self._con.execute(
-                """SELECT job_id, task, name, avg(value) AS value, count(value) AS n
-                   FROM (SELECT job_id, task, name, value FROM dimensions
+                """SELECT job_id, task, name,
+                          fsum(value ORDER BY attempt) / count(value) AS value, count(value) AS n
+                   FROM (SELECT job_id, task, attempt, name, value FROM dimensions
                          WHERE list_contains($jobs, job_id)
                          UNION ALL
-                         SELECT job_id, task, 'composite', composite FROM attempts
+                         SELECT job_id, task, attempt, 'composite', composite FROM attempts
                          WHERE list_contains($jobs, job_id) AND composite IS NOT NULL)
                    GROUP BY job_id, task, name""",
                 {"jobs": self.job_ids},
@@ -487,14 +488,16 @@ class Comparison:
     def _dimension_groups(self) -> pd.DataFrame:
         agg = self._con.execute(
             """WITH vals AS (
-                   SELECT job_id, name, value FROM dimensions WHERE list_contains($jobs, job_id)
+                   SELECT job_id, task, attempt, name, value FROM dimensions
+                   WHERE list_contains($jobs, job_id)
                    UNION ALL
-                   SELECT job_id, 'composite', composite FROM attempts
+                   SELECT job_id, task, attempt, 'composite', composite FROM attempts
                    WHERE list_contains($jobs, job_id) AND composite IS NOT NULL),
                req AS (SELECT t.job_id, count(*) * any_value(j.attempts) AS total
                        FROM tasks t JOIN jobs j USING (job_id)
                        WHERE list_contains($jobs, t.job_id) GROUP BY t.job_id)
-               SELECT v.job_id AS job, v.name, avg(v.value) AS value,
+               SELECT v.job_id AS job, v.name,
+                      fsum(v.value ORDER BY v.task, v.attempt) / count(v.value) AS value,
                       count(v.value)::BIGINT AS scored, any_value(req.total)::BIGINT AS total,
                       min(v.value) AS vmin, max(v.value) AS vmax
                FROM vals v JOIN req USING (job_id) GROUP BY v.job_id, v.name""",

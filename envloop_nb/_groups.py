@@ -260,7 +260,7 @@ _GROUP_SELECT = """
     sum(scored)::BIGINT AS scored,
     sum(invalid)::BIGINT AS invalid,
     count(*) FILTER (WHERE scored = k)::BIGINT AS complete_members,
-    fsum(vsum)::DOUBLE AS vsum,
+    fsum(vsum ORDER BY task)::DOUBLE AS vsum,  -- a fixed order: the same bits every run
     sum(passes)::BIGINT AS passes,
     bool_and(is_binary) AS is_binary,
     any_value(k) AS k,
