@@ -417,6 +417,23 @@ class Comparison:
         ``policy="failure"``), computed in one SQL query over all jobs; ``low``/``high``
         are a task bootstrap interval. For dimensions it is the mean over scored
         attempts; the composite is listed as ``composite``.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> a = ws.load("sample_data/base.json")
+        >>> b = ws.load("sample_data/sft-step1000.jsonl.gz")
+        >>> cmp = ws.compare([a, b], baseline=a)
+        >>> g = cmp.groups()
+        >>> len(g), sorted(set(g["group"]))
+        (10, ['code', 'math', 'reasoning', 'tool-use', 'writing'])
+        >>> g.loc[g["group"] == "math", ["job", "value"]].round(3).values.tolist()
+        [['job_base', 0.487], ['job_sft1000', 0.755]]
+        >>> g["coverage"].iloc[0]
+        '154/160 scored, 6 missing'
+        >>> cmp.groups("dimension").empty  # these jobs have no named dimensions
+        True
         """
         key = ("groups", by, tag)
         if key in self._cache:
@@ -551,6 +568,21 @@ class Comparison:
         missing, total, complete_members, total_members``, then ``composite`` and each
         named dimension where present, ``coverage`` ("780/800 scored, 20 missing") and
         ``warning`` (missing attempts, an unfinished job, not comparable to the baseline).
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> a = ws.load("sample_data/base.json")
+        >>> b = ws.load("sample_data/sft-step1000.jsonl.gz")
+        >>> cmp = ws.compare([a, b], baseline=a)
+        >>> lb = cmp.leaderboard()
+        >>> lb[["rank", "job"]].values.tolist()
+        [[1, 'job_sft1000'], [2, 'job_base']]
+        >>> lb["score"].round(3).tolist(), lb["coverage"].tolist()[1]
+        ([0.61, 0.501], '767/800 scored, 33 missing')
+        >>> "pass@4" in lb.columns and "pass^4" in lb.columns
+        True
         """
         k_shared = min(j.k for j in self.jobs)
         dims = self.groups("dimension")
@@ -604,6 +636,21 @@ class Comparison:
         lower-is-better dimension the smallest). ``frame.attrs["mark"]`` carries the
         incomparability mark. :meth:`table_html` renders it with the best per row
         highlighted; :meth:`strengths` says it in words.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> a = ws.load("sample_data/base.json")
+        >>> b = ws.load("sample_data/sft-step1000.jsonl.gz")
+        >>> cmp = ws.compare([a, b], baseline=a)
+        >>> t = cmp.table()
+        >>> t.columns.tolist()[:4]
+        ['subset', 'job_base', 'job_base coverage', 'job_sft1000']
+        >>> t["subset"].tolist()
+        ['code', 'math', 'reasoning', 'tool-use', 'writing']
+        >>> t["best"].tolist()
+        ['job_sft1000', 'job_sft1000', 'job_sft1000', 'job_sft1000', 'job_base']
         """
         long = self.groups(by, tag=tag)
         name = "subset" if by == "subset" else "dimension"
@@ -640,6 +687,21 @@ class Comparison:
         next worst is a weakness. The interval is a paired bootstrap over the tasks both
         jobs scored completely. Columns: ``job, kind, group, gap, low, high, noise,
         sentence``.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> a = ws.load("sample_data/base.json")
+        >>> b = ws.load("sample_data/sft-step1000.jsonl.gz")
+        >>> cmp = ws.compare([a, b], baseline=a)
+        >>> s = cmp.strengths()
+        >>> s.loc[(s["job"] == "job_base") & (s["kind"] == "strength"), "group"].tolist()
+        ['writing']
+        >>> s.loc[s["group"] == "math", ["job", "kind", "noise"]].values.tolist()
+        [['job_sft1000', 'strength', 'beyond noise'], ['job_base', 'weakness', 'beyond noise']]
+        >>> s.loc[s["group"] == "reasoning", "noise"].tolist()
+        ['within noise', 'within noise']
         """
         key = ("strengths", by, tag)
         if key in self._cache:
@@ -743,6 +805,25 @@ class Comparison:
         score_job, score_diff, score_low, score_high, pass_diff, pass_low, pass_high,
         fixed, broken, mcnemar_p, verdict, note``. Differences are job − baseline
         (score and pass rate in [0, 1]). See the module docstring for the verdict rule.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> a = ws.load("sample_data/base.json")
+        >>> b = ws.load("sample_data/sft-step1000.jsonl.gz")
+        >>> cmp = ws.compare([a, b], baseline=a)
+        >>> p = cmp.paired()
+        >>> p.loc[0, "verdict"]
+        'beyond noise: job_sft1000 is better than job_base'
+        >>> [int(p.loc[0, c]) for c in ("shared_complete", "tasks_union", "fixed", "broken")]
+        [140, 200, 23, 4]
+        >>> [round(float(p.loc[0, c]), 4) for c in ("score_base", "score_job", "score_diff")]
+        [0.5125, 0.625, 0.1125]
+        >>> bool(p.loc[0, "score_low"] > 0)  # the interval excludes zero
+        True
+        >>> p.loc[0, "note"]
+        '60 shared task(s) not completely scored in both: left out'
         """
         if "paired" not in self._cache:
             pt = self._task_frame()
@@ -878,6 +959,23 @@ class Comparison:
         (columns), counts in cells; ``frame.attrs["tasks"]`` maps ``(row, column)`` to
         the cell's task names. ``shape="long"`` gives one row per non-empty cell with
         ``baseline_bucket, other_bucket, count, tasks`` instead.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> a = ws.load("sample_data/base.json")
+        >>> b = ws.load("sample_data/sft-step1000.jsonl.gz")
+        >>> cmp = ws.compare([a, b], baseline=a)
+        >>> t = cmp.transitions()
+        >>> t["transition"].tolist()
+        ['fixed', 'broken', 'still failing', 'still passing', 'not compared']
+        >>> t["count"].tolist()
+        [23, 4, 33, 80, 60]
+        >>> int(t["count"].sum()) == len(a.tasks())  # every task is in exactly one row
+        True
+        >>> t["basis"].iloc[0]
+        'solved = pass rate ≥ 0.5'
         """
         targets = self._other(other)
         if rules is not None:
@@ -1009,7 +1107,21 @@ class Comparison:
 
     # -- charts -------------------------------------------------------------------------
     def radar(self, by: By = "subset", *, tag: str | None = None) -> Any:
-        """Radar chart of the jobs over subsets (or dimensions): an altair chart."""
+        """Radar chart of the jobs over subsets (or dimensions): an altair chart.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> a = ws.load("sample_data/base.json")
+        >>> b = ws.load("sample_data/sft-step1000.jsonl.gz")
+        >>> cmp = ws.compare([a, b], baseline=a)
+        >>> spec = cmp.radar().to_dict()
+        >>> spec["title"]["text"], len(spec["layer"])
+        ('score by subset', 8)
+        >>> [layer["mark"]["type"] for layer in spec["layer"][:2]]  # grid rings and spokes
+        ['line', 'rule']
+        """
         from ._compare_charts import radar_chart
 
         return radar_chart(
@@ -1017,7 +1129,21 @@ class Comparison:
         )
 
     def bars(self, by: By = "subset", *, tag: str | None = None) -> Any:
-        """Grouped bars per subset (or dimension) with bootstrap interval whiskers."""
+        """Grouped bars per subset (or dimension) with bootstrap interval whiskers.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> a = ws.load("sample_data/base.json")
+        >>> b = ws.load("sample_data/sft-step1000.jsonl.gz")
+        >>> cmp = ws.compare([a, b], baseline=a)
+        >>> spec = cmp.bars().to_dict()
+        >>> [layer["mark"]["type"] for layer in spec["layer"]]  # bars, then whiskers
+        ['bar', 'rule']
+        >>> [len(rows) for rows in spec["datasets"].values()]  # 2 jobs x 5 subsets
+        [10]
+        """
         from ._compare_charts import bars_chart
 
         return bars_chart(
@@ -1025,7 +1151,19 @@ class Comparison:
         )
 
     def curves(self) -> Any:
-        """pass@k (solid) and pass^k (dashed) curves of every job on one chart."""
+        """pass@k (solid) and pass^k (dashed) curves of every job on one chart.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> a = ws.load("sample_data/base.json")
+        >>> b = ws.load("sample_data/sft-step1000.jsonl.gz")
+        >>> cmp = ws.compare([a, b], baseline=a)
+        >>> enc = cmp.curves().to_dict()["encoding"]
+        >>> enc["color"]["scale"]["domain"], enc["strokeDash"]["scale"]["domain"]
+        (['job_base', 'job_sft1000'], ['pass@k', 'pass^k'])
+        """
         from ._compare_charts import curves_chart
 
         return curves_chart(self.curve_frame(), self.job_ids, mark=self.mark)
@@ -1061,6 +1199,24 @@ class Comparison:
 
         Every text cell is stored as text (never a formula). With ``rules``, one bucket
         transition sheet per other job is added. Returns the path.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> a = ws.load("sample_data/base.json")
+        >>> b = ws.load("sample_data/sft-step1000.jsonl.gz")
+        >>> cmp = ws.compare([a, b], baseline=a)
+        >>> import os, tempfile
+        >>> from openpyxl import load_workbook
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = cmp.export_xlsx(os.path.join(tmp.name, "compare.xlsx"))
+        >>> wb = load_workbook(path)
+        >>> wb.sheetnames
+        ['Guard', 'Leaderboard', 'By subset', 'Strengths', 'Paired', 'Transitions']
+        >>> [c.value for c in wb["Leaderboard"]["B"] if c.value in ("job_base", "job_sft1000")]
+        ['job_sft1000', 'job_base']
+        >>> wb.close(); tmp.cleanup()
         """
         return _export_xlsx(self, path, rules=rules)
 
@@ -1466,6 +1622,21 @@ def save_snapshot(
     status, reward), its requested tasks and digests and k, plus the policy and
     threshold. Saving the same job again returns the saved snapshot (``new=False``);
     a job reloaded with different attempts gets a new snapshot.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> from envloop_nb._compare import save_snapshot, saved_leaderboard
+    >>> ws = enb.open()
+    >>> a = ws.load("sample_data/base.json")
+    >>> first = save_snapshot(ws, a)
+    >>> first.new, first.job_id, round(first.score, 3), first.missing
+    (True, 'job_base', 0.501, 33)
+    >>> again = save_snapshot(ws, a)  # same job, same attempts: the saved snapshot
+    >>> again.new, again.snapshot_id == first.snapshot_id
+    (False, True)
+    >>> save_snapshot(ws, a, policy="failure").new  # another policy: its own snapshot
+    True
     """
     handle = job if isinstance(job, Job) else ws.job(job)
     con = ws.con
@@ -1543,6 +1714,20 @@ def saved_leaderboard(ws: Workspace) -> pd.DataFrame:
 
     Snapshots of different dataset revisions are not comparable, so each
     ``(dataset_name, dataset_version, dataset_revision)`` has its own ranking.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> from envloop_nb._compare import save_snapshot, saved_leaderboard
+    >>> ws = enb.open()
+    >>> a = ws.load("sample_data/base.json")
+    >>> b = ws.load("sample_data/sft-step1000.jsonl.gz")
+    >>> _ = save_snapshot(ws, a), save_snapshot(ws, b)
+    >>> board = saved_leaderboard(ws)
+    >>> board[["rank", "job", "k"]].values.tolist()
+    [[1, 'job_sft1000', 4], [2, 'job_base', 4]]
+    >>> board["score"].round(3).tolist()
+    [0.61, 0.501]
     """
     rel = ws.con.sql(
         """SELECT rank() OVER (PARTITION BY dataset_name, dataset_version, dataset_revision

@@ -193,13 +193,33 @@ class Workspace:
         """Save a job's snapshot in the workspace leaderboard; the same job again returns it.
 
         See :func:`envloop_nb._compare.save_snapshot` (key: job id + attempts fingerprint).
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> ws.save_to_leaderboard(job).new, ws.save_to_leaderboard(job).new
+        (True, False)
         """
         from ._compare import save_snapshot
 
         return save_snapshot(self, job, **options)
 
     def leaderboard(self) -> Any:
-        """The saved snapshots, ranked by score within each dataset revision."""
+        """The saved snapshots, ranked by score within each dataset revision.
+
+        See :func:`envloop_nb._compare.saved_leaderboard`.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> _ = ws.save_to_leaderboard(job)
+        >>> ws.leaderboard()[["rank", "job", "score", "coverage"]].values.tolist()
+        [[1, 'job_abc0001', 0.6, '5/6 scored, 1 missing']]
+        """
         from ._compare import saved_leaderboard
 
         return saved_leaderboard(self)
