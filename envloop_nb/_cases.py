@@ -660,6 +660,8 @@ CASES_CSS = """
   vertical-align:top;max-width:240px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .enb-cases td.num,.enb-cases th.num{text-align:right;font-variant-numeric:tabular-nums}
 .enb-cases tr.enb-selected td{background:var(--jp-layout-color2,#8882)}
+.enb-cases tbody tr[data-row]{cursor:pointer}
+.enb-cases tbody tr[data-row]:hover td{background:var(--jp-layout-color2,#8881)}
 .enb-cases .enb-dim{color:var(--jp-ui-font-color3,#888)}
 .enb-cases .enb-st-failed,.enb-cases .enb-st-cancelled{color:var(--jp-error-color1,#c62828)}
 .enb-cases .enb-st-running,.enb-cases .enb-st-pending{color:var(--jp-warn-color1,#b45309)}
@@ -758,7 +760,7 @@ def page_html(page: CasePage, *, selected: int | None = None) -> str:
             )  # fmt: skip
             cells.append(f'<td class="{cls.strip()}"{title}>{html.escape(text)}</td>')
         sel = ' class="enb-selected"' if selected == i else ""
-        body.append(f"<tr{sel}>{''.join(cells)}</tr>")
+        body.append(f'<tr data-row="{i}"{sel}>{"".join(cells)}</tr>')
     if not body:
         body.append(f'<tr><td colspan="{len(cols) + 1}" class="enb-dim">no rows match</td></tr>')
     return (

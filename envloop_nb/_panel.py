@@ -505,7 +505,9 @@ class CasesTab:
         self.prev_page = w.Button(description="‹ prev", layout=w.Layout(width="70px"))
         self.next_page = w.Button(description="next ›", layout=w.Layout(width="70px"))
         self.page_label = w.HTML()
-        self.table = w.HTML()
+        from ._clicktable import ClickableTable
+
+        self.table = ClickableTable()  # click a row to open its detail
         self.row = w.Dropdown(description="details", layout=w.Layout(width="420px"))
         self.detail = w.HTML()
         self.error = w.HTML()
@@ -523,6 +525,7 @@ class CasesTab:
         self.prev_page.on_click(lambda _: self.go_to_page(self.query.page - 1))
         self.next_page.on_click(lambda _: self.go_to_page(self.query.page + 1))
         self.row.observe(lambda _: self._on_row(), names="value")
+        self.table.observe(lambda _: self.select_row(self.table.clicked), names="clicks")
         filters = w.HBox(
             [self.status, self.subset, self.bucket], layout=w.Layout(flex_flow="row wrap")
         )

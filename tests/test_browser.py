@@ -226,8 +226,9 @@ def test_explore_job_notebook(browser: Any, lab: Lab) -> None:
     assert after != before
     statuses = cases_table.locator("tbody td.enb-st-failed").count()
     assert statuses == 18
-    panel.locator(".widget-dropdown:has(label:text-is('details')) select").select_option(index=1)
+    cases_table.locator("tbody tr[data-row='0']").click()  # clicking a row opens its detail
     panel.locator(".enb-detail").first.wait_for(state="visible", timeout=20_000)
+    assert cases_table.locator("tbody tr.enb-selected").count() == 1
     _wait_text(panel, "AgentTimeoutError")
     _shot(page, panel, "panel-2-cases")
 

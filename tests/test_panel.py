@@ -110,6 +110,11 @@ def test_cases_filter_sort_page_and_detail(panel: enb.JobPanel) -> None:
     assert cases.query.page == cases.page.pages - 1
     cases.select_row(0)
     assert "enb-detail" in cases.detail.value and "enb-selected" in cases.table.value
+    # A click in the browser sets the table widget's clicked row and bumps its count.
+    cases.table.clicked = 1
+    cases.table.clicks += 1
+    assert cases.row.value == 1 and cases.selected == 1
+    assert 'data-row="1" class="enb-selected"' in cases.table.value
     assert cases.row.options[1][0].startswith(f"{cases.page.first_row}. ")
 
 
