@@ -100,10 +100,9 @@ def floor(path: Path | str, threshold: float, kmax: int, ks: Sequence[int] = KS)
 # -- pandas, as a user writes it --------------------------------------------------------
 
 
-def pandas_baseline(path: Path | str, threshold: float, kmax: int, ks: Sequence[int] = KS) -> Any:
-    import numpy as np
+def _pandas_per_task(path: Path | str, threshold: float) -> Any:
+    """Read and group by task: the step both pandas baselines share (and time)."""
     import pandas as pd
-    from scipy.special import comb
 
     df = pd.read_parquet(path, columns=["task", "status", "reward"])
     df["passed"] = df["reward"] >= threshold
@@ -119,6 +118,15 @@ def pandas_baseline(path: Path | str, threshold: float, kmax: int, ks: Sequence[
         )
         .reset_index()
     )
+    return per_task
+
+
+def pandas_baseline(path: Path | str, threshold: float, kmax: int, ks: Sequence[int] = KS) -> Any:
+    import numpy as np
+    import pandas as pd
+    from scipy.special import comb
+
+    per_task = _pandas_per_task(path, threshold)
     n, c = per_task["scored"], per_task["passes"]
 
     def pass_at_k(k: int) -> Any:
@@ -158,20 +166,7 @@ def pandas_apply_baseline(
     import numpy as np
     import pandas as pd
 
-    df = pd.read_parquet(path, columns=["task", "status", "reward"])
-    df["passed"] = df["reward"] >= threshold
-    df["invalid"] = df["reward"].isna() & df["status"].isin(ENDED)
-    per_task = (
-        df.groupby("task")
-        .agg(
-            dispatched=("reward", "size"),
-            scored=("reward", "count"),
-            invalid=("invalid", "sum"),
-            passes=("passed", "sum"),
-            reward_mean=("reward", "mean"),
-        )
-        .reset_index()
-    )
+    per_task = _pandas_per_task(path, threshold)
 
     def pass_at_k(n: int, c: int, k: int) -> float:
         if n < k:
