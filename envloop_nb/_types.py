@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
-if TYPE_CHECKING:
-    import pandas as pd
-    import polars as pl
-
-__all__ = ["Frame", "FrameKind", "Policy"]
+__all__ = ["FrameKind", "Policy"]
 
 #: How a requested attempt without a reward is treated by the metrics.
 #: ``"unknown"`` (the platform's): it stays missing and coverage reports it.
@@ -17,5 +13,3 @@ Policy: TypeAlias = Literal["unknown", "failure"]
 
 #: Which frame library results come back in.
 FrameKind: TypeAlias = Literal["pandas", "polars"]
-
-Frame: TypeAlias = "pd.DataFrame | pl.DataFrame"
