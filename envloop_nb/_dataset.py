@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._errors import EnvloopError
+from ._errors import EnvloopError, LoadError
 
 if TYPE_CHECKING:
     from ._workspace import Workspace
@@ -35,6 +35,7 @@ __all__ = [
     "read_rows",
     "register_dataset",
     "registration_table",
+    "rows_path",
 ]
 
 MANIFEST_SCHEMA = "envloop_nb.dataset/v1"
@@ -92,6 +93,40 @@ def is_dataset_folder(source: Any) -> bool:
     return path.name == "manifest.json" and path.is_file()
 
 
+def rows_path(folder: Path, manifest: dict[str, Any]) -> Path:
+    """The rows file the manifest names, refused unless it lies inside ``folder``.
+
+    An absolute path, a ``..`` that climbs out, or a symlink (of the file or of a folder
+    on its way) that resolves outside the dataset folder raise :class:`LoadError`
+    naming the manifest: a dataset folder never makes the toolkit read another file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> rows_path(folder, {"file": "rows.jsonl"}) == folder.resolve() / "rows.jsonl"
+    True
+    >>> rows_path(folder, {"file": "../rows.jsonl"})
+    Traceback (most recent call last):
+    ...
+    envloop_nb._errors.LoadError: .../manifest.json, "file": the rows file '../rows.jsonl' is outside the dataset folder ...
+    """
+    name = manifest.get("file")
+    manifest_path = folder / "manifest.json"
+    if not isinstance(name, str) or not name.strip():
+        raise LoadError(manifest_path, '"file"', f"must name the rows file, got {name!r}")
+    root = folder.resolve()
+    path = (root / name).resolve()  # follows every symlink on the way
+    if Path(name).is_absolute() or not path.is_relative_to(root) or path == root:
+        raise LoadError(
+            manifest_path,
+            '"file"',
+            f"the rows file {name!r} is outside the dataset folder {root} (it resolves to "
+            f"{path}); a manifest may only name a file inside its own folder",
+        )
+    return path
+
+
 def read_rows(folder: Path, manifest: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows of a dataset folder, decoded to canonical Python values."""
     name = manifest.get("file")
@@ -100,7 +135,7 @@ def read_rows(folder: Path, manifest: dict[str, Any]) -> list[dict[str, Any]]:
         raise EnvloopError(
             f"{folder / 'manifest.json'}: format must be 'jsonl' or 'parquet' with a file name"
         )
-    path = folder / name
+    path = rows_path(folder, manifest)
     if not path.is_file():
         raise EnvloopError(f"{path}: the manifest names this rows file but it is missing")
     if fmt == "jsonl":

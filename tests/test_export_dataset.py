@@ -223,3 +223,43 @@ def test_failure_mid_stream_leaves_nothing(
     assert not base.con.execute(
         "SELECT * FROM duckdb_tables() WHERE table_name LIKE '_ds_stage_%'"
     ).fetchall()
+
+
+@pytest.mark.parametrize("where", ["absolute", "parent", "symlink", "symlinked folder"])
+def test_manifest_file_outside_the_folder_is_refused(
+    base: enb.Job, tmp_path: Path, where: str
+) -> None:
+    ds = base.export_dataset(tmp_path / "out", name="d", version="1", rules=RULES, buckets=["hard"])
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    (outside / "rows.jsonl").write_bytes((ds.path / "rows.jsonl").read_bytes())  # same hash
+    manifest_path = ds.path / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    if where == "absolute":
+        manifest["file"] = str(outside / "rows.jsonl")
+    elif where == "parent":
+        manifest["file"] = "../../secret/rows.jsonl"
+    elif where == "symlink":
+        (ds.path / "link.jsonl").symlink_to(outside / "rows.jsonl")
+        manifest["file"] = "link.jsonl"
+    else:
+        (ds.path / "sub").symlink_to(outside, target_is_directory=True)
+        manifest["file"] = "sub/rows.jsonl"
+    manifest_path.write_text(json.dumps(manifest))
+    fresh = enb.open()
+    with pytest.raises(enb.LoadError, match=r"is outside the dataset folder") as err:
+        fresh.load(ds.path)
+    assert err.value.source == str(manifest_path)
+    assert str(err.value).startswith(f'{manifest_path}, "file": the rows file ')
+    assert fresh.sql("SELECT count(*) FROM datasets").fetchone() == (0,)  # nothing registered
+    with pytest.raises(enb.LoadError, match=r"outside the dataset folder"):
+        enb.Dataset(**{**ds.__dict__, "manifest": manifest}).rows()  # reading rows: same check
+
+
+def test_manifest_file_in_a_subfolder_is_fine(base: enb.Job, tmp_path: Path) -> None:
+    ds = base.export_dataset(tmp_path, name="d", version="1", rules=RULES, buckets=["hard"])
+    (ds.path / "data").mkdir()
+    (ds.path / "rows.jsonl").rename(ds.path / "data" / "rows.jsonl")
+    manifest = json.loads((ds.path / "manifest.json").read_text())
+    (ds.path / "manifest.json").write_text(json.dumps({**manifest, "file": "data/rows.jsonl"}))
+    assert enb.open().load(ds.path).content_hash == ds.content_hash
