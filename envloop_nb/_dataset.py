@@ -302,7 +302,12 @@ class Dataset:
 
 
 def load_dataset(ws: Workspace, source: str | Path) -> Dataset:
-    """Load a dataset folder: verify its content hash, register it, return its handle."""
+    """Load a dataset folder: verify its content hash, register it, return its handle.
+
+    A dataset marked ``purpose="train"`` whose inputs are task inputs of jobs in the
+    workspace (or an eval dataset sharing inputs with a train dataset) warns
+    :class:`envloop_nb.HeldOutWarning`, as its export did.
+    """
     path = Path(source)
     folder = path.parent if path.name == "manifest.json" else path
     manifest_path = folder / "manifest.json"
@@ -332,7 +337,7 @@ def load_dataset(ws: Workspace, source: str | Path) -> Dataset:
             f"{folder}: {len(rows)} rows, but the manifest says {manifest['row_count']}"
         )
     register_dataset(ws, manifest, rows, folder)
-    return Dataset(
+    ds = Dataset(
         name=manifest["name"],
         version=manifest["version"],
         path=folder,
@@ -342,3 +347,7 @@ def load_dataset(ws: Workspace, source: str | Path) -> Dataset:
         row_count=len(rows),
         workspace=ws,
     )
+    from ._heldout import warn_dataset_overlaps
+
+    warn_dataset_overlaps(ws, ds)  # a train set over loaded jobs: HeldOutWarning
+    return ds

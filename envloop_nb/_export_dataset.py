@@ -19,7 +19,6 @@ import re
 import shutil
 import tempfile
 import uuid
-import warnings
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,7 +180,7 @@ def export_dataset(
     >>> ds.row_count, ds.manifest["source"]["jobs"], ds.partial
     (3, ['job_abc0001'], True)
     """
-    from ._heldout import HeldOutWarning, dataset_overlaps
+    from ._heldout import warn_dataset_overlaps
 
     name = _check_label(name, "name")
     version = _check_label(version, "version")
@@ -300,10 +299,7 @@ def export_dataset(
         row_count=written.row_count,
         workspace=job.workspace,
     )
-    if purpose is not None:
-        report = dataset_overlaps(job.workspace, ds)
-        if report:
-            warnings.warn(report, HeldOutWarning, stacklevel=3)
+    warn_dataset_overlaps(job.workspace, ds)
     return ds
 
 

@@ -6,14 +6,22 @@ CR, VT, FF); nothing fuzzier. ChatML inputs compare as their stored JSON text.
 
 * :func:`check_heldout` — a job's task inputs against every dataset in the workspace
   marked ``purpose="train"``; warns :class:`HeldOutWarning` when any overlap.
-* :func:`dataset_overlaps` — run when a dataset is exported: a train dataset against
-  every job, an eval dataset against every train dataset.
+* :func:`dataset_overlaps` — a train dataset against every job, an eval dataset against
+  every train dataset.
 * :func:`fill_references` — fill a job's missing reference answers from a dataset; with
   duplicate inputs in the dataset the first valid (non-empty) reference wins.
+
+The guard fires on its own, not only when asked: loading a job into a workspace that
+holds a training dataset runs :func:`check_heldout` on it (:func:`warn_job_overlaps`),
+and registering a dataset (exported with ``job.export_dataset`` or loaded from its
+folder) runs :func:`dataset_overlaps` (:func:`warn_dataset_overlaps`). Each warns one
+:class:`HeldOutWarning` that names the dataset, the job and how many tasks overlap.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,11 +41,32 @@ __all__ = [
     "dataset_overlaps",
     "fill_references",
     "strip_sql",
+    "warn_dataset_overlaps",
+    "warn_job_overlaps",
 ]
 
 
 class HeldOutWarning(UserWarning):
     """A job's task inputs overlap a dataset marked for training (or the reverse)."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _user_stacklevel() -> int:
+    """``stacklevel`` for a ``warnings.warn`` in the caller that points at user code.
+
+    Counts the frames from the caller up to the first one outside envloop_nb, so the
+    warning names the user's line (``ws.load(...)``) whatever path led to it.
+    """
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+        _PACKAGE + os.sep
+    ):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def strip_sql(column: str) -> str:
@@ -159,8 +188,30 @@ def check_heldout(ws: Workspace, job: Job | str, *, warn: bool = True) -> HeldOu
         train_datasets=tuple(_train_datasets(ws)),
     )
     if warn and not result.ok:
-        warnings.warn(str(result), HeldOutWarning, stacklevel=3)
+        warnings.warn(str(result), HeldOutWarning, stacklevel=_user_stacklevel())
     return result
+
+
+def warn_job_overlaps(ws: Workspace, job_id: str) -> HeldOutResult | None:
+    """Run the held-out guard on a job just loaded (nothing to do without train datasets).
+
+    Warns :class:`HeldOutWarning` (the message of :class:`HeldOutResult`: which job,
+    how many of its tasks, in which training dataset) when any task input overlaps.
+    """
+    if not _train_datasets(ws):
+        return None
+    return check_heldout(ws, job_id, warn=True)
+
+
+def warn_dataset_overlaps(ws: Workspace, ds: Dataset) -> str:
+    """Run the held-out guard on a dataset just registered; warn when it overlaps.
+
+    Returns the message (``""`` when there is no overlap); see :func:`dataset_overlaps`.
+    """
+    report = dataset_overlaps(ws, ds) if ds.purpose is not None else ""
+    if report:
+        warnings.warn(report, HeldOutWarning, stacklevel=_user_stacklevel())
+    return report
 
 
 def dataset_overlaps(ws: Workspace, ds: Dataset) -> str:
@@ -189,7 +240,7 @@ def dataset_overlaps(ws: Workspace, ds: Dataset) -> str:
         return (
             f"HELD-OUT: training dataset {ds.ref} contains task inputs of jobs in this "
             f"workspace: {jobs}. A model trained on it must not be evaluated on these tasks "
-            "(scores would be inflated); check future jobs with job.heldout_check()."
+            "(scores would be inflated); jobs loaded later are checked as they load."
         )
     if ds.purpose == "eval":
         rows = ws.con.execute(

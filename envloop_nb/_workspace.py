@@ -136,6 +136,12 @@ class Workspace:
         :meth:`load_dataset`, which registers it and returns a ``Dataset`` (typed as
         such with ``format="dataset"``; type checkers see a ``Job`` otherwise).
 
+        The held-out guard runs on its own: when the workspace holds a dataset marked
+        ``purpose="train"`` and task inputs of the loaded job are in it, the load warns
+        :class:`envloop_nb.HeldOutWarning` naming the dataset, the job and how many
+        tasks overlap (see :meth:`check_heldout`); registering a training dataset while
+        overlapping jobs are loaded warns the same way.
+
         Examples
         --------
         >>> import envloop_nb as enb
@@ -151,6 +157,9 @@ class Workspace:
         loaded_id = load_source(
             self.con, source, format=format, job_id=job_id, lenient=lenient, **options
         )
+        from ._heldout import warn_job_overlaps
+
+        warn_job_overlaps(self, loaded_id)  # task inputs in a training dataset: warns
         return Job(self, loaded_id)
 
     def load_dataset(self, path: str | os.PathLike[str]) -> Dataset:
