@@ -3,7 +3,7 @@
 Per job, ``k`` attempts are requested for every requested task. A slot is *scored* when
 its attempt of record has a numeric reward; an unscored slot whose attempt ended is
 also *invalid*. ``policy="unknown"`` keeps missing slots unknown (the platform's rule);
-``policy="failure"`` counts them as reward 0 (Harbor's and τ-bench's rule). Counts never
+``policy="failure"`` counts them as reward 0 (τ-bench's, Harbor's < 0.26). Counts never
 depend on the policy; metrics do. ``threshold=t`` makes ``reward >= t`` a pass. Under
 ``failure`` a missing slot is a failed attempt: reward 0 in the score and never a pass,
 even with a threshold <= 0.
@@ -20,6 +20,7 @@ so switching it never rescans the attempts.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -30,7 +31,8 @@ import numpy as np
 import pyarrow as pa
 
 from ._display import format_count, format_metric
-from ._passk import pass_at_k, pass_hat_k
+from ._passk import mean_estimates, pass_at_k, pass_hat_k
+from ._sql import number
 from ._types import FrameKind, Policy
 
 if TYPE_CHECKING:
@@ -49,7 +51,7 @@ def _check_options(policy: str, threshold: float | None) -> None:
 
 
 def _pass_sql(threshold: float | None) -> str:
-    return "reward = 1" if threshold is None else f"reward >= {float(threshold)!r}"
+    return "reward = 1" if threshold is None else f"reward >= {number(threshold)}"
 
 
 def _attempts_by_task_sql(job_id_param: str, threshold: float | None) -> str:
@@ -62,11 +64,58 @@ def _attempts_by_task_sql(job_id_param: str, threshold: float | None) -> str:
                count(*) FILTER (WHERE {_pass_sql(threshold)})::INTEGER AS passes,
                count(*) FILTER (WHERE reward IS NOT NULL AND reward NOT IN (0, 1))::INTEGER
                    AS nonbinary,
-               coalesce(fsum(reward), 0)::DOUBLE AS reward_sum,
-               coalesce(fsum(reward * reward), 0)::DOUBLE AS reward_sumsq,
+               {_fixed_sum("reward", "$rscale")} AS reward_sum,
+               {_fixed_sum("reward * reward", "$qscale")} AS reward_sumsq,
                min(reward) AS reward_min, max(reward) AS reward_max
         FROM attempts WHERE job_id = {job_id_param}
         GROUP BY task"""
+
+
+def _fixed_sum(value: str, scale: str) -> str:
+    """An order-independent sum: each value scaled by a power of two, rounded to an
+    integer, summed exactly, scaled back (see :func:`reward_scales`)."""
+    return f"coalesce((sum(({value} * {scale})::BIGINT)::BIGINT)::DOUBLE / {scale}, 0)::DOUBLE"
+
+
+def reward_scales(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, float]:
+    """The powers of two ``$rscale`` / ``$qscale`` of the per-task reward sums.
+
+    Floating-point sums depend on the order of their terms, and DuckDB's parallel
+    aggregation (and the attempts' physical order after a load) varies between runs, so
+    rewards are summed as integers: ``reward · 2^s`` rounded, with ``s`` the largest
+    exponent for which a task's sum (at most ``k`` attempts of ``|reward| <= max``) stays
+    below 2^61. Rewards down to ``max · 2^-52 / k`` keep every bit; smaller parts are
+    rounded at that absolute granularity (about 1e-17 for rewards in [0, 1] and k = 32)
+    — in every run and on every CPU the same.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> ws = enb.open()
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> reward_scales(ws.con, job.id) == {"rscale": 2.0**59, "qscale": 2.0**59}
+    True
+    """
+
+    def compute() -> dict[str, float]:
+        row = con.execute(
+            """SELECT max(abs(reward)), max(reward * reward), max(j.attempts)
+               FROM attempts a JOIN jobs j USING (job_id) WHERE job_id = ?""",
+            [job_id],
+        ).fetchone()
+        top, top_sq, k = row if row else (None, None, None)
+        return {"rscale": _scale(top, k), "qscale": _scale(top_sq, k)}
+
+    value: dict[str, float] = cached(con, job_id, ("reward_scales",), compute)
+    return value
+
+
+def _scale(top: float | None, k: int | None) -> float:
+    """``2^s`` with ``top · k · 2^s < 2^61`` (``s`` at most 1000; 1 for no value)."""
+    if not top or not k or not math.isfinite(top):
+        return 1.0
+    exponent = math.frexp(top * max(int(k), 1))[1]  # top · k < 2^exponent
+    return math.ldexp(1.0, min(61 - exponent, 1000))
 
 
 _COUNT_COLUMNS = """
@@ -94,6 +143,7 @@ def task_counts_sql(job_id_param: str = "$job_id", threshold: float | None = Non
 
     Columns: task, position, tags, subset (the ``subset`` tag or null), k, dispatched,
     scored, invalid, passes, nonbinary, reward_sum, reward_sumsq, reward_min, reward_max.
+    Parameters: ``$job_id`` and the scales of :func:`reward_scales`.
     """
     # Aggregate the attempts by task first, then join the (few) task rows: grouping the
     # joined rows by (task, position, tags, k) was ~1.5-2x slower at 10M attempts
@@ -205,7 +255,8 @@ def task_counts(
         # Aggregate the attempts by task, then line the rows up with the cached task rows
         # by a hash lookup (a SQL join + sort of the task rows cost as much again).
         sql = _attempts_by_task_sql("$job_id", threshold)
-        agg = con.execute(sql, {"job_id": job_id}).to_arrow_table()
+        params = {"job_id": job_id, **reward_scales(con, job_id)}
+        agg = con.execute(sql, params).to_arrow_table()
         where = pc.index_in(rows.column("task"), value_set=agg.column("task").combine_chunks())
         columns = []
         for name in _COUNT_NAMES:  # a task without attempts: 0 (min/max: null)
@@ -236,7 +287,9 @@ class JobSummary:
 
     ``to_dict()`` uses the platform's keys: ``score, pass, pass@k, pass^k, k, total,
     scored, missing, invalid, total_members, complete_members``, plus ``policy``,
-    ``threshold``, ``binary`` and ``job_id``.
+    ``threshold``, ``binary``, ``job_id`` and ``note``: a sentence about the source's own
+    rule when it matters (a Harbor job: which policy reproduces its ``result.json``),
+    else None.
     """
 
     job_id: str
@@ -254,6 +307,7 @@ class JobSummary:
     binary: bool
     policy: Policy
     threshold: float | None
+    note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The summary keyed as the platform keys it (``pass@k``, ``pass^k``...).
@@ -289,7 +343,8 @@ class JobSummary:
         score = "-" if self.score is None else f"{self.score * 100:.1f}%"
         if self.score is not None and not 0 <= self.score <= 1:
             score = f"{self.score:.4g}"
-        return f"score {score} · {self.coverage_text}"
+        line = f"score {score} · {self.coverage_text}"
+        return line if self.note is None else f"{line}\n{self.note}"
 
     def metric_items(self) -> list[tuple[str, str]]:
         """Label/value pairs as the cards show them, with the real k."""
@@ -344,10 +399,12 @@ def job_summary(
     passes = int(passes_t.sum())
     nonbinary = int(np.asarray(counts.column("nonbinary"), dtype=np.int64).sum())
     any_pass, all_pass = passes_t > 0, passes_t == k_col
-    at_k_complete = float(any_pass[full].mean()) if complete else None
-    hat_k_complete = float(all_pass[full].mean()) if complete else None
-    at_k_all = float(any_pass.mean()) if members else None
-    hat_k_all = float(all_pass.mean()) if members else None
+    # At n = k the estimators are indicators: pass@k = [c > 0], pass^k = [c = k]; the
+    # shares are integer ratios, correctly rounded by int / int.
+    at_k_complete = int(any_pass[full].sum()) / complete if complete else None
+    hat_k_complete = int(all_pass[full].sum()) / complete if complete else None
+    at_k_all = int(any_pass.sum()) / members if members else None
+    hat_k_all = int(all_pass.sum()) / members if members else None
     total = int(members) * int(k)
     binary = threshold is not None or int(nonbinary) == 0
     score = pass_ = at_k = hat_k = None
@@ -514,25 +571,16 @@ def curve(
     binary = threshold is not None or int(np.asarray(counts.column("nonbinary")).sum()) == 0
     # With no scored attempt at all every metric is null, whatever the policy.
     binary = binary and int(arr["scored"].sum()) > 0
-    rows_at: list[float | None] = []
-    rows_hat: list[float | None] = []
-    rows_tasks: list[int] = []
-    # The mean over tasks is a count-weighted mean over the distinct (n, c) pairs.
-    un, uc, _, weight = _unique_pairs(n, c)
     for k in ks:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        ok = un >= k
-        covered = int(weight[ok].sum())
-        if covered and binary:
-            at, hat = _estimates(un[ok], uc[ok], k, np.ones(int(ok.sum()), dtype=bool))
-            w = weight[ok]
-            rows_at.append(float(np.dot(at, w) / covered))
-            rows_hat.append(float(np.dot(hat, w) / covered))
-        else:
-            rows_at.append(None)
-            rows_hat.append(None)
-        rows_tasks.append(covered)
+    # The mean over tasks is a count-weighted mean over the distinct (n, c) pairs, formed
+    # in exact rationals and rounded once (see _passk.mean_estimates).
+    un, uc, _, weight = _unique_pairs(n, c)
+    means = mean_estimates(un, uc, weight, ks) if binary else [None] * len(ks)
+    rows_at = [None if m is None else m[0] for m in means]
+    rows_hat = [None if m is None else m[1] for m in means]
+    rows_tasks = [int(weight[un >= k].sum()) for k in ks]
     table = pa.table(
         {
             "k": pa.array(ks, pa.int64()),

@@ -33,13 +33,17 @@ def test_tau_bench_is_50_tasks_by_4_attempts(ws: enb.Workspace) -> None:
 def test_tau_bench_published_pass_hat_k(ws: enb.Workspace) -> None:
     """τ-bench's README for this run: pass^1..4 = 0.420, 0.273, 0.220, 0.200."""
     job = load_job(ws, TAU_BENCH)
-    curve = job.curve(policy="failure")
-    assert [round(v, 3) for v in curve["pass^k"]] == [0.420, 0.273, 0.220, 0.200]
+    exact = [0.42, 41 / 150, 0.22, 0.2]  # the correctly rounded exact means, as floats
+    for policy in ("failure", "unknown"):  # every trial is scored: the policies agree
+        curve = job.curve(policy=policy)
+        assert curve["pass^k"].tolist() == exact
+        assert curve["pass@k"].tolist()[0] == curve["pass^k"].tolist()[0]
+        summary = job.summary(policy=policy)
+        assert summary.pass_ == curve["pass^k"].tolist()[0] == 0.42
+        assert summary.pass_hat_k == curve["pass^k"].tolist()[-1] == 0.2
     samples = job.samples(ks=[1, 2, 3, 4], policy="failure")
     means = [round(float(samples[f"pass^{k}"].mean()), 3) for k in (1, 2, 3, 4)]
     assert means == [0.420, 0.273, 0.220, 0.200]
-    # every trial is scored, so the platform's "unknown" policy agrees here
-    assert job.summary().pass_hat_k == pytest.approx(0.2)
 
 
 def test_tau_bench_attempt_fields(ws: enb.Workspace) -> None:

@@ -153,7 +153,8 @@ def test_task_counts_equal_the_one_query(ws: enb.Workspace, threshold: float | N
     for path in (THREE_TASKS, SAMPLE_DATA / "graded.json", SAMPLE_DATA / "running.json"):
         job = ws.load(path)
         want = ws.con.execute(
-            _metrics.task_counts_sql("$job_id", threshold), {"job_id": job.id}
+            _metrics.task_counts_sql("$job_id", threshold),
+            {"job_id": job.id, **_metrics.reward_scales(ws.con, job.id)},
         ).to_arrow_table()
         got = _metrics.task_counts(ws.con, job.id, threshold)
         assert got.schema == want.schema
