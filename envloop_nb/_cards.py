@@ -119,6 +119,8 @@ def summary_card_html(summary: JobSummary) -> str:
             '<div class="enb-note">Rewards are graded (not all 0/1): pass metrics need a '
             "threshold, e.g. <code>job.summary(threshold=0.5)</code>.</div>"
         )
+    if s.note:  # the source's own rule, e.g. which policy reproduces Harbor's result.json
+        note += f'<div class="enb-note">{html.escape(s.note)}</div>'
     return (
         f'{CARD_CSS}<div class="enb-summary" data-job="{html.escape(s.job_id)}">{head}'
         f'<div class="enb-cards">{"".join(cards)}</div>{coverage_line}{note}</div>'

@@ -31,7 +31,10 @@ Checks (``code``: what it flags):
     ``timeout_ratio`` times the other's; alone, flagged when ≥ ``timeout_share``.
 ``platform-mismatch``
     the source's own ``metrics`` block disagrees with the recomputed summary (policy
-    "unknown", no threshold): every differing key is named with both values.
+    "unknown", no threshold): every differing key is named with both values. For a
+    Harbor job, its ``result.json`` mean and pass@k under the policy of the Harbor
+    version that wrote it (``"failure"`` before 0.26, ``"unknown"`` from 0.26; when the
+    version is unknown, flagged only if neither policy reproduces them).
 
 A task *never passes* when it has a scored attempt and none passes. A pass is
 ``reward >= threshold`` when ``DiagnosisOptions.threshold`` is set; otherwise
@@ -445,7 +448,39 @@ def _differs(a: Any, b: Any, tol: float) -> bool:
         return a != b
 
 
+def _harbor_platform(job: Job, tol: float) -> list[Finding]:
+    """Harbor's result.json under the policy of the Harbor version that wrote it."""
+    from ._harbor import check
+
+    c = check(job, tol)
+    if c is None or c.agrees:
+        return []
+    policy = c.compared_policy
+    diffs = c.diffs(policy)
+    parts = "; ".join(
+        f"{k}: Harbor {a:.6g} vs recomputed {'null' if b is None else f'{b:.6g}'}"
+        for k, (a, b) in diffs.items()
+    )
+    return [
+        Finding(
+            "platform-mismatch",
+            "error",
+            "Harbor's result.json disagrees with the recomputed numbers",
+            f"{c.verdict()}. {len(diffs)} value(s) differ: {parts}. The file may be stale "
+            "or edited, or the Harbor version's rule was not what its lock.json says.",
+            (),
+            {
+                "policy": policy,
+                "matches": list(c.matches),
+                **{k: {"platform": a, "recomputed": b} for k, (a, b) in diffs.items()},
+            },
+        )
+    ]
+
+
 def _platform(job: Job, o: DiagnosisOptions) -> list[Finding]:
+    if job.info.get("source_format") == "harbor":
+        return _harbor_platform(job, o.platform_tolerance)
     platform = job.info.get("platform_metrics")
     if not isinstance(platform, Mapping):
         return []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ._frames import to_frame
@@ -100,10 +101,29 @@ class Job:
         >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
         >>> print(job.summary())
         score 60.0% · 5/6 attempts scored · 2/3 members complete
+
+        A Harbor job's summary also says which policy reproduces Harbor's own
+        ``result.json`` (``note``; it depends on the Harbor version, see
+        :mod:`envloop_nb._harbor`):
+
+        >>> harbor = enb.open().load("../shared/fixtures/harbor/2025-10-01__10-00-00-legacy")
+        >>> print(harbor.summary())
+        score 25.0% · 8/8 attempts scored · 4/4 members complete
+        Harbor before 0.26 (sandboxes layout: verifier_result.reward): trials without a reward count as 0 (policy='failure' reproduces its result.json)
         """
         from ._metrics import job_summary
 
-        return job_summary(self.con, self.id, policy=policy, threshold=threshold)
+        s = job_summary(self.con, self.id, policy=policy, threshold=threshold)
+        row = self.con.execute(
+            "SELECT source_format, extra FROM jobs WHERE job_id = ?", [self.id]
+        ).fetchone()
+        if row is not None and row[0] == "harbor":
+            from ._harbor import summary_note
+
+            extra = json.loads(row[1]) if isinstance(row[1], str) else row[1]
+            harbor = extra.get("harbor") if isinstance(extra, dict) else None
+            s = replace(s, note=summary_note(harbor if isinstance(harbor, dict) else None))
+        return s
 
     def samples(
         self,

@@ -35,6 +35,7 @@ from ._cases import (
 from ._display import format_metric, format_pct
 
 if TYPE_CHECKING:
+    from ._harbor import HarborCheck
     from ._job import Job
     from ._metrics import JobSummary
 
@@ -197,6 +198,37 @@ def agreement_html(platform: dict[str, Any] | None, ours: dict[str, Any]) -> str
     )
 
 
+def harbor_agreement_html(check: HarborCheck) -> str:
+    """Whether Harbor's ``result.json`` numbers agree, under its version's policy (pure).
+
+    Examples
+    --------
+    >>> from envloop_nb._harbor import HarborCheck
+    >>> c = HarborCheck({"version": "0.22.0"}, "failure", {"mean": 0.5},
+    ...                 {"failure": {"mean": 0.5}}, ("failure",))
+    >>> out = harbor_agreement_html(c)
+    >>> "numbers agree" in out and "policy=&#x27;failure&#x27;" in out
+    True
+    """
+    if not check.platform:
+        return f'{PANEL_CSS}<div class="enb-panel enb-dim">{html.escape(check.verdict())}.</div>'
+    policy = check.compared_policy
+    if check.agrees:
+        return (
+            f'{PANEL_CSS}<div class="enb-panel"><span class="enb-agree">✓ '
+            f"{html.escape(check.verdict())}</span> "
+            f'<span class="enb-dim">({check.checked} values checked)</span></div>'
+        )
+    items = "".join(
+        f"<li>{html.escape(f'{key}: Harbor {theirs!r}, recomputed {mine!r}')}</li>"
+        for key, (theirs, mine) in check.diffs(policy).items()
+    )
+    return (
+        f'{PANEL_CSS}<div class="enb-panel"><span class="enb-disagree">✗ '
+        f"{html.escape(check.verdict())}:</span><ul>{items}</ul></div>"
+    )
+
+
 def groups_html(frame: Any, label: str) -> str:
     """A per-group table: score, pass@k, coverage, bad cases (pure; from ``job.groups``)."""
     if frame is None or len(frame) == 0:
@@ -317,7 +349,14 @@ class OverviewTab:
         self.facts.value = facts_html(info, self.status_counts)
         # policy-independent: the platform comparison uses the platform's own rule
         self.platform_metrics = info.get("platform_metrics")
-        self.agreement.value = agreement_html(self.platform_metrics, job.summary().to_dict())
+        if info.get("source_format") == "harbor":  # its rule depends on its version
+            from ._harbor import check
+
+            harbor = check(job)
+            assert harbor is not None
+            self.agreement.value = harbor_agreement_html(harbor)
+        else:
+            self.agreement.value = agreement_html(self.platform_metrics, job.summary().to_dict())
         self.diagnosis.value = self._diagnosis()
         self._recompute()
         from ._render import chart_widget

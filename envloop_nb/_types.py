@@ -8,7 +8,7 @@ __all__ = ["FrameKind", "Policy"]
 
 #: How a requested attempt without a reward is treated by the metrics.
 #: ``"unknown"`` (the platform's): it stays missing and coverage reports it.
-#: ``"failure"`` (Harbor's and τ-bench's): it counts as reward 0.
+#: ``"failure"`` (τ-bench's, and Harbor's before 0.26): it counts as reward 0.
 Policy: TypeAlias = Literal["unknown", "failure"]
 
 #: Which frame library results come back in.

@@ -3,6 +3,20 @@
 
 A Harbor job is small (tasks × attempts trial folders), so it is read in Python and
 staged with :func:`envloop_nb._loaders._stage.insert_rows`.
+
+Which policy reproduces Harbor's own ``result.json`` (its ``mean`` and ``pass_at_k``)
+depends on the Harbor version that wrote the folder:
+
+* Harbor **before 0.26** counts a trial without a reward as 0: ``policy="failure"``.
+* Harbor **0.26 and later** skips trials without a valid reward: ``policy="unknown"``.
+
+The version comes from the job's ``lock.json`` (``harbor.version``); without one, the
+``sandboxes``-era layouts (``verifier_result.reward``, ``stats.n_trials``) still date a
+folder as before 0.26, and any other folder's version is unknown. The loader stores the
+finding in ``jobs.extra["harbor"]`` (``version``, ``version_source``,
+``missing_reward_rule``, ``policy``; see :func:`envloop_nb._harbor.detect_version`),
+``job.summary()`` states it in ``JobSummary.note``, and the panel and ``job.diagnose()``
+compare Harbor's numbers under that version's policy (:func:`envloop_nb._harbor.check`).
 """
 
 from __future__ import annotations
@@ -14,6 +28,7 @@ from typing import Any, TypeGuard
 import duckdb
 
 from .._errors import LoadError
+from .._harbor import detect_version
 from ._common import duration_s, is_number, parse_time, read_json_file
 from ._stage import begin_job, insert_rows
 
@@ -165,8 +180,10 @@ def load_harbor(
       k: ``config.json`` ``n_attempts``; model: ``agents[0].model_name``; dataset name
       and version from ``datasets[0]``; runner ``harbor`` with the agent's name and
       version in ``extra``; ``platform_metrics`` is the job result's ``stats`` verbatim
-      (Harbor's mean / pass@k, which count a missing reward as 0: compare with
-      ``policy="failure"``).
+      (Harbor's mean / pass@k: before Harbor 0.26 a missing reward counts as 0, compare
+      with ``policy="failure"``; from 0.26 it is skipped, compare with
+      ``policy="unknown"``); the Harbor version and its rule (from ``lock.json`` or the
+      layout) go to ``extra["harbor"]``.
     * requested tasks: Harbor writes no task list, so the requested tasks are the
       distinct ``task_name`` values of the trials found (a task with no trial folder at
       all cannot be known). ``digest`` is the ``task_checksum`` when all of the task's
@@ -272,6 +289,9 @@ def load_harbor(
                 agent_version = info.get("version")
 
     jr = job_result or {}
+    lock_path = folder / "lock.json"
+    lock = read_json_file(lock_path, "Harbor's JobLock object") if lock_path.is_file() else None
+    harbor = detect_version(lock, job_result, [t for t in trials if not t["_running"]])
     begin_job(con, jid)
     insert_rows(
         con,
@@ -304,6 +324,7 @@ def load_harbor(
                         "n_concurrent_trials": config.get("n_concurrent_trials"),
                         "n_total_trials": jr.get("n_total_trials"),
                         "updated_at": jr.get("updated_at"),
+                        "harbor": harbor,
                     }
                 ),
             }
