@@ -25,6 +25,7 @@ from ._job import Job
 from ._metrics import JobSummary
 from ._panel import JobPanel, panel
 from ._passk import pass_at_k, pass_hat_k
+from ._render import chart_widget
 from ._uncertainty import (
     Interval,
     bootstrap_mean_ci,
@@ -57,6 +58,7 @@ __all__ = [
     "ReferenceFill",
     "Workspace",
     "bootstrap_mean_ci",
+    "chart_widget",
     "check_heldout",
     "export_dataset",
     "export_xlsx",

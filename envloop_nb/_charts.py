@@ -6,8 +6,9 @@ Two layers, kept apart so each is testable on its own:
   return a frame with at most a few dozen rows: raw attempts never reach the browser.
 * ``*_chart(frame, ...)`` are pure functions from such a frame to an ``altair.Chart``.
 
-Show a chart offline with :func:`envloop_nb._render.chart_widget`. Colours are neutral
-greys that read on JupyterLab's light and dark themes; the background is transparent.
+Every chart renders offline, on its own or as ``enb.chart_widget(chart)`` (see
+``envloop_nb._render``). Colours are neutral greys that read on JupyterLab's light and
+dark themes; the background is transparent.
 """
 
 from __future__ import annotations
@@ -49,8 +50,13 @@ HEIGHT = 120
 
 
 def _styled(chart: Any) -> Any:
-    """Transparent background and mid-grey text: readable in light and dark themes."""
-    return (
+    """Transparent background and mid-grey text: readable in light and dark themes.
+
+    The chart renders offline (:func:`envloop_nb._render.offline_chart`).
+    """
+    from ._render import offline_chart
+
+    return offline_chart(
         chart.configure(background="transparent", font="sans-serif")
         .configure_axis(
             labelColor=_AXIS_GREY,

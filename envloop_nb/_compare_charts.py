@@ -8,6 +8,8 @@
 
 Every chart colours jobs with :func:`job_scale`: the same fixed palette keyed by job
 order, so a job has one colour across all charts of a comparison. At most five series.
+Every chart renders offline (:func:`envloop_nb._render.offline_chart`): displayed, it is
+altair's ``JupyterChart`` with its bundle inlined, and ``to_html()`` inlines vega too.
 Input frames have one row per job and group (a few dozen rows); nothing per attempt.
 """
 
@@ -16,6 +18,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from ._render import offline_chart
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -243,7 +247,7 @@ def radar_chart(
     )
     scaled = list(f["scaled"]["axis"])
     note = "" if absolute else f" (* {', '.join(scaled)}: scaled to the best value)"
-    return (
+    return offline_chart(
         alt.layer(rings, spokes, *label_layers, ring_labels, series, points)
         .properties(width=round(SIZE * 1.6 / 1.2), height=SIZE, title=_title(title + note, mark))
         .configure_view(stroke=None)
@@ -315,7 +319,7 @@ def bars_chart(
     )
     step = max(14, min(28, 120 // len(jobs)))
     if percent:
-        return (
+        return offline_chart(
             alt.layer(bars, whiskers)
             .properties(
                 width=alt.Step(step),
@@ -329,7 +333,7 @@ def bars_chart(
     whiskers_f = base.mark_rule(color="#333333", strokeWidth=1.4).encode(
         x=facet_x, y="low:Q", y2="high:Q", tooltip=tooltip
     )
-    return (
+    return offline_chart(
         alt.layer(bars_f, whiskers_f, data=data)
         .properties(width=alt.Step(step), height=200)
         .facet(column=alt.Column("group:N", sort=order, title=None))
@@ -359,7 +363,7 @@ def curves_chart(curves: pd.DataFrame, jobs: Sequence[str], *, mark: str = "") -
     jobs = _check_jobs(jobs)
     data = curves[curves["job"].isin(jobs)][["job", "k", "metric", "value", "tasks", "tasks_total"]]
     kmax = int(data["k"].max()) if len(data) else 1
-    return (
+    return offline_chart(
         alt.Chart(data)
         .mark_line(point=True, strokeWidth=2)
         .encode(

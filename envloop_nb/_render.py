@@ -1,18 +1,32 @@
-"""Offline chart rendering: every chart the toolkit shows works with no network.
+"""Offline chart rendering: every chart the toolkit returns works with no network.
 
 altair's default renderers load vega from a CDN ("Error loading script" on an offline
 cluster). We render through ``alt.JupyterChart`` (an anywidget) with its JavaScript
 bundle inlined (``JupyterChart.enable_offline()``), so charts sit inside ipywidgets
 panels and in plain output alike, with no internet access.
+
+Every chart the library returns (``cmp.radar()``, ``cmp.bars()``, ``cmp.curves()``, the
+panels' charts) goes through :func:`offline_chart`: it stays an altair chart of the same
+kind (``to_dict()``, ``properties()``, ``+``, ``|`` all work), but displays as that
+offline ``JupyterChart`` whatever renderer altair has enabled, and ``to_html()`` /
+``save("x.html")`` inline the vega bundle instead of linking a CDN. A chart derived from
+it (``chart.properties(width=500)``) keeps that behaviour; a composition (``a | b``) is
+a plain altair chart again, which renders offline once the kernel has shown one of ours
+(displaying one calls :func:`enable_offline`) or through :func:`chart_widget`.
+:func:`chart_widget` (``enb.chart_widget``) gives a chart as an ipywidget, to place in
+your own layouts.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-__all__ = ["chart_widget", "enable_offline"]
+__all__ = ["chart_widget", "enable_offline", "offline_chart"]
 
 _enabled = False
+_PREFIX = "Offline"
+_CLASSES: dict[Any, Any] = {}
 
 
 def enable_offline() -> None:
@@ -33,8 +47,90 @@ def enable_offline() -> None:
 
 
 def chart_widget(chart: Any) -> Any:
-    """An ipywidget that draws ``chart`` offline (an ``altair.JupyterChart``)."""
+    """An ipywidget that draws ``chart`` offline (an ``altair.JupyterChart``).
+
+    Use it to put a chart in an ipywidgets layout (``widgets.HBox([...])``); a chart on
+    its own in a cell renders offline already.
+
+    Examples
+    --------
+    >>> import altair as alt, pandas as pd, envloop_nb as enb
+    >>> w = enb.chart_widget(alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x"))
+    >>> type(w).__name__, w.chart.to_dict()["mark"]
+    ('JupyterChart', {'type': 'point'})
+    """
     import altair as alt
 
     enable_offline()
     return alt.JupyterChart(chart)
+
+
+def _offline_class(base: Any) -> Any:
+    """A subclass of altair's ``base`` chart class that renders offline (made once)."""
+    made = _CLASSES.get(base)
+    if made is not None:
+        return made
+
+    def _repr_mimebundle_(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # the offline JupyterChart widget, not altair's renderer (CDN by default)
+        return chart_widget(self)._repr_mimebundle_(*args, **kwargs)
+
+    def to_html(self: Any, *args: Any, inline: bool = True, **kwargs: Any) -> str:
+        html: str = base.to_html(self, *args, inline=inline, **kwargs)
+        return html
+
+    def save(self: Any, fp: Any, *args: Any, inline: bool = True, **kwargs: Any) -> None:
+        base.save(self, fp, *args, inline=inline, **kwargs)
+
+    name = _PREFIX + base.__name__
+    cls = type(
+        name,
+        (base,),
+        {
+            "__module__": __name__,
+            "__qualname__": name,
+            "__doc__": f"An altair ``{base.__name__}`` that renders offline (see envloop_nb._render).",
+            "_repr_mimebundle_": _repr_mimebundle_,
+            "to_html": to_html,
+            "save": save,
+        },
+    )
+    setattr(sys.modules[__name__], name, cls)  # importable by name: charts pickle
+    _CLASSES[base] = cls
+    return cls
+
+
+def __getattr__(name: str) -> Any:
+    """``OfflineLayerChart`` and friends, made on first use (e.g. when unpickling)."""
+    if name.startswith(_PREFIX):
+        import altair as alt
+
+        base: Any = getattr(alt, name[len(_PREFIX) :], None)
+        if isinstance(base, type) and issubclass(base, alt.TopLevelMixin):
+            return _offline_class(base)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def offline_chart(chart: Any) -> Any:
+    """``chart`` (an altair top-level chart), made to render offline by default.
+
+    The same chart, of a subclass of its altair class: displayed, it is the offline
+    ``JupyterChart`` (no CDN, whatever ``alt.renderers`` says); ``to_html()`` and
+    ``save("….html")`` inline the vega bundle unless given ``inline=False``.
+
+    Examples
+    --------
+    >>> import altair as alt, pandas as pd
+    >>> chart = offline_chart(alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x"))
+    >>> isinstance(chart, alt.Chart), "cdn.jsdelivr.net" in chart.to_html()
+    (True, False)
+    >>> type(chart.properties(width=100)).__name__  # derived charts stay offline
+    'OfflineChart'
+    """
+    base: Any = type(chart)
+    if base.__module__ == __name__:
+        return chart
+    offline = _offline_class(base)
+    copy = offline.__new__(offline)
+    copy.__dict__.update(chart.__dict__)  # altair keeps a chart's spec in its __dict__
+    return copy

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,17 @@ def ws() -> enb.Workspace:
 @pytest.fixture(params=["pandas", "polars"])
 def frame_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture
+def default_renderer() -> Iterator[None]:
+    """altair's default (CDN) renderer, as in a kernel that never opened a panel."""
+    import altair as alt
+
+    before = alt.renderers.active
+    options = dict(alt.renderers.options)
+    alt.renderers.enable("default")
+    try:
+        yield
+    finally:
+        alt.renderers.enable(before, **options)

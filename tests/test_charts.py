@@ -9,6 +9,7 @@ import envloop_nb as enb
 from envloop_nb import _charts
 
 from .conftest import SAMPLE_DATA, THREE_TASKS
+from .offline_helpers import assert_renders_offline
 
 
 def _data(spec: dict) -> list[dict]:
@@ -110,3 +111,17 @@ def test_big_job_charts_stay_small(ws: enb.Workspace) -> None:
         assert len(_data(spec)) <= 30
         assert int(frame["count"].sum()) <= 20_000
     assert len(_data(_charts.curve_chart(job.curve()).to_dict())) <= 8
+
+
+@pytest.mark.usefixtures("default_renderer")
+def test_every_job_chart_renders_offline(ws: enb.Workspace) -> None:
+    """The panel's charts (``panel.overview.charts``) and every builder: no CDN."""
+    job = ws.load(SAMPLE_DATA / "base.json")
+    panel = job.panel()
+    assert {"reward", "status", "curve", "subset"} <= set(panel.overview.charts)
+    for chart in panel.overview.charts.values():
+        assert_renders_offline(chart)
+    f = pd.DataFrame({"subset": ["a", "b"], "score": [0.25, 0.5]})
+    assert_renders_offline(_charts.bar_chart(f, category="subset", value="score", title="s"))
+    assert_renders_offline(_charts.bucket_chart(pd.DataFrame({"bucket": ["x"], "count": [1]})))
+    assert_renders_offline(_charts.curve_chart(job.curve()))

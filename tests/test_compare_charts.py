@@ -19,6 +19,7 @@ from envloop_nb._compare_charts import (
     radar_frames,
 )
 from tests.compare_helpers import envloop_job, write_job
+from tests.offline_helpers import assert_renders_offline, cdn_urls
 
 
 def groups_frame(jobs: list[str], axes: list[str]) -> pd.DataFrame:
@@ -207,3 +208,46 @@ def test_charts_render_to_svg() -> None:
     for chart in (radar_chart(g, jobs), bars_chart(g, jobs)):
         svg = vlc.vegalite_to_svg(chart.to_dict())
         assert svg.startswith("<svg") and math.isfinite(len(svg))
+
+
+def dimension_jobs(ws: enb.Workspace, tmp_path: Path) -> enb.Comparison:
+    """Two jobs with a pct dimension (accuracy) and a lower-is-better count (latency)."""
+    docs = []
+    for i, jid in enumerate(["p", "q"]):
+        rewards = {t: [float((j + i) % 2)] for j, t in enumerate(["t1", "t2", "t3", "t4"])}
+        dims = {
+            t: {"accuracy": 0.2 * (j + i), "latency": 3.0 + j + i} for j, t in enumerate(rewards)
+        }
+        tags = {t: {"subset": "a" if j % 2 else "b"} for j, t in enumerate(rewards)}
+        docs.append(
+            envloop_job(
+                jid, rewards, dimensions=dims, tags=tags, higher_is_better={"latency": False}
+            )
+        )
+    jobs = [ws.load(write_job(tmp_path, d)) for d in docs]
+    cmp = ws.compare(jobs)
+    assert isinstance(cmp, enb.Comparison)
+    return cmp
+
+
+@pytest.mark.usefixtures("default_renderer")
+def test_every_comparison_chart_renders_offline(ws: enb.Workspace, tmp_path: Path) -> None:
+    import altair as alt
+
+    cmp = dimension_jobs(ws, tmp_path)
+    charts = {
+        "radar": cmp.radar(),
+        "radar by dimension": cmp.radar("dimension"),
+        "bars": cmp.bars(),
+        "bars by dimension (own scales)": cmp.bars("dimension"),
+        "curves": cmp.curves(),
+    }
+    assert "facet" in charts["bars by dimension (own scales)"].to_dict()  # both bars layouts
+    for name, chart in charts.items():
+        assert isinstance(chart, alt.TopLevelMixin), name
+        assert_renders_offline(chart)
+    # a chart derived from ours stays offline
+    assert_renders_offline(charts["radar"].properties(title="retitled"))
+    # the check itself sees the CDN in a plain altair chart under the default renderer
+    plain = alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x")
+    assert cdn_urls(plain)
