@@ -1109,6 +1109,10 @@ class Comparison:
     def radar(self, by: By = "subset", *, tag: str | None = None) -> Any:
         """Radar chart of the jobs over subsets (or dimensions): an altair chart.
 
+        When there is nothing to draw — ``by="dimension"`` on jobs that report no score
+        dimension and no composite — the chart is empty and says so in words (as
+        :meth:`bars` does); it is not an error. ``cmp.groups(by).empty`` tells it in code.
+
         Examples
         --------
         >>> import envloop_nb as enb
@@ -1121,15 +1125,24 @@ class Comparison:
         ('score by subset', 8)
         >>> [layer["mark"]["type"] for layer in spec["layer"][:2]]  # grid rings and spokes
         ['line', 'rule']
+        >>> empty = cmp.radar(by="dimension").to_dict()  # these jobs have no dimensions
+        >>> empty["datasets"][empty["data"]["name"]][0]["text"]
+        'no score dimensions: none of the compared jobs reports a named dimension or a composite'
         """
         from ._compare_charts import radar_chart
 
         return radar_chart(
-            self.groups(by, tag=tag), self.job_ids, title=self._title(by), mark=self.mark
+            self.groups(by, tag=tag),
+            self.job_ids,
+            title=self._title(by),
+            mark=self.mark,
+            empty=self._nothing_to_draw(by, tag),
         )
 
     def bars(self, by: By = "subset", *, tag: str | None = None) -> Any:
         """Grouped bars per subset (or dimension) with bootstrap interval whiskers.
+
+        Nothing to draw (no dimensions, by dimension) gives an empty chart that says so.
 
         Examples
         --------
@@ -1147,7 +1160,11 @@ class Comparison:
         from ._compare_charts import bars_chart
 
         return bars_chart(
-            self.groups(by, tag=tag), self.job_ids, title=self._title(by), mark=self.mark
+            self.groups(by, tag=tag),
+            self.job_ids,
+            title=self._title(by),
+            mark=self.mark,
+            empty=self._nothing_to_draw(by, tag),
         )
 
     def curves(self) -> Any:
@@ -1186,6 +1203,15 @@ class Comparison:
 
     def _title(self, by: By) -> str:
         return "score by subset" if by == "subset" else "mean by dimension"
+
+    def _nothing_to_draw(self, by: By, tag: str | None) -> str:
+        """What an empty radar / bars chart says."""
+        if by == "dimension":
+            return (
+                "no score dimensions: none of the compared jobs reports a named dimension "
+                "or a composite"
+            )
+        return f"no scores by {tag or 'subset'}: no compared job has a scored attempt"
 
     # -- panel, export, display ----------------------------------------------------------
     def panel(self, **options: Any) -> Any:

@@ -5,6 +5,8 @@
   their labels, one closed polygon plus points per job.
 * :func:`bars_chart` — grouped bars with interval whiskers.
 * :func:`curves_chart` — pass@k (solid) and pass^k (dashed) against k, one colour per job.
+* :func:`empty_chart` — what a radar or bars chart is when there is nothing to draw (jobs
+  without any score dimension, by dimension): a chart with its title that says why.
 
 Every chart colours jobs with :func:`job_scale`: the same fixed palette keyed by job
 order, so a job has one colour across all charts of a comparison. At most five series.
@@ -24,7 +26,7 @@ from ._render import offline_chart
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["bars_chart", "curves_chart", "job_scale", "radar_chart", "radar_frames"]
+__all__ = ["bars_chart", "curves_chart", "empty_chart", "job_scale", "radar_chart", "radar_frames"]
 
 PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2")
 MAX_SERIES = 5
@@ -68,8 +70,40 @@ def _title(title: str, mark: str, note: str = "") -> Any:
     return alt.TitleParams(title, anchor="start")
 
 
+#: What an empty comparison chart says when the caller gives no reason.
+NO_DATA = "nothing to draw: no job has a value on any axis"
+
+
+def empty_chart(title: str = "", mark: str = "", message: str = NO_DATA) -> Any:
+    """A chart with no data that says why, in place of a radar or bars with nothing to draw.
+
+    Examples
+    --------
+    >>> spec = empty_chart("mean by dimension", message="no dimensions").to_dict()
+    >>> spec["mark"]["type"], spec["title"]["text"], spec["datasets"][spec["data"]["name"]]
+    ('text', 'mean by dimension', [{'text': 'no dimensions'}])
+    """
+    import altair as alt
+    import pandas as pd
+
+    return offline_chart(
+        alt.Chart(pd.DataFrame({"text": [message]}))
+        .mark_text(fontSize=13, color=_LABEL, fontStyle="italic")
+        .encode(text="text:N")
+        .properties(width=SIZE, height=80, title=_title(title, mark))
+        .configure_view(stroke=None)
+    )
+
+
 def _fmt(value: float, percent: bool) -> str:
     return f"{value * 100:.1f}%" if percent else f"{value:.4g}"
+
+
+def _has_values(groups: pd.DataFrame, jobs: Sequence[str]) -> bool:
+    """Whether some job of ``jobs`` has a value on some group."""
+    if groups.empty or "value" not in groups:
+        return False
+    return bool(groups.loc[groups["job"].isin(list(jobs)), "value"].notna().any())
 
 
 def radar_frames(groups: pd.DataFrame, jobs: Sequence[str]) -> dict[str, pd.DataFrame]:
@@ -173,12 +207,18 @@ def radar_frames(groups: pd.DataFrame, jobs: Sequence[str]) -> dict[str, pd.Data
 
 
 def radar_chart(
-    groups: pd.DataFrame, jobs: Sequence[str], *, title: str = "", mark: str = ""
+    groups: pd.DataFrame,
+    jobs: Sequence[str],
+    *,
+    title: str = "",
+    mark: str = "",
+    empty: str = NO_DATA,
 ) -> Any:
     """Radar (spider) chart of up to five jobs over the groups of ``groups``.
 
     ``groups`` has one row per job and group: ``job, group, value`` (and ``percent``,
-    ``coverage`` for labels and tooltips), e.g. ``Comparison.groups("subset")``.
+    ``coverage`` for labels and tooltips), e.g. ``Comparison.groups("subset")``. When no
+    job has a value on any group the result is :func:`empty_chart` saying ``empty``.
 
     Examples
     --------
@@ -193,6 +233,8 @@ def radar_chart(
     import altair as alt
 
     jobs = _check_jobs(jobs)
+    if not _has_values(groups, jobs):
+        return empty_chart(title, mark, empty)
     f = radar_frames(groups, jobs)
     absolute = bool(f["absolute"]["absolute"].iloc[0])
     # Equal units on both axes: labels need room left and right, little above and below.
@@ -255,12 +297,18 @@ def radar_chart(
 
 
 def bars_chart(
-    groups: pd.DataFrame, jobs: Sequence[str], *, title: str = "", mark: str = ""
+    groups: pd.DataFrame,
+    jobs: Sequence[str],
+    *,
+    title: str = "",
+    mark: str = "",
+    empty: str = NO_DATA,
 ) -> Any:
     """Grouped bars (one bar per job within each group) with interval whiskers.
 
     ``groups`` needs ``job, group, value, low, high`` (``percent``, ``coverage``
     optional). When some groups are not in [0, 1] each group gets its own y scale.
+    When no job has a value on any group the result is :func:`empty_chart`.
 
     Examples
     --------
@@ -275,6 +323,8 @@ def bars_chart(
     import altair as alt
 
     jobs = _check_jobs(jobs)
+    if not _has_values(groups, jobs):
+        return empty_chart(title, mark, empty)
     data = groups[groups["job"].isin(jobs)].copy()
     data["group"] = data["group"].astype(str)
     for c in ("value", "low", "high"):

@@ -251,3 +251,27 @@ def test_every_comparison_chart_renders_offline(ws: enb.Workspace, tmp_path: Pat
     # the check itself sees the CDN in a plain altair chart under the default renderer
     plain = alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x")
     assert cdn_urls(plain)
+
+
+@pytest.mark.usefixtures("default_renderer")
+def test_radar_without_dimensions_is_an_empty_chart_that_says_so(
+    ws: enb.Workspace, tmp_path: Path
+) -> None:
+    """By dimension on jobs without dimensions: no TypeError, a chart with a message."""
+    a = ws.load(write_job(tmp_path, envloop_job("a", {"t": [1.0], "u": [0.0]})))
+    b = ws.load(write_job(tmp_path, envloop_job("b", {"t": [0.0], "u": [0.0]})))
+    cmp = ws.compare([a, b])
+    assert cmp.groups("dimension").empty
+    for chart in (cmp.radar(by="dimension"), cmp.bars(by="dimension")):
+        spec = chart.to_dict()
+        assert spec["mark"]["type"] == "text"
+        assert spec["title"]["text"] == "mean by dimension"
+        (row,) = spec["datasets"][spec["data"]["name"]]
+        assert row["text"].startswith("no score dimensions: none of the compared jobs")
+        assert_renders_offline(chart)
+    # the pure builders too, on an empty or all-missing frame
+    empty = groups_frame(["a"], ["x"]).iloc[0:0]
+    assert radar_chart(empty, ["a"]).to_dict()["mark"]["type"] == "text"
+    missing = groups_frame(["a"], ["x", "y"]).assign(value=float("nan"))
+    assert bars_chart(missing, ["a"], empty="nothing").to_dict()["datasets"] != {}
+    assert radar_chart(missing, ["a"], empty="nothing").to_dict()["mark"]["type"] == "text"
