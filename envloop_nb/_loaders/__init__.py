@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 
 from .._errors import LoadError
+from .._sql import ident
 from ._stage import commit_stage, staging, validate_stage
 
 __all__ = ["LOADERS", "detect_format", "load_source"]
@@ -84,9 +85,11 @@ def detect_format(source: Any) -> str:
     if not isinstance(source, str | Path):
         return "table"  # an in-memory frame
     text = str(source)
-    if any(ch in text for ch in "*?[") or text.startswith(("s3://", "http://", "https://")):
-        return "table"
     path = Path(source)
+    # A glob pattern, unless it names an existing file or folder (a name may hold "?").
+    is_glob = any(ch in text for ch in "*?[") and not path.exists()
+    if is_glob or text.startswith(("s3://", "http://", "https://")):
+        return "table"
     if not path.exists():
         raise LoadError(path, None, "no such file or folder")
     if path.is_dir():
@@ -158,7 +161,7 @@ def _drop_scratch(con: duckdb.DuckDBPyConnection) -> None:
         ).fetchall()
         for (name,) in names:
             if str(name).startswith(prefixes):
-                con.execute(f'DROP {kind} IF EXISTS "{name}"')
+                con.execute(f"DROP {kind} IF EXISTS {ident(str(name))}")
 
 
 def _load_staged(

@@ -18,6 +18,7 @@ import duckdb
 import pyarrow as pa
 
 from .._errors import LoadError, LoadWarning
+from .._sql import json_pointer_sql, literal
 from ._common import physical_place
 from ._stage import begin_job, insert_rows, stage_name
 
@@ -201,7 +202,7 @@ def _read_jsonl(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[dict[str, A
     con.execute(
         f"""CREATE OR REPLACE TEMP VIEW _el_lines AS
             SELECT ordinality AS ord, json AS j
-            FROM read_json_objects('{_sql_str(path)}', format='newline_delimited',
+            FROM read_json_objects({literal(str(path))}, format='newline_delimited',
                                    ignore_errors=true) WITH ORDINALITY
             WHERE ordinality > 1"""
     )
@@ -250,10 +251,6 @@ def _read_document(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[dict[str
     con.unregister("_el_doc")
     con.execute("CREATE OR REPLACE TEMP VIEW _el_raw AS SELECT * FROM _el_doc_t")
     return job, doc.get("metrics")
-
-
-def _sql_str(path: Path) -> str:
-    return str(path).replace("'", "''")
 
 
 # Why a trial line cannot be used, or NULL. Evaluated once per line in SQL.
@@ -382,6 +379,10 @@ def _explain_bad_line(path: Path, line_no: int) -> str:
     return "not valid JSON"
 
 
+# A dimension name is data: look it up by JSON pointer, never as a path (``$``, ``/x``).
+_KEY = json_pointer_sql("name")
+
+
 def _stage_trials(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
     """Write the attempts of record, their dimensions and the dimensions' metadata."""
     con.execute(
@@ -423,7 +424,7 @@ def _stage_trials(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
     con.execute(
         f"""INSERT INTO {stage_name("dimensions")} BY NAME
         SELECT $job_id AS job_id, task, attempt, name,
-               TRY_CAST((metrics->'$.dimensions')->name AS DOUBLE) AS value
+               TRY_CAST((metrics->'$.dimensions')->{_KEY} AS DOUBLE) AS value
         FROM (SELECT task, attempt, metrics,
                      unnest(json_keys(metrics, '$.dimensions')) AS name
               FROM _el_good
@@ -433,8 +434,8 @@ def _stage_trials(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
     con.execute(
         f"""INSERT INTO {stage_name("dimension_meta")} BY NAME
         SELECT $job_id AS job_id, name,
-               any_value((metrics->'$.units')->>name) AS unit,
-               any_value(TRY_CAST((metrics->'$.higher_is_better')->name AS BOOLEAN))
+               any_value((metrics->'$.units')->>{_KEY}) AS unit,
+               any_value(TRY_CAST((metrics->'$.higher_is_better')->{_KEY} AS BOOLEAN))
                    AS higher_is_better,
                any_value(metrics->>'$.verifier_version') AS verifier_version
         FROM (SELECT metrics, unnest(json_keys(metrics, '$.dimensions')) AS name

@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 
 from .._errors import LoadError, LoadWarning
+from .._sql import ident, json_pointer, literal
 from ._common import physical_place
 from ._stage import begin_job, restart, stage_name
 
@@ -58,14 +59,6 @@ _DEFAULT_TAGS = ("subset", "difficulty")
 _INTERNAL = ("_enb_ord", "_enb_file", "file_row_number")
 
 
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 @dataclass
 class _Source:
     """A staged view ``_tb_src`` over the input with ``_enb_ord`` and ``_enb_place``."""
@@ -76,39 +69,47 @@ class _Source:
     types: dict[str, str] = field(default_factory=dict)
     registered: list[str] = field(default_factory=list)
 
+    def key(self, col: str) -> str:
+        """SQL naming the column: its JSON pointer (JSON rows) or its identifier."""
+        return literal(json_pointer(col)) if self.json else ident(col)
+
     def raw(self, col: str) -> str:
         """The column's value (JSON for JSON rows)."""
         if self.json:
-            return f"(j->{_lit('$.' + _ident(col))})"
-        return _ident(col)
+            return f"(j->{self.key(col)})"
+        return ident(col)
+
+    def json_type(self, col: str) -> str:
+        """JSON rows: the value's JSON type (NULL when the key is absent)."""
+        return f"json_type(j, {self.key(col)})"
 
     def text(self, col: str) -> str:
         """The value as text (NULL stays NULL)."""
         if self.json:
-            return f"(j->>{_lit('$.' + _ident(col))})"
-        return f"{_ident(col)}::VARCHAR"
+            return f"(j->>{self.key(col)})"
+        return f"{ident(col)}::VARCHAR"
 
     def shown(self, col: str) -> str:
         """The value as it reads in the source, for messages (``'high'``, ``"x"``)."""
         if self.json:
             return f"coalesce({self.raw(col)}::VARCHAR, 'nothing')"
-        return f"coalesce('''' || {_ident(col)}::VARCHAR || '''', 'nothing')"
+        return f"coalesce('''' || {ident(col)}::VARCHAR || '''', 'nothing')"
 
     def number_ok(self, col: str) -> str:
         """SQL true when the value is NULL or a number."""
         if self.json:
-            return f"coalesce(json_type(j, {_lit('$.' + _ident(col))}), 'NULL') IN ('NULL', 'BIGINT', 'UBIGINT', 'DOUBLE')"
-        return f"({_ident(col)} IS NULL OR TRY_CAST({_ident(col)} AS DOUBLE) IS NOT NULL)"
+            return f"coalesce({self.json_type(col)}, 'NULL') IN ('NULL', 'BIGINT', 'UBIGINT', 'DOUBLE')"
+        return f"({ident(col)} IS NULL OR TRY_CAST({ident(col)} AS DOUBLE) IS NOT NULL)"
 
     def number(self, col: str) -> str:
         if self.json:
             return f"TRY_CAST({self.raw(col)} AS DOUBLE)"
-        return f"TRY_CAST({_ident(col)} AS DOUBLE)"
+        return f"TRY_CAST({ident(col)} AS DOUBLE)"
 
     def time(self, col: str) -> str:
         if self.json or self.types.get(col, "").startswith(("VARCHAR", "JSON")):
             return f"TRY_CAST({self.text(col)} AS TIMESTAMPTZ)"
-        return f"TRY_CAST({_ident(col)} AS TIMESTAMPTZ)"
+        return f"TRY_CAST({ident(col)} AS TIMESTAMPTZ)"
 
 
 def _open_frame(con: duckdb.DuckDBPyConnection, source: Any) -> _Source:
@@ -135,6 +136,8 @@ def _open_frame(con: duckdb.DuckDBPyConnection, source: Any) -> _Source:
     label = f"<{type(source).__module__.split('.')[0]} {type(source).__name__}>"
     if "_enb_ord" in table.column_names:
         raise LoadError(label, None, "column name _enb_ord is reserved")
+    for col in table.column_names:  # DuckDB would cut a name at a NUL: refuse it here
+        _check_name(label, f"column {col!r}", col)
     table = table.append_column("_enb_ord", pa.array(np.arange(table.num_rows, dtype=np.int64)))
     con.register("_tb_frame", table)
     con.execute(
@@ -166,7 +169,7 @@ def _csv_read(path: Path, skip_bad: bool) -> str:
         if skip_bad
         else ""
     )
-    return f"read_csv({_lit(str(path))}, header = true, delim = {_lit(delim)}{rejects})"
+    return f"read_csv({literal(str(path))}, header = true, delim = {literal(delim)}{rejects})"
 
 
 def _csv_rejects(con: duckdb.DuckDBPyConnection, path: Path) -> list[tuple[int, str]]:
@@ -190,8 +193,8 @@ def _open_path(
     con: duckdb.DuckDBPyConnection, source: str | Path, skip_bad_csv: bool = False
 ) -> _Source:
     text = str(source)
-    is_glob = any(ch in text for ch in "*?[")
     path = Path(text)
+    is_glob = any(ch in text for ch in "*?[") and not path.exists()
     name = path.name.lower()
     if is_glob or path.is_dir() or name.endswith(".parquet"):
         pattern = text
@@ -217,7 +220,7 @@ def _open_path(
                 SELECT p.* EXCLUDE (_enb_file, file_row_number),
                        (f._enb_idx::BIGINT << 40) + p.file_row_number AS _enb_ord,
                        {place} AS _enb_place
-                FROM read_parquet({_lit(pattern)}, hive_partitioning = true,
+                FROM read_parquet({literal(pattern)}, hive_partitioning = true,
                                   union_by_name = true, filename = '_enb_file',
                                   file_row_number = true) p
                 JOIN _tb_files f USING (_enb_file)"""
@@ -251,7 +254,7 @@ def _open_path(
     con.execute(
         f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
             SELECT json AS j, ordinality AS _enb_ord, {place} AS _enb_place
-            FROM read_json_objects({_lit(str(path))}, format = {_lit(fmt)}{errors})
+            FROM read_json_objects({literal(str(path))}, format = {literal(fmt)}{errors})
                  WITH ORDINALITY"""
     )
     keys = con.execute(
@@ -283,6 +286,8 @@ def _resolve_mapping(
             "mapping",
             f"unknown field(s) {unknown}; map any of {sorted(DEFAULT_MAPPING)}, 'tags', 'dimensions'",
         )
+    for col in src.columns:
+        _check_name(src.label, f"column {col!r}", col)
     present = set(src.columns)
     fields: dict[str, str] = {}
     for ours, default in DEFAULT_MAPPING.items():
@@ -302,7 +307,18 @@ def _resolve_mapping(
             )
     tags = _named_columns(src, tags_opt, "tags", list(_DEFAULT_TAGS), "tag_")
     dims = _named_columns(src, dims_opt, "dimensions", [], "dim_")
+    for what, names in (("tag", tags), ("dimension", dims)):
+        for name in names:
+            _check_name(src.label, f"{what} {name!r}", name)
     return fields, tags, dims
+
+
+def _check_name(label: str, place: str, name: str) -> None:
+    """Refuse a name SQL text cannot hold (NUL, lone surrogate); any other is kept as is."""
+    try:
+        literal(name)
+    except ValueError as err:
+        raise LoadError(label, place, f"unusable name: {err}") from None
 
 
 def _named_columns(
@@ -347,7 +363,8 @@ def _typed_view(
         return src.text(fields[ours]) if ours in fields else "NULL::VARCHAR"
 
     sel.append(f"{text_expr('task')} AS task")
-    checks.append(f"WHEN {text_expr('task')} IS NULL THEN 'task is missing ({fields['task']!s})'")
+    missing = literal(f"task is missing ({fields['task']})")
+    checks.append(f"WHEN {text_expr('task')} IS NULL THEN {missing}")
     if "attempt" in fields:
         col = fields["attempt"]
         num = src.number(col)
@@ -418,21 +435,21 @@ def _typed_view(
     if "input" in fields:
         col = fields["input"]
         if src.json:
-            jt = f"json_type(j, {_lit('$.' + _ident(col))})"
+            jt = src.json_type(col)
             sel.append(
                 f"CASE {jt} WHEN 'VARCHAR' THEN {src.text(col)} WHEN 'NULL' THEN NULL "
                 f"ELSE {src.raw(col)}::VARCHAR END AS input"
             )
             sel.append(f"coalesce({jt} = 'ARRAY', false) AS input_is_chat")
         elif src.types.get(col, "VARCHAR") == "VARCHAR":
-            c = _ident(col)
+            c = ident(col)
             sel.append(f"{c} AS input")
             sel.append(
                 f"coalesce(starts_with(ltrim({c}), '[') AND json_valid({c}) "
                 f"AND json_type(TRY_CAST({c} AS JSON)) = 'ARRAY', false) AS input_is_chat"
             )
         else:
-            c = _ident(col)
+            c = ident(col)
             sel.append(f"to_json({c})::VARCHAR AS input")
             sel.append(f"({c} IS NOT NULL) AS input_is_chat")
     else:
@@ -445,12 +462,13 @@ def _typed_view(
             f"CASE WHEN isnan({src.number(col)}) THEN NULL ELSE {src.number(col)} END AS _dim{i}"
         )
         checks.append(
-            f"WHEN NOT ({src.number_ok(col)}) THEN 'dimension {name} must be a number, got ' || {src.shown(col)}"
+            f"WHEN NOT ({src.number_ok(col)}) "
+            f"THEN {literal(f'dimension {name} must be a number, got ')} || {src.shown(col)}"
         )
     used = set(fields.values()) | set(tags.values()) | set(dims.values())
     rest = [c for c in src.columns if c not in used]
     if rest:
-        pairs = ", ".join(f"{_lit(c)}, {src.raw(c)}" for c in rest)
+        pairs = ", ".join(f"{literal(c)}, {src.raw(c)}" for c in rest)
         sel.append(f"json_object({pairs}) AS extra")
     else:
         sel.append("NULL::JSON AS extra")
@@ -654,14 +672,13 @@ def _load(
         {"jid": jid},
     )
     if dims:
-        structs = ", ".join(
-            f"{{'name': {_lit(name)}, 'value': _dim{i}}}" for i, name in enumerate(dims)
-        )
+        values = ", ".join(f"_dim{i}" for i in range(len(dims)))
         con.execute(
             f"""INSERT INTO {stage_name("dimensions")} BY NAME
-                SELECT $jid AS job_id, task, attempt, d.name, d.value
-                FROM (SELECT task, attempt, unnest([{structs}]) AS d FROM _tb_n)""",
-            {"jid": jid},
+                SELECT $jid AS job_id, task, attempt,
+                       unnest($names::VARCHAR[]) AS name, unnest([{values}]) AS value
+                FROM _tb_n""",
+            {"jid": jid, "names": list(dims)},
         )
         con.execute(
             f"""INSERT INTO {stage_name("dimension_meta")} BY NAME
@@ -682,9 +699,9 @@ def _load(
         for i, key in enumerate(tags):
             con.execute(
                 f"""INSERT INTO {stage_name("task_tags")} BY NAME
-                    SELECT $jid AS job_id, task, {_lit(key)} AS key, _tag{i} AS value
+                    SELECT $jid AS job_id, task, $key AS key, _tag{i} AS value
                     FROM _tb_tasks WHERE _tag{i} IS NOT NULL""",
-                {"jid": jid},
+                {"jid": jid, "key": key},
             )
         con.execute(
             f"""INSERT INTO {stage_name("tasks")} BY NAME
