@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
-import json
 import math
 from pathlib import Path
 from typing import Any, TypeGuard
 
 from .._errors import LoadError
+from ._read import decode_utf8, parse_json, read_bytes
 
 __all__ = [
+    "INT32_MAX",
+    "INT64_MAX",
     "duration_s",
+    "fits",
     "is_number",
     "parse_time",
     "physical_line",
@@ -23,7 +26,9 @@ __all__ = [
 
 
 def read_json_file(path: Path, what: str = "a JSON document") -> Any:
-    """Parse a (optionally ``.gz``) JSON file; any problem becomes a :class:`LoadError`.
+    """Parse a (optionally ``.gz``) JSON file; any problem becomes a :class:`LoadError`
+    naming the line: a truncated gzip stream, invalid UTF-8 or JSON, a lone surrogate,
+    nesting too deep (see :mod:`envloop_nb._loaders._read`).
 
     Examples
     --------
@@ -37,20 +42,17 @@ def read_json_file(path: Path, what: str = "a JSON document") -> Any:
     """
     if not path.is_file():
         raise LoadError(path, None, f"file not found: expected {what}")
-    try:
-        if path.name.lower().endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                return json.load(f)
-        with path.open(encoding="utf-8") as f:
-            return json.load(f)
-    except json.JSONDecodeError as err:
-        raise LoadError(
-            path,
-            f"line {err.lineno}",
-            f"not valid JSON ({err.msg} at column {err.colno}); expected {what}",
-        ) from None
-    except (UnicodeDecodeError, OSError, EOFError) as err:
-        raise LoadError(path, None, f"cannot be read ({err}); expected {what}") from None
+    return parse_json(path, decode_utf8(path, read_bytes(path)), what=what)
+
+
+#: The largest value of the workspace's INTEGER (attempt, k, turns) and BIGINT columns.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def fits(value: int | float, most: int) -> bool:
+    """True when the number ``value`` fits a column holding ``-most - 1 .. most``."""
+    return -most - 1 <= value <= most
 
 
 def is_number(value: Any) -> TypeGuard[int | float]:
