@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ._errors import EnvloopError
+from ._sql import ident, literal, number
 
 if TYPE_CHECKING:
     from ._job import Job
@@ -454,12 +455,16 @@ class BucketRules:
         return expr.otherwise(pl.lit(OTHER))
 
     def sql_case(self, column: str) -> str:
-        """A DuckDB ``CASE`` expression giving the bucket of ``column``."""
+        """A DuckDB ``CASE`` expression giving the bucket of ``column`` (SQL, not a name).
+
+        Bucket names and bounds are data: they enter the SQL only through
+        :mod:`envloop_nb._sql` (any name is kept exactly, quotes included).
+        """
         parts = [f"CASE WHEN {column} IS NULL OR isnan({column}::DOUBLE) THEN NULL"]
         for b in self.buckets:
             cond = f"{column} >= {_sql_num(b.low)} AND {column} < {_sql_num(b.high)}"
-            parts.append(f"WHEN {cond} THEN '{_sql_str(b.name)}'")
-        parts.append(f"ELSE '{_sql_str(OTHER)}' END")
+            parts.append(f"WHEN {cond} THEN {literal(b.name)}")
+        parts.append(f"ELSE {literal(OTHER)} END")
         return " ".join(parts)
 
     def summary(self, frame: Any) -> Any:
@@ -529,17 +534,10 @@ def _is_polars(frame: Any) -> bool:
 
 
 def _sql_num(v: float) -> str:
+    """A bucket bound: a finite number, or an open end (infinity)."""
     if math.isinf(v):
         return "'infinity'::DOUBLE" if v > 0 else "'-infinity'::DOUBLE"
-    return repr(float(v))
-
-
-def _sql_str(text: str) -> str:
-    return text.replace("'", "''")
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+    return number(float(v))
 
 
 # -- job side --------------------------------------------------------------------------
@@ -592,17 +590,19 @@ class BucketResult:
         return "\n".join(rows)
 
 
-def _metric_columns(job: Job, metric: str, level: Level) -> str | None:
-    """SQL giving ``task[, attempt], <metric>`` for composite / dimension metrics."""
-    jid = _sql_str(job.id)
+def _metric_columns(metric: str, level: Level) -> str:
+    """SQL giving ``task[, attempt], _bk_value`` for composite / dimension metrics.
+
+    Parameters ``$job_id`` and (for a dimension) ``$metric``.
+    """
     if metric == "composite":
-        value, src = "composite", f"FROM attempts WHERE job_id = '{jid}'"
+        value, src = "composite", "FROM attempts WHERE job_id = $job_id"
     else:
         value = "value"
-        src = f"FROM dimensions WHERE job_id = '{jid}' AND name = '{_sql_str(metric)}'"
+        src = "FROM dimensions WHERE job_id = $job_id AND name = $metric"
     if level == "attempt":
-        return f"SELECT task, attempt, {value}::DOUBLE AS {_ident(metric)} {src}"
-    return f"SELECT task, (fsum({value}) / count({value}))::DOUBLE AS {_ident(metric)} {src} GROUP BY task"
+        return f"SELECT task, attempt, {value}::DOUBLE AS _bk_value {src}"
+    return f"SELECT task, (fsum({value}) / count({value}))::DOUBLE AS _bk_value {src} GROUP BY task"
 
 
 def _known_dimension(job: Job, metric: str) -> bool:
@@ -653,17 +653,18 @@ def bucket_frame(
             f"reward_mean, composite, reward (per attempt) or a dimension: {dims}"
         )
     keys = "task" if level == "task" else "task, attempt"
-    extra = job.con.sql(_metric_columns(job, metric, level))
+    params = {"job_id": job.id} | ({} if metric == "composite" else {"metric": metric})
     con = job.con
     con.register("_bk_base", base)
     try:
-        rel = con.sql(
-            f"""SELECT b.*, e.{_ident(metric)} FROM
+        result = con.execute(
+            f"""SELECT b.*, e._bk_value AS {ident(metric)} FROM
                 (SELECT *, row_number() OVER () AS _bk_order FROM _bk_base) b
-                LEFT JOIN ({extra.sql_query()}) e USING ({keys})
-                ORDER BY b._bk_order"""
+                LEFT JOIN ({_metric_columns(metric, level)}) e USING ({keys})
+                ORDER BY b._bk_order""",
+            params,
         )
-        out = to_frame(rel, "pandas").drop(columns=["_bk_order"])
+        out = to_frame(result, "pandas").drop(columns=["_bk_order"])
     finally:
         con.unregister("_bk_base")
     return out if frame == "pandas" else _to_polars(out)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._display import format_metric, format_pct
+from ._sql import ident
 from ._types import Policy
 
 if TYPE_CHECKING:
@@ -150,10 +151,6 @@ class CasePage:
             f"rows {self.first_row:,}–{self.last_row:,} of {self.total:,} · "
             f"page {self.query.page + 1:,} of {self.pages:,}"
         )
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _used(sql: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -386,7 +383,7 @@ class CaseSource:
         if q.sort == "bucket":
             expr = bucket
         elif q.view == "task":
-            expr = "s.task" if q.sort == "task" else f"s.{_ident(q.sort)}"
+            expr = "s.task" if q.sort == "task" else f"s.{ident(q.sort)}"
         elif q.sort in ATTEMPT_SORTS:
             expr = ATTEMPT_SORTS[q.sort]
         elif q.sort in TEXT_SORTS:
@@ -468,8 +465,8 @@ class CaseSource:
             where = self._filters(q, params, "s", bucket)
             at, hat = f"pass@{self.k}", f"pass^{self.k}"
             select = (
-                f"s.task, s.subset, s.n, s.scored, s.passes, s.pass_rate, s.{_ident(at)}, "
-                f"s.{_ident(hat)}, s.reward_mean, {bucket} AS bucket"
+                f"s.task, s.subset, s.n, s.scored, s.passes, s.pass_rate, s.{ident(at)}, "
+                f"s.{ident(hat)}, s.reward_mean, {bucket} AS bucket"
             )
         else:
             return self._fetch_attempts(q, cols, params)

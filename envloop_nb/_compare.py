@@ -56,6 +56,7 @@ from ._errors import EnvloopError
 from ._frames import to_frame
 from ._job import Job
 from ._metrics import _check_options
+from ._sql import number
 from ._types import FrameKind, Policy
 
 if TYPE_CHECKING:
@@ -152,10 +153,6 @@ class LeaderboardSnapshot:
             f"{self.job_id} {state} as {self.snapshot_id}: score {format_metric(self.score)}"
             f" · {self.scored:,}/{self.total:,} scored, {self.missing:,} missing"
         )
-
-
-def _q(text: str) -> str:
-    return text.replace("'", "''")
 
 
 def _pts(value: float | None, percent: bool) -> str:
@@ -343,7 +340,7 @@ class Comparison:
 
     # -- per-task data (one query over all jobs) ------------------------------------
     def _per_task_sql(self) -> str:
-        pass_sql = "reward = 1" if self.threshold is None else f"reward >= {self.threshold!r}"
+        pass_sql = "reward = 1" if self.threshold is None else f"reward >= {number(self.threshold)}"
         n_expr = "k" if self.policy == "failure" else "scored"
         complete = "TRUE" if self.policy == "failure" else "scored = k"
         return f"""

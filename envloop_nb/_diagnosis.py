@@ -51,6 +51,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._display import format_metric, format_pct
+from ._sql import number
 
 if TYPE_CHECKING:
     from ._job import Job
@@ -189,14 +190,14 @@ _TIMEOUT = (
 
 def _pass_expr(job: Job, options: DiagnosisOptions) -> str:
     if options.threshold is not None:
-        return f"reward >= {float(options.threshold)!r}"
+        return f"reward >= {number(options.threshold)}"
     binary = job.con.execute(
         "SELECT count(*) FILTER (WHERE reward NOT IN (0, 1)) = 0 FROM attempts WHERE job_id = ?",
         [job.id],
     ).fetchone()
     if binary and binary[0]:
         return "reward = 1"
-    return f"reward >= {float(options.graded_pass)!r}"
+    return f"reward >= {number(options.graded_pass)}"
 
 
 def _per_task(job: Job, options: DiagnosisOptions) -> list[dict[str, Any]]:

@@ -33,6 +33,7 @@ from ._dataset import (
     registration_table,
 )
 from ._errors import EnvloopError
+from ._sql import ident
 
 if TYPE_CHECKING:
     from ._job import Job
@@ -80,12 +81,13 @@ def _task_batches(
     keep = ["task", "pass_rate", *metric_cols] + (["bucket"] if "bucket" in tasks.columns else [])
     frame = tasks[list(dict.fromkeys(keep))]
     con.register("_ds_tasks", pa.Table.from_pandas(frame, preserve_index=False))
+    params: dict[str, Any] = {"job": job.id}
     and_bucket = ""
     if chosen is not None:
-        names = ", ".join("'" + c.replace("'", "''") + "'" for c in chosen)
-        and_bucket = f"AND b.bucket IN ({names})"
+        params["chosen"] = list(chosen)
+        and_bucket = "AND list_contains($chosen::VARCHAR[], b.bucket)"
     extra_cols = "".join(
-        f', b."{c.replace(chr(34), chr(34) * 2)}"' for c in metric_cols if c != "pass_rate"
+        f", b.{ident(c)}" for c in metric_cols if c != "pass_rate"
     )  # pass_rate is selected already (it is also the metric of pass-rate rules)
     bucket = "b.bucket" if "bucket" in frame.columns else "NULL::VARCHAR"
     try:
@@ -109,7 +111,7 @@ def _task_batches(
             WHERE t.job_id = $job {and_bucket}
             ORDER BY t.position
             """,
-            {"job": job.id},
+            params,
         ).to_arrow_reader(BATCH_ROWS)
         yield from reader
     finally:

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._buckets import BucketResult, BucketRules, _ident, _sql_str, job_buckets, parse_names
+from ._buckets import BucketResult, BucketRules, job_buckets, parse_names
+from ._sql import ident
 
 if TYPE_CHECKING:
     from ._job import Job
@@ -602,8 +603,8 @@ def _attempt_columns(
     add("a.status", "status", 11)
     add("a.reward", "reward", 9, _NUM)
     add("a.composite", "composite", 11, _NUM)
-    for d in dims:
-        add(f"d.{_ident(d)}", d, max(10, min(len(d) + 2, 20)), _NUM)
+    for i, d in enumerate(dims):
+        add(f"d._d{i}", d, max(10, min(len(d) + 2, 20)), _NUM)
     add("a.error", "error", 40, wrap=True)
     add(render_chat_sql(), "input", 60, wrap=True)
     add("a.output", "output", 60, wrap=True)
@@ -647,12 +648,14 @@ def _attempt_batches(
     import pyarrow as pa
 
     con = job.con
-    jid = _sql_str(job.id)
+    params: dict[str, Any] = {"job_id": job.id}
+    # Dimension i is column _d{i}: names are data, and DuckDB identifiers ignore case.
+    params.update({f"dim{i}": d for i, d in enumerate(dims)})
     pivot = ", ".join(
-        f"max(value) FILTER (WHERE name = '{_sql_str(d)}') AS {_ident(d)}" for d in dims
+        f"max(value) FILTER (WHERE name = $dim{i}) AS _d{i}" for i in range(len(dims))
     )
     dim_join = (
-        f"""LEFT JOIN (SELECT task, attempt, {pivot} FROM dimensions WHERE job_id = '{jid}'
+        f"""LEFT JOIN (SELECT task, attempt, {pivot} FROM dimensions WHERE job_id = $job_id
                      GROUP BY task, attempt) d ON d.task = a.task AND d.attempt = a.attempt"""
         if dims
         else ""
@@ -670,9 +673,9 @@ def _attempt_batches(
         else:
             metric = rules.metric
             col = (
-                f"a.{_ident(metric)}"
+                f"a.{ident(metric)}"
                 if metric in ("reward", "composite")
-                else f"d.{_ident(metric)}"
+                else f"d._d{dims.index(metric)}"
             )
             bucket_expr = rules.sql_case(col)
     where = ""
@@ -680,7 +683,8 @@ def _attempt_batches(
         named = [g for g in group if g is not None]
         conds = []
         if named:
-            conds.append("bucket IN (" + ", ".join(f"'{_sql_str(g)}'" for g in named) + ")")
+            params["groups"] = named
+            conds.append("list_contains($groups, bucket)")
         if None in group:
             conds.append("bucket IS NULL")
         where = "WHERE " + " OR ".join(conds)
@@ -692,7 +696,7 @@ def _attempt_batches(
             SELECT a.*, t.position, {bucket_expr} AS bucket
             FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task
             {bucket_join}
-            WHERE a.job_id = '{jid}'
+            WHERE a.job_id = $job_id
         ) a {dim_join}
         {where}
         ORDER BY a.position, a.attempt
@@ -701,7 +705,7 @@ def _attempt_batches(
     bar = con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
     con.execute("SET enable_progress_bar = false")
     try:
-        reader = con.execute(sql).to_arrow_reader(BATCH_ROWS)
+        reader = con.execute(sql, params).to_arrow_reader(BATCH_ROWS)
         yield from reader
     finally:
         if bar is not None:

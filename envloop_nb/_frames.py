@@ -12,8 +12,11 @@ if TYPE_CHECKING:
 __all__ = ["to_frame"]
 
 
-def to_frame(rel: duckdb.DuckDBPyRelation, frame: FrameKind = "pandas") -> Any:
-    """Materialize a relation as a pandas (default) or polars frame via Arrow.
+def to_frame(
+    rel: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection, frame: FrameKind = "pandas"
+) -> Any:
+    """Materialize a relation (or an executed query's result) as a pandas (default) or
+    polars frame via Arrow.
 
     Examples
     --------

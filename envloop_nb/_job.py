@@ -69,27 +69,30 @@ class Job:
     # -- frames ----------------------------------------------------------------
     def attempts(self, frame: FrameKind = "pandas") -> Any:
         """One row per attempt of record (dispatched attempts only), in task order."""
-        rel = self.con.sql(
-            f"""SELECT a.* EXCLUDE (job_id) FROM attempts a
-                JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task
-                WHERE a.job_id = '{_q(self.id)}' ORDER BY t.position, a.attempt"""
+        result = self.con.execute(
+            """SELECT a.* EXCLUDE (job_id) FROM attempts a
+               JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task
+               WHERE a.job_id = ? ORDER BY t.position, a.attempt""",
+            [self.id],
         )
-        return to_frame(rel, frame)
+        return to_frame(result, frame)
 
     def tasks(self, frame: FrameKind = "pandas") -> Any:
         """One row per requested task: name, digest, tags (JSON text)."""
-        rel = self.con.sql(
-            f"SELECT task, digest, tags FROM tasks WHERE job_id = '{_q(self.id)}' ORDER BY position"
+        result = self.con.execute(
+            "SELECT task, digest, tags FROM tasks WHERE job_id = ? ORDER BY position",
+            [self.id],
         )
-        return to_frame(rel, frame)
+        return to_frame(result, frame)
 
     def dimensions(self, frame: FrameKind = "pandas") -> Any:
         """Score dimensions in long form: task, attempt, name, value."""
-        rel = self.con.sql(
-            f"""SELECT task, attempt, name, value FROM dimensions
-                WHERE job_id = '{_q(self.id)}' ORDER BY task, attempt, name"""
+        result = self.con.execute(
+            """SELECT task, attempt, name, value FROM dimensions
+               WHERE job_id = ? ORDER BY task, attempt, name""",
+            [self.id],
         )
-        return to_frame(rel, frame)
+        return to_frame(result, frame)
 
     # -- metrics ---------------------------------------------------------------
     def summary(self, policy: Policy = "unknown", threshold: float | None = None) -> JobSummary:
@@ -296,7 +299,3 @@ class Job:
         from ._export_dataset import export_dataset
 
         return export_dataset(self, folder, **options)
-
-
-def _q(text: str) -> str:
-    return text.replace("'", "''")
