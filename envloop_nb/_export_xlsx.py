@@ -604,7 +604,7 @@ def _attempt_columns(
     add("a.reward", "reward", 9, _NUM)
     add("a.composite", "composite", 11, _NUM)
     for i, d in enumerate(dims):
-        add(f"d._d{i}", d, max(10, min(len(d) + 2, 20)), _NUM)
+        add(f"a._d{i}", d, max(10, min(len(d) + 2, 20)), _NUM)
     add("a.error", "error", 40, wrap=True)
     add(render_chat_sql(), "input", 60, wrap=True)
     add("a.output", "output", 60, wrap=True)
@@ -691,13 +691,17 @@ def _attempt_batches(
     select = ", ".join(
         ("bucket" if e == "bucket" else e) + f" AS c{i}" for i, e in enumerate(exprs)
     )
+    # The dimensions are joined inside, beside the attempt: a per-attempt bucket rule on a
+    # dimension reads d._d{i} there; the outer query sees them as a._d{i}.
+    dim_cols = "".join(f"d._d{i}, " for i in range(len(dims)))
     sql = f"""
         SELECT {select} FROM (
-            SELECT a.*, t.position, {bucket_expr} AS bucket
+            SELECT a.*, t.position, {dim_cols}{bucket_expr} AS bucket
             FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task
             {bucket_join}
+            {dim_join}
             WHERE a.job_id = $job_id
-        ) a {dim_join}
+        ) a
         {where}
         ORDER BY a.position, a.attempt
     """

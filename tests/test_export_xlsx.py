@@ -361,3 +361,36 @@ def test_xml_illegal_noncharacters_are_escaped(ws: enb.Workspace, tmp_path: Path
     header = [c.value for c in sheet[1]]
     assert sheet.cell(2, header.index("output") + 1).value == "a\\ufffeb\\uffffc"
     assert sheet.cell(3, header.index("output") + 1).data_type == "s"
+
+
+@pytest.mark.parametrize("sheet_per_bucket", [False, True])
+def test_per_attempt_buckets_on_a_dimension(
+    ws: enb.Workspace, tmp_path: Path, sheet_per_bucket: bool
+) -> None:
+    """Attempt-level rules on a named dimension export (they raised a BinderException)."""
+    graded = ws.load(SAMPLE_DATA / "graded.json")
+    rules = BucketRules([Bucket("low", 0, 0.5)], "accuracy", level="attempt")
+    out = graded.export_xlsx(tmp_path / "d.xlsx", rules=rules, sheet_per_bucket=sheet_per_bucket)
+    wb = load_workbook(out.path)
+    dims = graded.dimensions()
+    acc = dims[dims["name"] == "accuracy"].set_index(["task", "attempt"])["value"]
+    expected = {}
+    for task, attempt in zip(graded.attempts()["task"], graded.attempts()["attempt"], strict=True):
+        v = acc.get((task, attempt))
+        expected[(task, attempt)] = (
+            None if v is None or v != v else ("low" if 0 <= v < 0.5 else "Other (matched no rule)")
+        )
+    sheets = [n for n in wb.sheetnames if n not in ("Summary", "Tasks")]
+    if not sheet_per_bucket:
+        assert sheets == ["Attempts"]
+    got = {}
+    for name in sheets:
+        header = [c.value for c in wb[name][1]]
+        assert header[:3] == ["task", "attempt", "bucket"] and "accuracy" in header
+        for r in rows(wb[name])[1:]:
+            got[(r[0], r[1])] = r[2]
+            value = r[header.index("accuracy")]
+            if value is not None:
+                assert value == pytest.approx(acc[(r[0], r[1])])
+    assert got == expected and "low" in got.values()
+    assert sum(v for k, v in out.rows_per_sheet.items() if k in sheets) == len(expected)
