@@ -5,9 +5,10 @@ streamed from DuckDB in Arrow record batches, so memory stays flat in the number
 rows. Everything that came from a model, a user or a file is written as a text cell
 (``data_type "s"`` plus Excel's quote prefix when it starts with ``= + - @``), never as
 a formula. Excel's limits are handled, not hit: a sheet that would pass 1,048,576 rows
-continues on ``"Attempts (2)"``, ``"Attempts (3)"``...; a cell over 32,767 characters is
-cut with a visible ``"… [truncated N chars]"`` marker; XML-illegal control characters
-are shown as ``\\x07``-style escapes.
+continues on ``"Attempts (2)"``, ``"Attempts (3)"``...; a cell over 32,767 characters
+(counted as Excel does, in UTF-16 code units) is cut with a visible ``"… [truncated N
+chars]"`` marker, never inside a character; XML-illegal control characters and lone
+surrogates are shown as ``\\x07``-style escapes.
 """
 
 from __future__ import annotations
@@ -29,17 +30,26 @@ if TYPE_CHECKING:
     from ._job import Job
     from ._types import Policy
 
-__all__ = ["MAX_CELL_CHARS", "MAX_ROWS", "ExportResult", "export_xlsx"]
+__all__ = [
+    "MAX_CELL_CHARS",
+    "MAX_ROWS",
+    "ExportResult",
+    "export_xlsx",
+    "truncate_text",
+    "utf16_len",
+]
 
 #: Excel's hard limit of rows per sheet (the header row included).
 MAX_ROWS = 1_048_576
-#: Excel's hard limit of characters per cell.
+#: Excel's hard limit of characters per cell, counted in UTF-16 code units (an emoji or
+#: any other character beyond U+FFFF takes two).
 MAX_CELL_CHARS = 32_767
 #: Attempts fetched from DuckDB per Arrow batch.
 BATCH_ROWS = 2_048
 
-# XML 1.0 forbids these characters (C0 controls other than tab/newline/CR, U+FFFE, U+FFFF).
-_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# XML 1.0 forbids these characters (C0 controls other than tab/newline/CR, U+FFFE, U+FFFF)
+# and lone surrogates (U+D800-U+DFFF as code points of a str: not encodable as UTF-8).
+_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _PCT = "0.0%"
 _NUM = "0.###"
@@ -138,7 +148,8 @@ class _Cells:
         if _ILLEGAL.search(value):
             value = _ILLEGAL.sub(_escape, value)
             self.escaped += 1
-        if len(value) > MAX_CELL_CHARS:
+        # at most 2 UTF-16 units per character: shorter text is never measured
+        if len(value) > MAX_CELL_CHARS // 2 and utf16_len(value) > MAX_CELL_CHARS:
             value = truncate_text(value)
             self.truncated += 1
         return value
@@ -205,23 +216,52 @@ def _cells_as_given(values: Sequence[Any], row_idx: int) -> Iterator[Any]:
         yield cell
 
 
+def utf16_len(value: str) -> int:
+    """Length of ``value`` in UTF-16 code units, as Excel counts a cell's characters.
+
+    Examples
+    --------
+    >>> len("a😀"), utf16_len("a😀")
+    (2, 3)
+    """
+    return len(value.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _utf16_prefix(value: str, units: int) -> str:
+    """The longest start of ``value`` of at most ``units`` UTF-16 units (pairs kept whole)."""
+    data = value.encode("utf-16-le", "surrogatepass")[: 2 * units]
+    if len(data) >= 2 and 0xD8 <= data[-1] <= 0xDB:  # a high surrogate without its pair
+        data = data[:-2]
+    return data.decode("utf-16-le", "surrogatepass")
+
+
 def truncate_text(value: str, limit: int | None = None) -> str:
-    """Cut ``value`` to ``limit`` characters with a visible marker saying how much went.
+    """Cut ``value`` to ``limit`` UTF-16 units with a visible marker saying how much went.
+
+    Excel counts a cell's 32,767 characters in UTF-16 code units: a character beyond
+    U+FFFF (an emoji) takes two. The result, marker included, is at most ``limit``
+    units and never splits such a character; the marker counts the characters cut.
 
     Examples
     --------
     >>> truncate_text("x" * 50, limit=30)
     'xxxxxxxx… [truncated 42 chars]'
+    >>> cut = truncate_text("😀" * 40, limit=30)
+    >>> cut, utf16_len(cut)
+    ('😀😀😀😀… [truncated 36 chars]', 30)
     """
     limit = MAX_CELL_CHARS if limit is None else limit
-    if len(value) <= limit:
+    total = utf16_len(value)
+    if total <= limit:
         return value
-    keep = limit
+    keep = limit  # UTF-16 units of the text kept
     while True:
-        marker = f"… [truncated {len(value) - keep} chars]"
-        if keep + len(marker) <= limit:
-            return value[:keep] + marker
-        keep = limit - len(marker)
+        head = _utf16_prefix(value, keep)
+        marker = f"… [truncated {len(value) - len(head)} chars]"
+        room = limit - len(marker)  # the marker is ASCII and "…": one unit per character
+        if utf16_len(head) <= room or keep == 0:
+            return (head + marker)[:limit] if keep == 0 else head + marker
+        keep = max(room, 0)
 
 
 @dataclass

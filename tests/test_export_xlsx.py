@@ -394,3 +394,29 @@ def test_per_attempt_buckets_on_a_dimension(
                 assert value == pytest.approx(acc[(r[0], r[1])])
     assert got == expected and "low" in got.values()
     assert sum(v for k, v in out.rows_per_sheet.items() if k in sheets) == len(expected)
+
+
+def test_long_text_is_cut_in_utf16_units(ws: enb.Workspace, tmp_path: Path) -> None:
+    """Excel counts 32,767 UTF-16 units per cell: emoji take two; pairs are never split."""
+    emoji = "😀" * 20_000  # 20,000 characters but 40,000 UTF-16 units: over the limit
+    odd = "a" + "😀" * 16_383 + "b"  # a pair straddles unit 32,767: 32,768 units in all
+    short = "😀" * 16_383  # 32,766 units: fits
+    trials = [
+        {"task": "t", "attempt": 1, "output": emoji},
+        {"task": "t", "attempt": 2, "output": odd},
+        {"task": "u", "attempt": 1, "output": short},
+        {"task": "u", "attempt": 2},
+    ]
+    job = ws.load(write_job(tmp_path / "emoji.json", trials, ["t", "u"]))
+    out = job.export_xlsx(tmp_path / "emoji.xlsx")
+    assert out.truncated_cells == 2
+    sheet = load_workbook(out.path)["Attempts"]
+    col = [c.value for c in sheet[1]].index("output") + 1
+    for row, source in ((2, emoji), (3, odd)):
+        value = sheet.cell(row, col).value
+        assert xl.utf16_len(value) <= xl.MAX_CELL_CHARS
+        value.encode("utf-8")  # no lone surrogate: no pair was split
+        head, marker = value.split("…")
+        assert source.startswith(head) and marker == f" [truncated {len(source) - len(head)} chars]"
+        assert xl.utf16_len(value) >= xl.MAX_CELL_CHARS - 1  # cut as late as possible
+    assert sheet.cell(4, col).value == short
