@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._buckets import BucketResult, BucketRules, job_buckets, parse_names
+from ._buckets import BucketResult, BucketRules, check_finished, job_buckets, parse_names
 from ._sql import ident
 
 if TYPE_CHECKING:
@@ -62,7 +62,8 @@ class ExportResult:
 
     ``rows_per_sheet`` counts data rows (header excluded) per sheet, in sheet order;
     ``truncated_cells`` counts cells cut at Excel's 32,767-character limit;
-    ``escaped_cells`` counts cells whose XML-illegal control characters were escaped.
+    ``escaped_cells`` counts cells whose XML-illegal control characters were escaped;
+    ``partial`` is true when the job was still pending or running (with or without rules).
     """
 
     path: Path
@@ -456,6 +457,8 @@ def export_xlsx(
         of one Attempts sheet (needs ``rules``).
     allow_partial
         Bucket a pending/running job anyway; the workbook is then marked PARTIAL.
+        Without ``rules`` nothing is bucketed, so an unfinished job is exported without
+        it, and marked PARTIAL all the same.
 
     Returns
     -------
@@ -492,6 +495,9 @@ def export_xlsx(
         result = job_buckets(
             job, rules, policy=policy, threshold=threshold, allow_partial=allow_partial
         )
+        partial = result.partial
+    else:  # nothing is bucketed, so nothing to refuse; an unfinished job is still partial
+        partial, _ = check_finished(job, allow_partial=True)
     from ._metrics import samples
 
     summary = job.summary(policy=policy, threshold=threshold)
@@ -530,7 +536,17 @@ def export_xlsx(
 
     exported_at = dt.datetime.now(dt.UTC)
     summary_rows = _write_summary(
-        job, summary_ws, cells, summary, result, chosen, counts, exported_at, policy, threshold
+        job,
+        summary_ws,
+        cells,
+        summary,
+        result,
+        chosen,
+        counts,
+        exported_at,
+        policy,
+        threshold,
+        partial,
     )
     counts = {"Summary": summary_rows, **counts}
     tmp = path.with_name(path.name + ".partial-write")
@@ -545,7 +561,7 @@ def export_xlsx(
         rows_per_sheet=counts,
         truncated_cells=cells.truncated,
         escaped_cells=cells.escaped,
-        partial=bool(result and result.partial),
+        partial=partial,
         buckets=tuple(chosen) if chosen is not None else None,
         rules=rules,
     )
@@ -769,6 +785,7 @@ def _write_summary(
     exported_at: dt.datetime,
     policy: str,
     threshold: float | None,
+    partial: bool,
 ) -> int:
     info = job.info
     ws.column_dimensions["A"].width = 26
@@ -792,13 +809,13 @@ def _write_summary(
         ws.append(out)
         rows += 1
 
-    partial = bool(result and result.partial)
     put("envloop_nb review workbook", bold=True)
     if partial:
+        changing = "buckets and pass rates" if result is not None else "attempts and pass rates"
         put(
             "PARTIAL",
-            f"job was {result.status if result else ''} when exported: buckets and pass "
-            "rates will change as attempts finish",
+            f"job was {info.get('status')} when exported: {changing} will change as "
+            "attempts finish",
             bold=True,
         )
     put("job", job.id)

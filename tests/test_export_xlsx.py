@@ -262,8 +262,19 @@ def test_partial_job_is_refused_or_marked(ws: enb.Workspace, tmp_path: Path) -> 
     summary = {r[0]: r[1] for r in rows(load_workbook(out.path)["Summary"]) if r and r[0]}
     assert summary["partial"] == "yes"
     assert "PARTIAL" in summary
-    # without rules there is no bucketing, so nothing to refuse
-    assert not job.export_xlsx(tmp_path / "all.xlsx").partial
+    # without rules there is no bucketing, so nothing to refuse; still partial
+    everything = job.export_xlsx(tmp_path / "all.xlsx")
+    assert everything.partial and "PARTIAL" in str(everything)
+    summary = {r[0]: r[1] for r in rows(load_workbook(everything.path)["Summary"]) if r and r[0]}
+    assert summary["partial"] == "yes"
+    assert summary["PARTIAL"].startswith("job was running when exported: attempts and pass")
+    assert summary["rules"].startswith("none")
+
+
+def test_finished_job_without_rules_is_not_partial(base: enb.Job, tmp_path: Path) -> None:
+    out = base.export_xlsx(tmp_path / "done.xlsx")
+    summary = {r[0]: r[1] for r in rows(load_workbook(out.path)["Summary"]) if r and r[0]}
+    assert not out.partial and summary["partial"] == "no" and "PARTIAL" not in summary
 
 
 def test_chat_input_is_rendered_as_turns(ws: enb.Workspace, tmp_path: Path) -> None:
