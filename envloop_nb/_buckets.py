@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ._types import Policy
 
 __all__ = [
+    "EXCLUDED",
     "OTHER",
     "Bucket",
     "BucketResult",
@@ -42,6 +43,8 @@ __all__ = [
 
 #: The bucket of a value that matches no rule.
 OTHER = "Other (matched no rule)"
+#: The summary row (and XLSX sheet) of rows whose metric is undefined: in no bucket.
+EXCLUDED = "(excluded)"
 
 Level = Literal["task", "attempt"]
 
@@ -96,6 +99,9 @@ def _number(value: Any, what: str) -> float:
 class Bucket:
     """One score range ``low <= value < high`` with a name.
 
+    Two names are reserved: ``"Other (matched no rule)"`` (values that match no bucket)
+    and ``"(excluded)"`` (rows whose metric is undefined, the summary's last row).
+
     Examples
     --------
     >>> Bucket("hard", 0, 0.25)
@@ -113,6 +119,11 @@ class Bucket:
             raise ValueError(f"a bucket needs a non-empty name, got {self.name!r}")
         if self.name == OTHER:
             raise ValueError(f"{OTHER!r} is reserved for values that match no rule")
+        if self.name.strip() == EXCLUDED:
+            raise ValueError(
+                f"{EXCLUDED!r} is reserved for rows whose metric is undefined (the summary's "
+                "last row); choose another bucket name"
+            )
         object.__setattr__(self, "low", _number(self.low, f"bucket {self.name!r}: low"))
         object.__setattr__(self, "high", _number(self.high, f"bucket {self.name!r}: high"))
 
@@ -503,7 +514,7 @@ def _summary_table(rules: BucketRules, counts: list[int], excluded: int, *, pola
     bucketed = sum(counts)
     pct = rules._pct
     data = {
-        "bucket": [*rules.names, "(excluded)"],
+        "bucket": [*rules.names, EXCLUDED],
         "range": [b.range_text(pct) for b in rules.buckets] + ["everything else", "-"],
         "count": [*counts, excluded],
         "share": [c / bucketed if bucketed else None for c in counts] + [None],

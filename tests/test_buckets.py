@@ -360,3 +360,15 @@ def test_job_buckets_pass_at_k(base: enb.Job) -> None:
     result = base.buckets(rules)
     assert "pass@2" in result.frame.columns
     assert result.metric == "pass@2"
+
+
+def test_excluded_is_a_reserved_name() -> None:
+    """A bucket "(excluded)" would duplicate the summary's excluded row: refused."""
+    for name in ("(excluded)", " (excluded) "):
+        with pytest.raises(ValueError, match=r"'\(excluded\)' is reserved for rows whose metric"):
+            Bucket(name, 0, 1)
+    with pytest.raises(ValueError, match="reserved"):
+        BucketRules.from_json('{"buckets": [{"name": "(excluded)", "low": 0, "high": 1}]}')
+    rules = BucketRules([Bucket("(Excluded?)", 0, 0.5)])  # other names are fine
+    names = rules.summary(pd.DataFrame({"pass_rate": [0.1, None]}))["bucket"].tolist()
+    assert names == ["(Excluded?)", OTHER, "(excluded)"] and names.count("(excluded)") == 1
