@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._buckets import BucketResult, BucketRules, check_finished, job_buckets, parse_names
+from ._buckets import (
+    EXCLUDED,
+    BucketResult,
+    BucketRules,
+    check_finished,
+    job_buckets,
+    parse_names,
+)
 from ._sql import ident
 
 if TYPE_CHECKING:
@@ -53,7 +60,6 @@ _ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _PCT = "0.0%"
 _NUM = "0.###"
-_EXCLUDED = "(excluded)"
 
 
 @dataclass(frozen=True)
@@ -274,10 +280,17 @@ class _Column:
 
 
 class _Sheet:
-    """A logical sheet that continues on "Title (2)"... past Excel's row limit."""
+    """A logical sheet that continues on "Title (2)"... past Excel's row limit.
 
-    def __init__(self, wb: Any, title: str, columns: list[_Column], cells: _Cells) -> None:
+    Every part's title comes from :func:`sheet_title` with the workbook's ``taken``
+    titles, so no part ever takes a name another sheet has (or will want).
+    """
+
+    def __init__(
+        self, wb: Any, title: str, columns: list[_Column], cells: _Cells, taken: set[str]
+    ) -> None:
         self.wb, self.title, self.columns, self.cells = wb, title, columns, cells
+        self.taken = taken
         self.part = 0
         self.rows_in_part = 0
         self.counts: dict[str, int] = {}
@@ -290,8 +303,9 @@ class _Sheet:
         if self.ws is not None:
             self._close_part()
         self.part += 1
-        name = self.title if self.part == 1 else _suffix_title(self.title, f" ({self.part})")
+        name = sheet_title(self.title, self.taken, self.part)
         ws = self.wb.create_sheet(name)
+        assert ws.title == name  # openpyxl renames a duplicate: sheet_title never makes one
         ws._values_to_row = _cells_as_given  # rows are appended as ready cells
         for i, col in enumerate(self.columns, 1):
             ws.column_dimensions[get_column_letter(i)].width = col.width
@@ -367,14 +381,36 @@ def _suffix_title(title: str, suffix: str) -> str:
 
 
 _BAD_TITLE = re.compile(r"[\[\]:*?/\\]")
+#: Titles Excel refuses for a sheet of its own (compared ignoring case).
+RESERVED_TITLES = frozenset({"history"})
 
 
-def _sheet_title(name: str, taken: set[str]) -> str:
-    title = _BAD_TITLE.sub("_", name).strip("'") or "bucket"
-    title = title[:31]
-    base, i = title, 2
-    while title.lower() in taken:
-        title = _suffix_title(base, f" ({i})")
+def sheet_title(name: str, taken: set[str], part: int = 1) -> str:
+    """An Excel sheet title for part ``part`` of the logical sheet ``name``, unused in ``taken``.
+
+    ``taken`` holds the workbook's titles in lower case (Excel compares them ignoring
+    case); the title returned is added to it. Part 1 is ``name`` itself, part n > 1
+    (past 1,048,576 rows) is ``"name (n)"``; characters Excel forbids become ``_`` and
+    titles are cut to 31 characters. When that title is taken — a bucket named like an
+    overflow sheet, an overflow sheet named like a bucket, two names equal once cut — it
+    gets a further ``" (2)"``, ``" (3)"``... until it is free: titles never collide.
+
+    Examples
+    --------
+    >>> taken = set()
+    >>> [sheet_title(n, taken, p) for n, p in [("hard", 1), ("hard", 2), ("hard (2)", 1)]]
+    ['hard', 'hard (2)', 'hard (2) (2)']
+    >>> taken = set()
+    >>> [sheet_title(n, taken, p) for n, p in [("hard (2)", 1), ("hard", 1), ("hard", 2)]]
+    ['hard (2)', 'hard', 'hard (2) (2)']
+    >>> sheet_title("a/b:c" + "x" * 40, set(), 3)
+    'a_b_cxxxxxxxxxxxxxxxxxxxxxx (3)'
+    """
+    base = _BAD_TITLE.sub("_", name).strip("'") or "sheet"
+    title = (base[:31].rstrip("'") or "sheet") if part == 1 else _suffix_title(base, f" ({part})")
+    first, i = title, 2
+    while title.lower() in taken or title.lower() in RESERVED_TITLES:
+        title = _suffix_title(first, f" ({i})")
         i += 1
     taken.add(title.lower())
     return title
@@ -510,28 +546,27 @@ def export_xlsx(
     wb = Workbook(write_only=True)
     cells = _Cells()
     counts: dict[str, int] = {}
-    summary_ws = wb.create_sheet("Summary")  # filled last, but first in the workbook
+    titles: set[str] = set()  # every sheet title, lower case: see sheet_title
+    summary_ws = wb.create_sheet(sheet_title("Summary", titles))  # filled last, shown first
     summary_ws._values_to_row = _cells_as_given  # rows are appended as ready cells
 
     # -- Tasks ---------------------------------------------------------------------
-    tasks_sheet = _write_tasks(job, wb, cells, tasks, result, chosen)
+    tasks_sheet = _write_tasks(job, wb, cells, tasks, result, chosen, titles)
     counts.update(tasks_sheet.counts)
 
     # -- Attempts ------------------------------------------------------------------
     dims = _dimension_names(job)
     if sheet_per_bucket and rules is not None:
         names = chosen or rules.names
-        taken = {"summary", "tasks"}
         groups: list[tuple[str, list[str | None]]] = [(n, [n]) for n in names]
         if chosen is None and result is not None and result.excluded:
-            groups.append((_EXCLUDED, [None]))
+            groups.append((EXCLUDED, [None]))
         for name, group in groups:
-            title = _sheet_title(name, taken)
-            sheet = _write_attempts(job, wb, cells, title, rules, result, group, dims)
+            sheet = _write_attempts(job, wb, cells, name, rules, result, group, dims, titles)
             counts.update(sheet.counts)
     else:
         group_all: list[str | None] | None = list(chosen) if chosen is not None else None
-        sheet = _write_attempts(job, wb, cells, "Attempts", rules, result, group_all, dims)
+        sheet = _write_attempts(job, wb, cells, "Attempts", rules, result, group_all, dims, titles)
         counts.update(sheet.counts)
 
     exported_at = dt.datetime.now(dt.UTC)
@@ -574,6 +609,7 @@ def _write_tasks(
     tasks: Any,
     result: BucketResult | None,
     chosen: list[str] | None,
+    titles: set[str],
 ) -> _Sheet:
     import pandas as pd
 
@@ -611,7 +647,7 @@ def _write_tasks(
             fmt = _NUM
         width = max(10, len(c) + 3)
         cols.append((c, _Column(_unique(c, taken, "metric: "), width, fmt)))
-    sheet = _Sheet(wb, "Tasks", [c for _, c in cols], cells)
+    sheet = _Sheet(wb, "Tasks", [c for _, c in cols], cells, titles)
     records = frame.merge(
         tags.rename(columns={k: f"tag:{k}" for k in tags.columns}),
         how="left",
@@ -681,9 +717,10 @@ def _write_attempts(
     result: BucketResult | None,
     group: list[str | None] | None,
     dims: list[str],
+    titles: set[str],
 ) -> _Sheet:
     cols, exprs = _attempt_columns(rules, result, dims)
-    sheet = _Sheet(wb, title, cols, cells)
+    sheet = _Sheet(wb, title, cols, cells, titles)
     for batch in _attempt_batches(job, rules, result, group, dims, exprs):
         columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
         for row in zip(*columns, strict=True):

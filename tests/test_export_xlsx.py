@@ -431,3 +431,58 @@ def test_long_text_is_cut_in_utf16_units(ws: enb.Workspace, tmp_path: Path) -> N
         assert source.startswith(head) and marker == f" [truncated {len(source) - len(head)} chars]"
         assert xl.utf16_len(value) >= xl.MAX_CELL_CHARS - 1  # cut as late as possible
     assert sheet.cell(4, col).value == short
+
+
+def test_sheet_titles_never_collide() -> None:
+    """The naming function on its own: buckets named like overflow sheets and the reverse."""
+    taken: set[str] = set()
+    cases = [
+        (("Summary", 1), "Summary"),
+        (("Tasks", 1), "Tasks"),
+        (("hard", 1), "hard"),
+        (("hard", 2), "hard (2)"),  # overflow of "hard"
+        (("hard (2)", 1), "hard (2) (2)"),  # a bucket named like it, after it
+        (("HARD (3)", 1), "HARD (3)"),  # a bucket named like the next overflow, before it
+        (("hard", 3), "hard (3) (2)"),  # Excel compares titles ignoring case
+        (("History", 1), "History (2)"),  # a title Excel refuses
+        (("x" * 40, 1), "x" * 31),
+        (("x" * 35, 1), "x" * 27 + " (2)"),  # equal to the one before once cut to 31
+        (("x" * 40, 2), "x" * 27 + " (3)"),
+        (("a[b]:c*d?e/f\\g", 1), "a_b__c_d_e_f_g"),
+        (("'quoted'", 1), "quoted"),
+    ]
+    got = [xl.sheet_title(name, taken, part) for (name, part), _ in cases]
+    assert got == [title for _, title in cases]
+    assert taken == {t.lower() for t in got} and len(taken) == len(got)
+
+
+def test_overflowing_bucket_sheets_named_like_overflow_sheets(
+    base: enb.Job, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bucket "hard (2)" beside an overflowing "hard" (it crashed with a KeyError)."""
+    monkeypatch.setattr(xl, "MAX_ROWS", 101)  # 100 data rows + header per sheet
+    for order in (["hard", "hard (2)"], ["hard (2)", "hard"]):
+        bounds = {"hard": (0, 0.5), "hard (2)": (0.5, 1.01)}
+        rules = BucketRules([Bucket(n, *bounds[n]) for n in order])
+        result = base.buckets(rules)
+        out = base.export_xlsx(tmp_path / "o.xlsx", rules=rules, sheet_per_bucket=True)
+        wb = load_workbook(out.path)
+        assert len(set(wb.sheetnames)) == len(wb.sheetnames)
+        assert list(out.rows_per_sheet) == wb.sheetnames
+        attempts = base.attempts()
+        for name in order:  # each bucket's attempts, across its parts, exactly once
+            tasks = set(result.frame.loc[result.frame["bucket"] == name, "task"])
+            want = int(attempts["task"].isin(tasks).sum())
+            assert want > 100  # the bucket overflows onto more sheets
+            parts = [n for n in wb.sheetnames if {r[2] for r in rows(wb[n])[1:]} == {name}]
+            assert sum(out.rows_per_sheet[p] for p in parts) == want
+            assert all(out.rows_per_sheet[p] <= 100 for p in parts)
+
+
+def test_buckets_named_like_the_fixed_sheets(base: enb.Job, tmp_path: Path) -> None:
+    rules = BucketRules([Bucket("tasks", 0, 0.5), Bucket("SUMMARY", 0.5, 1.01)])
+    out = base.export_xlsx(tmp_path / "fixed.xlsx", rules=rules, sheet_per_bucket=True)
+    wb = load_workbook(out.path)
+    assert wb.sheetnames[:4] == ["Summary", "Tasks", "tasks (2)", "SUMMARY (2)"]
+    assert {r[2] for r in rows(wb["tasks (2)"])[1:]} == {"tasks"}
+    assert list(out.rows_per_sheet) == wb.sheetnames
