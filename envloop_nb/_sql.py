@@ -58,7 +58,8 @@ def ident(name: str) -> str:
     Raises
     ------
     ValueError
-        ``name`` contains a NUL character or a lone surrogate.
+        ``name`` is empty (DuckDB has no empty identifier) or contains a NUL character
+        or a lone surrogate.
 
     Examples
     --------
@@ -68,7 +69,9 @@ def ident(name: str) -> str:
     >>> duckdb.sql(f"SELECT 1 AS {ident('x; DROP TABLE t; --')}").columns
     ['x; DROP TABLE t; --']
     """
-    return '"' + _checked(name, "identifier").replace('"', '""') + '"'
+    if _checked(name, "identifier") == "":
+        raise ValueError("an identifier cannot be empty")
+    return '"' + name.replace('"', '""') + '"'
 
 
 def literal(text: str) -> str:
