@@ -1220,8 +1220,12 @@ class Comparison:
     def export_xlsx(self, path: Any, *, rules: Any = None) -> Any:
         """Write the guard, leaderboard, tables, paired stats and transitions to XLSX.
 
-        Every text cell is stored as text (never a formula). With ``rules``, one bucket
-        transition sheet per other job is added. Returns the path.
+        The cells go through the job export's writer (:func:`envloop_nb.export_xlsx`):
+        text is stored as text (never a formula), a cell past Excel's 32,767 characters
+        ends with a visible ``"… [truncated N chars]"``, XML-illegal control characters
+        are escaped (``\\x07``); a sheet's incomparability mark is a bold red first row.
+        With ``rules``, one bucket transition sheet per other job is added. Returns the
+        path.
 
         Examples
         --------
@@ -1772,56 +1776,18 @@ def saved_leaderboard(ws: Workspace) -> pd.DataFrame:
 
 
 # -- XLSX export -------------------------------------------------------------------------
-def _write_sheet(wb: Any, title: str, frame: pd.DataFrame, note: str = "") -> None:
-    """One sheet: optional note row, a bold header, values; text cells stay text."""
-    from openpyxl.styles import Font
-
-    safe = "".join("_" if ch in "[]:*?/\\" else ch for ch in title)[:31]
-    ws = wb.create_sheet(safe)
-    r = 1
-    if note:
-        _set(ws.cell(row=1, column=1), note)
-        ws.cell(row=1, column=1).font = Font(bold=True, color="C00000")
-        r = 2
-    for c, name in enumerate(frame.columns, start=1):
-        _set(ws.cell(row=r, column=c), str(name))
-        ws.cell(row=r, column=c).font = Font(bold=True)
-    for i, row in enumerate(frame.itertuples(index=False), start=r + 1):
-        for c, value in enumerate(row, start=1):
-            _set(ws.cell(row=i, column=c), value)
-    ws.freeze_panes = ws.cell(row=r + 1, column=1)
-    for c, name in enumerate(frame.columns, start=1):
-        width = max(
-            [len(str(name)), *(min(len(str(v)), 60) for v in frame.iloc[:, c - 1])], default=8
-        )
-        ws.column_dimensions[ws.cell(row=r, column=c).column_letter].width = min(width + 2, 62)
-
-
-def _set(cell: Any, value: Any) -> None:
-    """Write a value; strings (and lists of names) are stored as text, never formulas."""
-    if isinstance(value, list | tuple):
-        value = ", ".join(map(str, value))
-    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
-        cell.value = None
-        return
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, str):
-        cell.value = value[:32767]
-        cell.data_type = "s"
-        return
-    cell.value = value
-
-
 def _export_xlsx(cmp: Comparison, path: Any, *, rules: Any = None) -> Any:
+    """The comparison workbook, through the job export's writer (``_export_xlsx``).
+
+    One cell writer for every workbook: text stays text (never a formula), long text is
+    cut at Excel's limit with a visible marker, control characters are escaped.
+    """
     from pathlib import Path
 
-    from openpyxl import Workbook
+    from ._export_xlsx import new_workbook, save_workbook, write_frame
 
-    wb = Workbook()
-    default = wb.active
-    if default is not None:
-        wb.remove(default)
+    out = Path(path)
+    wb, cells, titles = new_workbook()
     guard = pd.DataFrame(
         [
             {
@@ -1835,20 +1801,25 @@ def _export_xlsx(cmp: Comparison, path: Any, *, rules: Any = None) -> Any:
         columns=["field", "jobs", "detail", "blocking"],
     )
     state = "comparable" if cmp.comparable else "NOT comparable"
-    _write_sheet(wb, "Guard", guard, f"{state} · baseline {cmp.baseline.id} · policy {cmp.policy}")
-    _write_sheet(wb, "Leaderboard", cmp.leaderboard(), cmp.mark)
-    _write_sheet(wb, "By subset", cmp.table("subset"), cmp.mark)
+    sheets: list[tuple[str, pd.DataFrame, str]] = [
+        ("Guard", guard, f"{state} · baseline {cmp.baseline.id} · policy {cmp.policy}"),
+        ("Leaderboard", cmp.leaderboard(), cmp.mark),
+        ("By subset", cmp.table("subset"), cmp.mark),
+    ]
     dims = cmp.table("dimension")
     if len(dims):
-        _write_sheet(wb, "By dimension", dims, cmp.mark)
-    _write_sheet(wb, "Strengths", cmp.strengths("subset"), cmp.mark)
-    _write_sheet(wb, "Paired", cmp.paired(), cmp.mark)
-    _write_sheet(wb, "Transitions", cmp.transitions(), cmp.mark)
+        sheets.append(("By dimension", dims, cmp.mark))
+    sheets += [
+        ("Strengths", cmp.strengths("subset"), cmp.mark),
+        ("Paired", cmp.paired(), cmp.mark),
+        ("Transitions", cmp.transitions(), cmp.mark),
+    ]
     if rules is not None:
         for other in cmp.others:
             long = cmp.transitions(other, rules, shape="long")
-            _write_sheet(wb, f"Buckets {other.id}"[:31], long, cmp.mark)
-    out = Path(path)
+            sheets.append((f"Buckets {other.id}", long, cmp.mark))
+    for title, frame, note in sheets:
+        write_frame(wb, cells, titles, title, frame, note)
     out.parent.mkdir(parents=True, exist_ok=True)
-    wb.save(out)
+    save_workbook(wb, out)
     return out

@@ -42,8 +42,11 @@ __all__ = [
     "MAX_ROWS",
     "ExportResult",
     "export_xlsx",
+    "new_workbook",
+    "save_workbook",
     "truncate_text",
     "utf16_len",
+    "write_frame",
 ]
 
 #: Excel's hard limit of rows per sheet (the header row included).
@@ -110,13 +113,14 @@ class _Cells:
         self.wrap = Alignment(wrap_text=True, vertical="top")
         self.top = Alignment(vertical="top")
         self.bold = Font(bold=True)
-        self._styles: dict[tuple[int, str | None, bool, bool, bool], tuple[Any, int]] = {}
+        self.red = Font(bold=True, color="C00000")
+        self._styles: dict[tuple[int, str | None, bool, bool, bool, bool], tuple[Any, int]] = {}
 
     def _template(
-        self, ws: Any, fmt: str | None, wrap: bool, quote: bool, bold: bool
+        self, ws: Any, fmt: str | None, wrap: bool, quote: bool, bold: bool, red: bool = False
     ) -> tuple[Any, int]:
         """The StyleArray and workbook style id for one formatting combination."""
-        key = (id(ws.parent), fmt, wrap, quote, bold)
+        key = (id(ws.parent), fmt, wrap, quote, bold, red)
         found = self._styles.get(key)
         if found is None:
             from openpyxl.cell import WriteOnlyCell
@@ -127,8 +131,8 @@ class _Cells:
                 cell.number_format = fmt
             if quote:
                 cell.quotePrefix = True  # stays text even when a reviewer edits the cell
-            if bold:
-                cell.font = self.bold
+            if bold or red:
+                cell.font = self.red if red else self.bold
             found = (copy.copy(cell._style), cell.style_id)
             self._styles[key] = found
         return found
@@ -142,8 +146,9 @@ class _Cells:
         wrap: bool = False,
         quote: bool = False,
         bold: bool = False,
+        red: bool = False,
     ) -> Any:
-        style, sid = self._template(ws, fmt, wrap, quote, bold)
+        style, sid = self._template(ws, fmt, wrap, quote, bold, red)
         cell = _fast_cell_class()(ws, style_array=style)
         cell._value = value
         cell.data_type = data_type
@@ -186,6 +191,11 @@ class _Cells:
 
     def header(self, ws: Any, value: str) -> Any:
         return self.text(ws, value, bold=True)
+
+    def note(self, ws: Any, value: str) -> Any:
+        """A bold dark-red text cell (a sheet's warning line above its header)."""
+        value = self.clean(value)
+        return self._make(ws, value, "s", None, False, value.startswith(_FORMULA_START), red=True)
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -283,14 +293,23 @@ class _Sheet:
     """A logical sheet that continues on "Title (2)"... past Excel's row limit.
 
     Every part's title comes from :func:`sheet_title` with the workbook's ``taken``
-    titles, so no part ever takes a name another sheet has (or will want).
+    titles, so no part ever takes a name another sheet has (or will want). A ``note``
+    (e.g. "⚠ not comparable") is a bold red first row on every part, above the header.
     """
 
     def __init__(
-        self, wb: Any, title: str, columns: list[_Column], cells: _Cells, taken: set[str]
+        self,
+        wb: Any,
+        title: str,
+        columns: list[_Column],
+        cells: _Cells,
+        taken: set[str],
+        note: str = "",
     ) -> None:
         self.wb, self.title, self.columns, self.cells = wb, title, columns, cells
         self.taken = taken
+        self.note = note
+        self.header_row = 2 if note else 1
         self.part = 0
         self.rows_in_part = 0
         self.counts: dict[str, int] = {}
@@ -309,8 +328,10 @@ class _Sheet:
         ws._values_to_row = _cells_as_given  # rows are appended as ready cells
         for i, col in enumerate(self.columns, 1):
             ws.column_dimensions[get_column_letter(i)].width = col.width
-        ws.freeze_panes = "A2"
-        _print_setup(ws)
+        ws.freeze_panes = f"A{self.header_row + 1}"
+        _print_setup(ws, self.header_row)
+        if self.note:
+            ws.append([self.cells.note(ws, self.note)])
         ws.append([self.cells.header(ws, c.name) for c in self.columns])
         self.ws = ws
         self.rows_in_part = 0
@@ -320,16 +341,17 @@ class _Sheet:
         from openpyxl.utils import get_column_letter
 
         last = get_column_letter(max(len(self.columns), 1))
-        self.ws.auto_filter.ref = f"A1:{last}{self.rows_in_part + 1}"
+        top = self.header_row
+        self.ws.auto_filter.ref = f"A{top}:{last}{self.rows_in_part + top}"
 
     def append(self, values: Sequence[Any]) -> None:
         # MAX_ROWS is read at call time so tests can patch it small.
-        if self.rows_in_part + 1 >= _max_rows():
+        if self.rows_in_part + self.header_row >= _max_rows():
             self._new_part()
         ws = self.ws
         cells = self.cells
         lines = _row_lines(values, self.columns)
-        row_idx = self.rows_in_part + 2
+        row_idx = self.rows_in_part + self.header_row + 1
         if lines > 1:  # streamed rows are not auto-fitted: give wrapped text room
             ws.row_dimensions[row_idx].height = 15 * lines
         ws.append(
@@ -363,13 +385,13 @@ def _row_lines(values: Sequence[Any], columns: Sequence[_Column]) -> int:
     return most
 
 
-def _print_setup(ws: Any) -> None:
+def _print_setup(ws: Any, header_row: int = 1) -> None:
     """Landscape, all columns on one page width, header row repeated on every page."""
     ws.page_setup.orientation = "landscape"
     ws.sheet_properties.pageSetUpPr.fitToPage = True
     ws.page_setup.fitToWidth = 1
     ws.page_setup.fitToHeight = 0
-    ws.print_title_rows = "1:1"
+    ws.print_title_rows = f"1:{header_row}"
 
 
 def _max_rows() -> int:
@@ -414,6 +436,57 @@ def sheet_title(name: str, taken: set[str], part: int = 1) -> str:
         i += 1
     taken.add(title.lower())
     return title
+
+
+# -- the one writer for any workbook of frames (also the comparison export) ---------
+
+
+def new_workbook() -> tuple[Any, _Cells, set[str]]:
+    """A streaming workbook, its safe cell writer and its set of sheet titles."""
+    from openpyxl import Workbook
+
+    return Workbook(write_only=True), _Cells(), set()
+
+
+def _frame_value(value: Any) -> Any:
+    """A frame value as a cell value: lists joined, numpy/pandas scalars plain, missing None."""
+    import numpy as np
+
+    if isinstance(value, list | tuple | np.ndarray):
+        return ", ".join(map(str, value))
+    return _plain(value)
+
+
+def write_frame(
+    wb: Any, cells: _Cells, titles: set[str], title: str, frame: Any, note: str = ""
+) -> dict[str, int]:
+    """Write a pandas frame on sheet ``title`` (continued past Excel's row limit).
+
+    The same cells as the job workbook: text always text (never a formula), cut at
+    Excel's limit with a visible marker, XML-illegal characters escaped; ``note`` is a
+    bold red first row. Returns the data rows per sheet part.
+    """
+    widths = []
+    for i, name in enumerate(frame.columns):
+        longest = max((min(len(str(v)), 60) for v in frame.iloc[:, i]), default=0)
+        widths.append(min(max(len(str(name)), longest, 6) + 2, 62))
+    columns = [_Column(str(c), w) for c, w in zip(frame.columns, widths, strict=True)]
+    sheet = _Sheet(wb, title, columns, cells, titles, note=note)
+    for row in frame.itertuples(index=False, name=None):
+        sheet.append([_frame_value(v) for v in row])
+    sheet.close()
+    return sheet.counts
+
+
+def save_workbook(wb: Any, path: Path) -> None:
+    """Save ``wb`` to ``path`` atomically: a reader never sees a half-written file."""
+    tmp = path.with_name(path.name + ".partial-write")
+    try:
+        wb.save(tmp)
+        tmp.replace(path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
 # -- frames ---------------------------------------------------------------------------
@@ -584,13 +657,7 @@ def export_xlsx(
         partial,
     )
     counts = {"Summary": summary_rows, **counts}
-    tmp = path.with_name(path.name + ".partial-write")
-    try:
-        wb.save(tmp)
-        tmp.replace(path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    save_workbook(wb, path)
     return ExportResult(
         path=path,
         rows_per_sheet=counts,

@@ -409,6 +409,40 @@ def test_export_xlsx_text_stays_text(ws: enb.Workspace, tmp_path: Path) -> None:
     assert score.data_type == "n" and score.value == 1
 
 
+def test_export_xlsx_uses_the_safe_cell_writer(ws: enb.Workspace, tmp_path: Path) -> None:
+    """Long cells end with a visible marker, control characters are escaped (they raised)."""
+    from openpyxl import load_workbook
+
+    import envloop_nb._export_xlsx as xl
+
+    names = [f"task-{i:04d}-" + "x" * 40 + ("\x07bell" if i == 0 else "") for i in range(900)]
+    a, b = load(
+        ws,
+        tmp_path,
+        envloop_job("a", {t: [0.0] for t in names}),
+        envloop_job("b", {t: [1.0] for t in names}, revision="sha256:other"),
+    )
+    out = ws.compare([a, b]).export_xlsx(tmp_path / "cmp.xlsx")
+    wb = load_workbook(out)
+    sheet = wb["Transitions"]
+    note = sheet.cell(1, 1)  # not comparable: the mark is a bold red row above the header
+    assert (
+        note.value.startswith("⚠ not comparable")
+        and note.font.b
+        and note.font.color.rgb.endswith("C00000")
+    )
+    header = [c.value for c in sheet[2]]
+    assert header[:4] == ["job", "transition", "count", "tasks"] and sheet.freeze_panes == "A3"
+    fixed = next(r for r in sheet.iter_rows(min_row=3, values_only=True) if r[1] == "fixed")
+    full = ", ".join(names)  # 46,803 characters
+    tasks = fixed[header.index("tasks")]
+    assert xl.utf16_len(tasks) <= xl.MAX_CELL_CHARS
+    head, marker = tasks.rsplit("… [truncated ", 1)
+    assert head.startswith("task-0000-" + "x" * 40 + "\\x07bell, task-0001")  # escaped
+    assert marker.endswith(" chars]") and int(marker.split()[0]) > 0
+    assert full.replace("\x07", "\\x07").startswith(head)
+
+
 # -- sample data ---------------------------------------------------------------------------------
 needs_samples = pytest.mark.skipif(
     not (SAMPLE_DATA / "other-revision.json").exists(), reason="sample data not generated"
