@@ -681,9 +681,11 @@ class Comparison:
 
         For every row where a job's value is better than every other job's, the gap to
         the runner-up is a strength; where it is worse than every other, the gap to the
-        next worst is a weakness. The interval is a paired bootstrap over the tasks both
-        jobs scored completely. Columns: ``job, kind, group, gap, low, high, noise,
-        sentence``.
+        next worst is a weakness. ``gap`` is this job's value minus the other's, and the
+        interval is a paired bootstrap of the same difference over the tasks both jobs
+        scored completely, so the sentence, the gap and the interval share one sign: on
+        a lower-is-better dimension a strength reads "below the others by -3, and lower
+        is better". Columns: ``job, kind, group, gap, low, high, noise, sentence``.
 
         Examples
         --------
@@ -726,11 +728,13 @@ class Comparison:
                     continue
                 diff = self._paired_on(values, grp, str(ref["job"]), str(this["job"]))
                 noise = self._noise_words(diff, str(this["job"]), str(ref["job"]), percent)
-                where = "above" if kind == "strength" else "below"
+                # The words follow the values (the gap's sign, as in the interval); on a
+                # lower-is-better dimension a strength is a value below the others.
+                where = "above" if gap > 0 else "below"
+                better = "" if hib else ", and lower is better"
                 sentence = (
-                    f"{this['job']} is {where} the others on {grp} by "
-                    f"{_pts(abs(gap) if kind == 'strength' else -abs(gap), percent)}"
-                    f" ({noise})"
+                    f"{this['job']} is {where} the others on {grp} by {_pts(gap, percent)}"
+                    f"{better} ({noise})"
                 )
                 out.append(
                     {

@@ -335,6 +335,35 @@ def test_strengths_in_words(ws: enb.Workspace, tmp_path: Path) -> None:
     assert weak.loc["code", "sentence"].startswith("job_base is below the others on code by")
 
 
+def test_strengths_on_a_lower_is_better_dimension(ws: enb.Workspace, tmp_path: Path) -> None:
+    """The words, the gap and the interval share one sign (the sentence said "+3")."""
+    names = [f"t{i}" for i in range(20)]
+
+    def job(job_id: str, latency: float) -> dict:
+        return envloop_job(
+            job_id,
+            {t: [1.0] for t in names},
+            dimensions={t: {"latency": latency + i % 3} for i, t in enumerate(names)},
+            units={"latency": "s"},
+            higher_is_better={"latency": False},
+        )
+
+    fast, slow = load(ws, tmp_path, job("fast", 2.0), job("slow", 5.0))
+    s = ws.compare([fast, slow]).strengths("dimension").set_index("kind")
+    strength, weakness = s.loc["strength"], s.loc["weakness"]
+    assert strength["job"] == "fast" and weakness["job"] == "slow"
+    assert strength["gap"] == pytest.approx(-3) and strength["high"] < 0
+    assert strength["sentence"].startswith(
+        "fast is below the others on latency by -3, and lower is better (beyond noise: "
+        "paired 95% CI [-3, -3]"
+    )
+    assert weakness["gap"] == pytest.approx(3) and weakness["low"] > 0
+    assert weakness["sentence"].startswith(
+        "slow is above the others on latency by +3, and lower is better (beyond noise: "
+        "paired 95% CI [+3, +3]"
+    )
+
+
 # -- transitions with buckets ------------------------------------------------------------------
 def test_bucket_transition_matrix(ws: enb.Workspace, tmp_path: Path) -> None:
     names = [f"t{i}" for i in range(8)]
