@@ -43,7 +43,7 @@ from __future__ import annotations
 import functools
 import html
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
@@ -1573,7 +1573,9 @@ def compare(
     Parameters
     ----------
     jobs
-        Jobs or job ids, in the order their colours follow. At most five.
+        A list of jobs or job ids, in the order their colours follow. At most five. A
+        single id or job on its own (``ws.compare("job_base")``) is refused with a
+        ``TypeError`` asking for a list: a string is never read as its characters.
     baseline
         The job the others are measured against (default: the first). If it is not
         in ``jobs`` it is put first.
@@ -1591,7 +1593,24 @@ def compare(
     >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
     >>> print(ws.compare([job]))
     score 60.0% · 5/6 attempts scored · 2/3 members complete
+    >>> ws.compare("job_abc0001")
+    Traceback (most recent call last):
+    ...
+    TypeError: compare takes a list of jobs, got the single job id 'job_abc0001': pass a list, e.g. ws.compare(['job_abc0001', 'other_job']) (a list of one job gives its summary)
     """
+    if isinstance(jobs, str | bytes | Job) or not isinstance(jobs, Iterable):
+        what = (
+            f"the single job id {jobs!r}"
+            if isinstance(jobs, str | bytes)
+            else f"a single job ({jobs.id!r})"
+            if isinstance(jobs, Job)
+            else f"{type(jobs).__name__} {jobs!r}"
+        )
+        one = repr(jobs.id if isinstance(jobs, Job) else jobs)
+        raise TypeError(
+            f"compare takes a list of jobs, got {what}: pass a list, e.g. "
+            f"ws.compare([{one}, 'other_job']) (a list of one job gives its summary)"
+        )
     handles: list[Job] = []
     for item in jobs:
         handle = item if isinstance(item, Job) else ws.job(str(item))

@@ -192,8 +192,11 @@ class Workspace:
     def compare(
         self, jobs: Sequence[Job | str], baseline: Job | str | None = None, **options: Any
     ) -> Any:
-        """Compare 2-5 jobs (see :class:`envloop_nb.Comparison`; options: ``policy``,
-        ``threshold``, ``solved_at``, ``resamples``, ``seed``)."""
+        """Compare 2-5 jobs, given as a list (see :class:`envloop_nb.Comparison`; options:
+        ``policy``, ``threshold``, ``solved_at``, ``resamples``, ``seed``).
+
+        ``jobs`` is a list of jobs or ids; one id on its own is a ``TypeError`` (a list
+        of one job gives its summary)."""
         from ._compare import compare
 
         return compare(self, jobs, baseline=baseline, **options)

@@ -36,6 +36,19 @@ def test_one_job_is_its_summary(ws: enb.Workspace) -> None:
     assert result == job.summary()
 
 
+def test_a_single_id_is_refused_not_iterated(ws: enb.Workspace) -> None:
+    """ws.compare("job_base") iterated the string ('no job 'j'...'): ask for a list."""
+    job = ws.load(THREE_TASKS)
+    msg = r"compare takes a list of jobs, got the single job id 'job_abc0001': pass a list"
+    with pytest.raises(TypeError, match=msg):
+        ws.compare("job_abc0001")
+    with pytest.raises(TypeError, match=r"got a single job \('job_abc0001'\): pass a list"):
+        ws.compare(job)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got int 3"):
+        ws.compare(3)  # type: ignore[arg-type]
+    assert ws.compare(("job_abc0001",)) == job.summary()  # any sequence of ids is fine
+
+
 def test_duplicate_job_and_unknown_baseline(ws: enb.Workspace, tmp_path: Path) -> None:
     a, _ = load(ws, tmp_path, envloop_job("a", {"t": [1.0]}), envloop_job("b", {"t": [0.0]}))
     with pytest.raises(enb.EnvloopError, match="listed twice"):
