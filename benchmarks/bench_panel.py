@@ -6,7 +6,9 @@ would feel it in the kernel: the control changes, the library queries DuckDB, th
 re-renders its HTML and widgets (without a browser).
 
 Run: ``.venv/bin/python benchmarks/bench_panel.py [n_attempts] [repeats]``; prints a
-Markdown table and writes ``benchmarks/PANEL_RESULTS.md``. Importable: ``run(...)``.
+Markdown table and writes nothing. The numbers of record are stage 5 of
+``benchmarks/RESULTS.md`` (``.venv/bin/python -m benchmarks run --merge --stages 5``,
+which calls ``run(...)`` in a fresh process): one file, so two can never disagree.
 """
 
 from __future__ import annotations
@@ -17,12 +19,10 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import envloop_nb as enb
 
-HERE = Path(__file__).resolve().parent
 SUBSETS = ("math", "code", "web", "shell", "data")
 
 
@@ -243,37 +243,18 @@ def markdown(results: list[dict[str, Any]]) -> str:
 
 
 def main() -> None:
+    """Print the interactions' table (nothing is written: see the module docstring)."""
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     results = run(n, repeats)
-    table = markdown(results)
-    print(table)
-    head = (
-        "# Panel latency\n\n"
-        f"Generated job of {n:,} attempts (k=4), in-memory workspace; each interaction "
-        "timed from Python end to end (control change → DuckDB query → panel re-render), "
-        f"{repeats} runs. Machine: {platform.machine()}, Python {platform.python_version()}, "
-        f"DuckDB {__import__('duckdb').__version__}, shared 2-core box.\n"
-        f"Target: each interaction under 300 ms median.\n\n"
-    )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    notes = f"""
-Load average while measuring: {load:.1f} (other work shares the 2 cores).
-
-How the Cases tab stays fast: a narrow per-job index of the attempts (position, subset,
-status, reward, tokens... no long texts) is built once when the panel opens; every filter,
-sort and page is one DuckDB count (cached per filter set, so paging and sorting never
-recount) plus one top-N over that index, then the page's display columns are fetched for
-its 10-100 keys only. Text search is a substring scan of input/output/error (no index).
-The per-task view reads a per-task table built once per policy/threshold.
-
-Over target: the Overview's first change to a new policy/threshold recomputes
-``job.summary``, ``job.groups`` (by subset and by dimension) and ``job.curve`` on the
-whole job; the rows marked └ show where that time goes (library calls, not panel code).
-A policy seen before answers from the panel's cache. Opening the panel (setup) also
-pays the altair/ipywidgets imports, ``job.diagnose()`` and building the attempt index.
-"""
-    (HERE / "PANEL_RESULTS.md").write_text(head + table + "\n" + notes)
+    print(
+        f"Panel latency: generated job of {n:,} attempts (k=4), {repeats} runs; "
+        f"{platform.machine()}, Python {platform.python_version()}, "
+        f"DuckDB {__import__('duckdb').__version__}, load average {load:.1f}. "
+        "Target: each interaction under 300 ms median.\n"
+    )
+    print(markdown(results))
 
 
 if __name__ == "__main__":

@@ -103,6 +103,22 @@ def _size_label(size: str) -> str:
     return f"{size} ({s.tasks:,}×{s.k})"
 
 
+#: How the panel stays fast: printed under the stage 5 table (this file is the only record
+#: of the panel numbers; ``bench_panel.py`` run on its own prints its table, writes nothing).
+PANEL_NOTES = """\
+How the Cases tab stays fast: a narrow per-job index of the attempts (position, subset,
+status, reward, tokens... no long texts) is built once when the panel opens; every filter,
+sort and page is one DuckDB count (cached per filter set, so paging and sorting never
+recount) plus one top-N over that index, then the page's display columns are fetched for
+its 10-100 keys only. Text search is a substring scan of input/output/error (no index).
+The per-task view reads a per-task table built once per policy/threshold. The Overview's
+first change to a policy/threshold recomputes `job.summary`, `job.groups` and `job.curve`
+(the rows marked └ show where that time goes: library calls, not panel code); a policy
+seen before answers from the panel's cache. Opening the panel (setup) also pays the
+altair/ipywidgets imports, `job.diagnose()` and building the attempt index.
+"""
+
+
 def write_markdown(report: dict[str, Any]) -> str:
     m = report["machine"]
     res: list[dict[str, Any]] = report["results"]
@@ -188,7 +204,9 @@ def write_markdown(report: dict[str, Any]) -> str:
         w(
             "Measured by `benchmarks/bench_panel.py` (owned by the panels engineer) in one "
             "fresh process: a job generated straight into the workspace, `enb.panel(job)`, "
-            "then each interaction timed end to end in the kernel (no browser).\n"
+            "then each interaction timed end to end in the kernel (no browser). These are the "
+            "panel numbers of record (re-run: `.venv/bin/python -m benchmarks run --merge "
+            "--stages 5`); `bench_panel.py` run on its own only prints its table.\n"
         )
         w("| interaction | attempts | median | min–max | N |")
         w("|---|---:|---:|---:|---:|")
@@ -198,6 +216,7 @@ def write_markdown(report: dict[str, Any]) -> str:
                 f"| {it['min_ms']:.0f}–{it['max_ms']:.0f} ms | {it['repeats']} |"
             )
         w(f"\nPeak RSS of that process: {panel[0]['rss_peak'] / MB:.0f} MB.\n")
+        w(PANEL_NOTES)
     elif any(r["stage"] == "panel" for r in res):
         err = next(r for r in res if r["stage"] == "panel")["error"]
         w(f"## Stage 5: panel interactions\n\nFailed: {err}\n")

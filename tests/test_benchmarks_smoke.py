@@ -152,3 +152,44 @@ def test_report_renders() -> None:
     text = write_markdown(report)
     assert "| 2 metrics | DuckDB floor: floor | 100k (3,125×32) | 1.00 s |" in text
     assert "## Targets" in text
+
+
+def test_panel_numbers_have_one_record(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """RESULTS.md (stage 5) is the only record: PANEL_RESULTS.md contradicted it."""
+    from benchmarks import bench_panel
+    from benchmarks.report import PANEL_NOTES
+
+    here = Path(bench_panel.__file__).resolve().parent
+    assert not (here / "PANEL_RESULTS.md").exists()
+    results = (here / "RESULTS.md").read_text(encoding="utf-8")
+    assert "## Stage 5: panel interactions" in results and PANEL_NOTES in results
+    row = {"interaction": "cases: next page", "n_attempts": 10, "repeats": 1}
+    fake = [row | {"median_ms": 5.0, "min_ms": 4.0, "max_ms": 6.0}]
+    monkeypatch.setattr(bench_panel, "run", lambda n, repeats: fake)
+    monkeypatch.setattr("sys.argv", ["bench_panel.py", "10", "1"])
+    before = sorted(p.name for p in here.iterdir())
+    bench_panel.main()  # prints, writes nothing
+    assert sorted(p.name for p in here.iterdir()) == before
+    assert "| cases: next page | 10 | 5 | 4 | 6 | 1 |" in capsys.readouterr().out
+    # the report's stage 5 section carries the notes
+    report = {
+        "machine": {
+            k: "x" for k in ("cpu", "cores", "memory", "os", "python", "duckdb", "pandas", "polars")
+        }
+        | {"pyarrow": "x", "numpy": "x", "date": "today", "commit": "abc"},
+        "load_start": (0.1, 0.2, 0.3),
+        "load_end": (0.1, 0.2, 0.3),
+        "wall_minutes": 1.0,
+        "notes": [],
+        "results": [
+            {
+                "stage": "panel",
+                "size": "1M",
+                "rss_peak": 2**30,
+                "extra": {"interactions": fake},
+            }
+        ],
+        "checks": [],
+    }
+    text = write_markdown(report)
+    assert "| cases: next page | 10 | 5 ms | 4–6 ms | 1 |" in text and PANEL_NOTES in text
