@@ -122,6 +122,21 @@ def test_disagreement_is_detected(envloop_result) -> None:
     assert problem is not None and "pass@8" in problem
 
 
+def _report(results: list[dict], checks: list[dict]) -> dict:
+    """A runner report around ``results`` (machine facts made up)."""
+    keys = ("cpu", "cores", "memory", "os", "python", "duckdb", "pandas", "polars")
+    return {
+        "machine": {k: "x" for k in keys}
+        | {"pyarrow": "x", "numpy": "x", "date": "today", "commit": "abc"},
+        "load_start": (0.1, 0.2, 0.3),
+        "load_end": (0.1, 0.2, 0.3),
+        "wall_minutes": 1.0,
+        "notes": [],
+        "results": results,
+        "checks": checks,
+    }
+
+
 def test_report_renders() -> None:
     run = {"seconds": 1.0, "rows": 100, "rss_setup": 1, "rss_peak": 2, "peak_exact": True}
     result = {
@@ -137,18 +152,7 @@ def test_report_renders() -> None:
         "extra": {},
         "runs": [run],
     }
-    report = {
-        "machine": {
-            k: "x" for k in ("cpu", "cores", "memory", "os", "python", "duckdb", "pandas", "polars")
-        }
-        | {"pyarrow": "x", "numpy": "x", "date": "today", "commit": "abc"},
-        "load_start": (0.1, 0.2, 0.3),
-        "load_end": (0.1, 0.2, 0.3),
-        "wall_minutes": 1.0,
-        "notes": [],
-        "results": [result],
-        "checks": [{"what": "stage 2 100k: envloop_nb vs floor", "problem": None}],
-    }
+    report = _report([result], [{"what": "stage 2 100k: envloop_nb vs floor", "problem": None}])
     text = write_markdown(report)
     assert "| 2 metrics | DuckDB floor: floor | 100k (3,125×32) | 1.00 s |" in text
     assert "## Targets" in text
@@ -172,24 +176,7 @@ def test_panel_numbers_have_one_record(monkeypatch: pytest.MonkeyPatch, capsys) 
     assert sorted(p.name for p in here.iterdir()) == before
     assert "| cases: next page | 10 | 5 | 4 | 6 | 1 |" in capsys.readouterr().out
     # the report's stage 5 section carries the notes
-    report = {
-        "machine": {
-            k: "x" for k in ("cpu", "cores", "memory", "os", "python", "duckdb", "pandas", "polars")
-        }
-        | {"pyarrow": "x", "numpy": "x", "date": "today", "commit": "abc"},
-        "load_start": (0.1, 0.2, 0.3),
-        "load_end": (0.1, 0.2, 0.3),
-        "wall_minutes": 1.0,
-        "notes": [],
-        "results": [
-            {
-                "stage": "panel",
-                "size": "1M",
-                "rss_peak": 2**30,
-                "extra": {"interactions": fake},
-            }
-        ],
-        "checks": [],
-    }
+    panel = {"stage": "panel", "size": "1M", "rss_peak": 2**30, "extra": {"interactions": fake}}
+    report = _report([panel], [])
     text = write_markdown(report)
     assert "| cases: next page | 10 | 5 ms | 4–6 ms | 1 |" in text and PANEL_NOTES in text
