@@ -105,11 +105,15 @@ def detect_format(source: Any) -> str:
             "a folder must be a Harbor job (config.json + result.json) or hold Parquet files",
         )
     name = path.name.lower()
-    if name.endswith((".parquet", ".csv", ".tsv")):
+    if name.endswith((".parquet", ".csv", ".tsv", ".csv.gz", ".tsv.gz")):
         return "table"
     try:
         head = _sniff(path).lstrip()
     except (OSError, EOFError) as err:
+        if name.endswith(".gz"):
+            from ._read import check_gzip
+
+            check_gzip(path)  # says where the stream is cut or corrupt
         raise LoadError(path, None, f"cannot be read ({err})") from None
     if not head:
         raise LoadError(path, None, "empty file: nothing to load")

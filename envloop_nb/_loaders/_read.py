@@ -94,14 +94,15 @@ def _inflate(path: Path, state: _Inflated) -> Iterator[bytes]:
                     else:
                         data = d.unconsumed_tail
     except zlib.error as err:
-        text = str(err)
+        text, place = str(err), f"after line {state.lines}"  # decoded fine up to there
         if "incorrect header check" in text and not members and not state.lines:
             problem = "not a gzip file (no gzip header), though its name ends in .gz"
-        elif "data check" in text or "length check" in text:
+        elif "data check" in text or "length check" in text:  # the data is damaged somewhere
+            place = "gzip trailer" if not members else f"gzip trailer of member {members + 1}"
             problem = f"corrupt gzip file: its CRC-32 or length check failed ({text})"
         else:
             problem = f"corrupt gzip file ({text})"
-        raise LoadError(path, state.place(), problem) from None
+        raise LoadError(path, place, problem) from None
     except OSError as err:
         raise LoadError(path, None, f"cannot be read ({err})") from None
     if not fresh:

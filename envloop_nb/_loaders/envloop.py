@@ -8,7 +8,6 @@ objects.
 
 from __future__ import annotations
 
-import gzip
 import json
 import warnings
 from pathlib import Path
@@ -19,7 +18,16 @@ import pyarrow as pa
 
 from .._errors import LoadError, LoadWarning
 from .._sql import json_pointer_sql, literal
-from ._common import physical_place
+from ._common import INT32_MAX, physical_place
+from ._read import (
+    check_gzip,
+    decode_utf8,
+    explain_bad_line,
+    is_gzip,
+    parse_json,
+    read_bytes,
+    read_first_line,
+)
 from ._stage import begin_job, insert_rows, stage_name
 
 __all__ = ["SCHEMA_VERSION", "load_envloop"]
@@ -61,16 +69,6 @@ def _is_jsonl(path: Path) -> bool:
     return name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz"))
 
 
-def _open_text(path: Path) -> Any:
-    if path.name.lower().endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
-
-
-def _json_error(source: Path, place: str, err: json.JSONDecodeError) -> LoadError:
-    return LoadError(source, place, f"not valid JSON ({err.msg} at column {err.colno})")
-
-
 def _check_job(source: Path, doc: Any, place: str) -> dict[str, Any]:
     """Validate the header: schema version and the job object's required fields."""
     if not isinstance(doc, dict):
@@ -99,6 +97,12 @@ def _check_job(source: Path, doc: Any, place: str) -> dict[str, Any]:
         "attempts",
         "an integer >= 1",
     )
+    if isinstance(attempts, int) and attempts > INT32_MAX:
+        raise LoadError(
+            source,
+            f"{place}{sep}$.job.attempts",
+            f"attempts {attempts} is out of range: it must fit a 32-bit integer",
+        )
     dataset = job.get("dataset")
     need(
         isinstance(dataset, dict)
@@ -188,45 +192,29 @@ def _stage_job(
     )
 
 
-def _read_jsonl(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[dict[str, Any], Any]:
-    """Read the header in Python and expose the trial lines as view ``_el_raw(ord, j)``."""
-    with _open_text(path) as f:
-        first = f.readline()
+def _read_jsonl(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, Any]:
+    """Read the header in Python and expose the other lines as view ``_el_raw(ord, j)``.
+
+    The platform's trailing ``{"metrics": {...}}`` line is among them: the trial pass
+    recognises it (see :func:`load_envloop`), so the file is read only once.
+    """
+    first = read_first_line(path)
     if not first.strip():
         raise LoadError(path, "line 1", "empty file: expected the job header line")
-    try:
-        header = json.loads(first)
-    except json.JSONDecodeError as err:
-        raise _json_error(path, "line 1", err) from None
+    header = parse_json(path, decode_utf8(path, first))
     job = _check_job(path, header, "line 1")
     con.execute(
-        f"""CREATE OR REPLACE TEMP VIEW _el_lines AS
-            SELECT ordinality AS ord, json AS j
+        f"""CREATE OR REPLACE TEMP VIEW _el_raw AS
+            SELECT ordinality AS ord, json AS j, 'line ' || ordinality AS place
             FROM read_json_objects({literal(str(path))}, format='newline_delimited',
                                    ignore_errors=true) WITH ORDINALITY
             WHERE ordinality > 1"""
     )
-    # A trailing {"metrics": {...}} line is the platform's aggregate, not a trial.
-    tail = con.execute(
-        """SELECT ord, j FROM _el_lines WHERE j IS NOT NULL
-           AND json_exists(j, '$.metrics') AND NOT json_exists(j, '$.task')
-           ORDER BY ord DESC LIMIT 1"""
-    ).fetchone()
-    metrics = json.loads(tail[1])["metrics"] if tail else None
-    skip = int(tail[0]) if tail else -1
-    con.execute(
-        f"""CREATE OR REPLACE TEMP VIEW _el_raw AS
-            SELECT ord, j, 'line ' || ord AS place FROM _el_lines WHERE ord <> {skip}"""
-    )
-    return job, metrics
+    return job
 
 
 def _read_document(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[dict[str, Any], Any]:
-    try:
-        with _open_text(path) as f:
-            doc = json.load(f)
-    except json.JSONDecodeError as err:
-        raise LoadError(path, f"line {err.lineno}", f"not valid JSON ({err.msg})") from None
+    doc = parse_json(path, decode_utf8(path, read_bytes(path)))
     job = _check_job(path, doc, "")
     trials = doc.get("trials")
     if not isinstance(trials, list):
@@ -253,23 +241,61 @@ def _read_document(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[dict[str
     return job, doc.get("metrics")
 
 
+def _digits(json_value: str) -> str:
+    """SQL: the JSON value is written as an integer (one too large for BIGINT/UBIGINT
+    is typed DOUBLE by DuckDB; it is out of range, not a non-integer)."""
+    return f"regexp_full_match({json_value}::VARCHAR, '-?[0-9]+')"
+
+
+def _whole(double: str) -> str:
+    """SQL: the DOUBLE expression is a finite whole number."""
+    return f"coalesce(isfinite({double}) AND {double} = floor({double}), false)"
+
+
+# usage's integer fields, parsed once per line into ``u`` (a struct of JSON values).
+_USAGE_INTS = {
+    "input_tokens": ("BIGINT", 64),
+    "output_tokens": ("BIGINT", 64),
+    "cache_tokens": ("BIGINT", 64),
+    "turns": ("INTEGER", 32),
+}
+_USAGE_STRUCT = json.dumps({**{name: "JSON" for name in _USAGE_INTS}, "cost_usd": "JSON"})
+# A whole number written as a float (3.0, 1e3) is taken; 2.5 or "3" is not (it used to
+# be rounded, or dropped, quietly).
+_USAGE_PROBLEMS = "".join(
+    f"""  WHEN json_type(u.{name}) NOT IN ('NULL', 'BIGINT', 'UBIGINT') AND NOT {_digits(f"u.{name}")}
+       AND NOT (json_type(u.{name}) = 'DOUBLE' AND {_whole(f"TRY_CAST(u.{name} AS DOUBLE)")})
+    THEN 'usage.{name} must be an integer or null, got ' || u.{name}::VARCHAR
+  WHEN json_type(u.{name}) <> 'NULL' AND TRY_CAST(u.{name} AS {sql_type}) IS NULL
+    THEN 'usage.{name} ' || u.{name}::VARCHAR || ' is out of range: it must fit a {bits}-bit integer'
+"""
+    for name, (sql_type, bits) in _USAGE_INTS.items()
+).rstrip("\n")
+
 # Why a trial line cannot be used, or NULL. Evaluated once per line in SQL.
 _PROBLEM = f"""
 CASE
   WHEN j IS NULL THEN 'not valid JSON'
   WHEN json_type(j) <> 'OBJECT' THEN 'expected a trial object, got ' || json_type(j)
+  WHEN t.task IS NULL AND $jsonl AND json_keys(j) = ['metrics']
+    THEN 'a line holding only "metrics" is the platform''s aggregate: it may only be the last line'
   WHEN t.task IS NULL OR json_type(t.task) <> 'VARCHAR'
     THEN 'task must be a string, got ' || coalesce(t.task::VARCHAR, 'nothing')
-  WHEN t.attempt IS NULL OR json_type(t.attempt) NOT IN {_INTEGER}
+  WHEN t.attempt IS NULL OR (json_type(t.attempt) NOT IN {_INTEGER} AND NOT {_digits("t.attempt")})
     THEN 'attempt must be an integer, got ' || coalesce(t.attempt::VARCHAR, 'nothing')
-  WHEN t.attempt::BIGINT < 1 OR t.attempt::BIGINT > $k
+  WHEN NOT coalesce(TRY_CAST(t.attempt AS BIGINT) BETWEEN 1 AND $k, false)
     THEN 'attempt ' || t.attempt::VARCHAR || ' is out of range: the job requested 1..' || $k || ' per task'
   WHEN t.status IS NULL OR json_type(t.status) <> 'VARCHAR' OR (t.status->>'$') NOT IN {STATUSES!r}
     THEN 'status must be one of {", ".join(STATUSES)}, got ' || coalesce(t.status::VARCHAR, 'nothing')
   WHEN t.reward IS NOT NULL AND json_type(t.reward) NOT IN ('NULL', 'BIGINT', 'UBIGINT', 'DOUBLE')
     THEN 'reward must be a number or null, got ' || lower(json_type(t.reward)) || ' ' || t.reward::VARCHAR
-  WHEN t.exit_code IS NOT NULL AND json_type(t.exit_code) NOT IN ('NULL', 'BIGINT', 'UBIGINT')
+  WHEN json_type(t.reward) = 'DOUBLE' AND NOT isfinite(TRY_CAST(t.reward AS DOUBLE))
+    THEN 'reward must be finite, got ' || t.reward::VARCHAR
+  WHEN json_type(t.exit_code) NOT IN ('NULL', 'BIGINT', 'UBIGINT') AND NOT {_digits("t.exit_code")}
     THEN 'exit_code must be an integer or null, got ' || t.exit_code::VARCHAR
+  WHEN json_type(t.exit_code) <> 'NULL' AND TRY_CAST(t.exit_code AS INTEGER) IS NULL
+    THEN 'exit_code ' || t.exit_code::VARCHAR || ' is out of range: it must fit a 32-bit integer'
+{_USAGE_PROBLEMS}
   WHEN t.started_at IS NOT NULL AND TRY_CAST(t.started_at AS TIMESTAMPTZ) IS NULL
     THEN 'started_at is not an RFC 3339 time: ' || t.started_at
   WHEN t.finished_at IS NOT NULL AND TRY_CAST(t.finished_at AS TIMESTAMPTZ) IS NULL
@@ -284,8 +310,15 @@ CASE
          map_values(json_transform(t.metrics->'$.dimensions', '"MAP(VARCHAR, JSON)"')),
          v -> coalesce(json_type(v), 'NULL') NOT IN ('BIGINT', 'UBIGINT', 'DOUBLE', 'NULL'))), false)
     THEN 'metrics.dimensions values must be numbers, got ' || (t.metrics->'$.dimensions')::VARCHAR
+  WHEN json_type(t.metrics, '$.dimensions') = 'OBJECT' AND coalesce(list_bool_or(list_transform(
+         map_values(json_transform(t.metrics->'$.dimensions', '"MAP(VARCHAR, JSON)"')),
+         v -> NOT isfinite(coalesce(TRY_CAST(v AS DOUBLE), 0)))), false)
+    THEN 'metrics.dimensions values must be finite, got ' || (t.metrics->'$.dimensions')::VARCHAR
   WHEN json_type(t.metrics, '$.composite') NOT IN ('NULL', 'BIGINT', 'UBIGINT', 'DOUBLE')
     THEN 'metrics.composite must be a number'
+  WHEN json_type(t.metrics, '$.composite') = 'DOUBLE'
+       AND NOT isfinite(TRY_CAST(t.metrics->'$.composite' AS DOUBLE))
+    THEN 'metrics.composite must be finite, got ' || (t.metrics->'$.composite')::VARCHAR
   ELSE NULL
 END
 """
@@ -302,10 +335,18 @@ def load_envloop(
 
     Duplicate ``(task, attempt)`` trials resolve to the attempt of record: latest
     ``finished_at``, then latest ``started_at``, then the later one in the file.
+
+    Nothing is lost or invented quietly: a ``.gz`` file must hold its whole gzip
+    stream; a reward (or composite, or dimension value) must be finite; integers must
+    fit their columns; only the last line of a JSONL file may be the platform's
+    ``{"metrics": ...}`` line (any other line without ``task`` is a bad trial).
     """
     path = Path(source)
-    if _is_jsonl(path):
-        job, metrics = _read_jsonl(con, path)
+    jsonl = _is_jsonl(path)
+    if is_gzip(path):
+        check_gzip(path)  # DuckDB would read a cut stream up to the cut, quietly
+    if jsonl:
+        job, metrics = _read_jsonl(con, path), None
     else:
         job, metrics = _read_document(con, path)
     jid = job_id or job["id"]
@@ -319,13 +360,20 @@ def load_envloop(
         f"""CREATE OR REPLACE TEMP TABLE _el_trials AS
         SELECT ord, place, problem,
                t.task->>'$' AS task,
-               CASE WHEN problem IS NULL THEN t.attempt::INTEGER END AS attempt,
+               CASE WHEN problem IS NULL THEN TRY_CAST(t.attempt AS INTEGER) END AS attempt,
                t.id->>'$' AS trial_id,
                t.status->>'$' AS status,
                TRY_CAST(t.exit_code AS INTEGER) AS exit_code,
                t.error AS error,
                TRY_CAST(t.reward AS DOUBLE) AS reward,
                t.metrics, t.usage, t.logprob, t.input, t.output, t.reference, t.artifacts,
+               TRY_CAST(u.input_tokens AS BIGINT) AS input_tokens,
+               TRY_CAST(u.output_tokens AS BIGINT) AS output_tokens,
+               TRY_CAST(u.cache_tokens AS BIGINT) AS cache_tokens,
+               TRY_CAST(u.turns AS INTEGER) AS turns,
+               TRY_CAST(u.cost_usd AS DOUBLE) AS cost_usd,
+               CASE WHEN problem LIKE 'a line holding only "metrics"%'
+                    THEN no_task->'$.metrics' END AS metrics_line,
                TRY_CAST(t.started_at AS TIMESTAMPTZ) AS started_at,
                TRY_CAST(t.finished_at AS TIMESTAMPTZ) AS finished_at,
                count(*) OVER slot AS n_trials,
@@ -333,12 +381,25 @@ def load_envloop(
                    slot ORDER BY TRY_CAST(t.finished_at AS TIMESTAMPTZ) DESC NULLS LAST,
                                  TRY_CAST(t.started_at AS TIMESTAMPTZ) DESC NULLS LAST, ord DESC
                ) AS rank_of_record
-        FROM (SELECT ord, place, t, {_PROBLEM} AS problem
-              FROM (SELECT ord, place, j, json_transform(j, '{_TRIAL_STRUCT}') AS t
-                    FROM _el_raw))
+        FROM (SELECT ord, place, t, u, {_PROBLEM} AS problem,
+                     CASE WHEN t.task IS NULL THEN j END AS no_task
+              FROM (SELECT ord, place, j, t, json_transform(t.usage, '{_USAGE_STRUCT}') AS u
+                    FROM (SELECT ord, place, j, json_transform(j, '{_TRIAL_STRUCT}') AS t
+                          FROM _el_raw)))
         WINDOW slot AS (PARTITION BY problem IS NULL, t.task, t.attempt)""",
-        {"k": k, "job_id": jid},
+        {"k": k, "job_id": jid, "jsonl": jsonl},
     )
+    if jsonl:  # the platform's aggregate: a {"metrics": ...} line that is the last line
+        last = con.execute(
+            "SELECT ord, metrics_line FROM _el_trials ORDER BY ord DESC LIMIT 1"
+        ).fetchone()
+        if last is not None and last[1] is not None:
+            con.execute("DELETE FROM _el_trials WHERE ord = ?", [last[0]])
+            metrics = json.loads(last[1])
+            con.execute(
+                f"UPDATE {stage_name('jobs')} SET platform_metrics = ?::JSON WHERE job_id = ?",
+                [json.dumps(metrics) if metrics else None, jid],
+            )
     for name in ("_el_doc_t",):  # the document's trials are parsed: drop the raw copy
         con.execute(f"DROP TABLE IF EXISTS {name}")
     bad = con.execute(
@@ -352,7 +413,7 @@ def load_envloop(
         if _is_jsonl(path):
             place = physical_place(path, place)
         if problem == "not valid JSON" and _is_jsonl(path):
-            problem = _explain_bad_line(path, int(place.removeprefix("line ")))
+            problem = explain_bad_line(path, int(place.removeprefix("line ")))
         if not lenient:
             more = f" ({n_bad - 1} more unusable lines)" if n_bad > 1 else ""
             raise LoadError(path, place, problem + more)
@@ -364,19 +425,6 @@ def load_envloop(
     _stage_trials(con, jid)
     con.execute("DROP TABLE IF EXISTS _el_trials")
     con.execute("DROP VIEW IF EXISTS _el_raw")
-    con.execute("DROP VIEW IF EXISTS _el_lines")
-
-
-def _explain_bad_line(path: Path, line_no: int) -> str:
-    with _open_text(path) as f:
-        for i, line in enumerate(f, start=1):
-            if i == line_no:
-                try:
-                    json.loads(line)
-                except json.JSONDecodeError as err:
-                    return f"not valid JSON ({err.msg}, column {err.colno}); truncated line?"
-                break
-    return "not valid JSON"
 
 
 # A dimension name is data: look it up by JSON pointer, never as a path (``$``, ``/x``).
@@ -399,11 +447,7 @@ def _stage_trials(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
                TRY_CAST(metrics->'$.composite' AS DOUBLE) AS composite,
                metrics->>'$.judge_summary' AS judge_summary,
                metrics->>'$.verifier_version' AS verifier_version,
-               TRY_CAST(usage->'$.input_tokens' AS BIGINT) AS input_tokens,
-               TRY_CAST(usage->'$.output_tokens' AS BIGINT) AS output_tokens,
-               TRY_CAST(usage->'$.cache_tokens' AS BIGINT) AS cache_tokens,
-               TRY_CAST(usage->'$.turns' AS INTEGER) AS turns,
-               TRY_CAST(usage->'$.cost_usd' AS DOUBLE) AS cost_usd,
+               input_tokens, output_tokens, cache_tokens, turns, cost_usd,
                TRY_CAST(logprob->'$.mean' AS DOUBLE) AS logprob_mean,
                TRY_CAST(logprob->'$.min' AS DOUBLE) AS logprob_min,
                TRY_CAST(logprob->'$.max' AS DOUBLE) AS logprob_max,
