@@ -21,7 +21,8 @@ import duckdb
 
 from .._errors import LoadError, LoadWarning
 from .._sql import ident, json_pointer, literal
-from ._common import physical_place
+from ._common import INT32_MAX, INT64_MAX, fits, physical_place
+from ._read import check_gzip, decode_utf8, explain_bad_line, is_gzip, parse_json, read_bytes
 from ._stage import begin_job, restart, stage_name
 
 __all__ = ["DEFAULT_MAPPING", "load_table"]
@@ -52,6 +53,14 @@ DEFAULT_MAPPING: dict[str, str] = {
     "digest": "digest",
 }
 _INT_FIELDS = ("exit_code", "turns", "input_tokens", "output_tokens", "cache_tokens")
+#: The workspace column type of each integer field, and its width in bits.
+_INT_COLUMNS = {
+    "exit_code": ("INTEGER", 32),
+    "turns": ("INTEGER", 32),
+    "input_tokens": ("BIGINT", 64),
+    "output_tokens": ("BIGINT", 64),
+    "cache_tokens": ("BIGINT", 64),
+}
 _DOUBLE_FIELDS = ("cost_usd", "duration_s")
 _TEXT_FIELDS = ("trial_id", "output", "reference", "error", "error_type")
 _TIME_FIELDS = ("started_at", "finished_at")
@@ -117,8 +126,9 @@ def _open_frame(con: duckdb.DuckDBPyConnection, source: Any) -> _Source:
     import pyarrow as pa
 
     module = type(source).__module__.split(".")[0]
+    label = f"<{module} {type(source).__name__}>"
     if module == "pandas":
-        table = pa.Table.from_pandas(source, preserve_index=False)
+        table = _pandas_to_arrow(source, label)
     elif module == "polars":
         table = source.to_arrow()
     elif isinstance(source, pa.Table):
@@ -133,7 +143,14 @@ def _open_frame(con: duckdb.DuckDBPyConnection, source: Any) -> _Source:
             None,
             "expected a file path, a pandas/polars DataFrame or an Arrow table",
         )
-    label = f"<{type(source).__module__.split('.')[0]} {type(source).__name__}>"
+    names = table.column_names
+    if len(set(names)) < len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise LoadError(
+            label,
+            f"column {twice!r}",
+            f"appears {names.count(twice)} times: column names must be unique",
+        )
     if "_enb_ord" in table.column_names:
         raise LoadError(label, None, "column name _enb_ord is reserved")
     for col in table.column_names:  # DuckDB would cut a name at a NUL: refuse it here
@@ -148,6 +165,57 @@ def _open_frame(con: duckdb.DuckDBPyConnection, source: Any) -> _Source:
     src.registered.append("_tb_frame")
     _describe(con, src)
     return src
+
+
+def _pandas_to_arrow(df: Any, label: str) -> Any:
+    """``df`` as an Arrow table; duplicated column names, or an object column Arrow
+    cannot convert (mixed types, an integer beyond 64 bits, a lone surrogate), are
+    refused naming the column and the first offending row."""
+    import pyarrow as pa
+
+    twice = df.columns[df.columns.duplicated()]
+    if len(twice):
+        n = int((df.columns == twice[0]).sum())
+        raise LoadError(
+            label, f"column {twice[0]!r}", f"appears {n} times: column names must be unique"
+        )
+    try:
+        return pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError) as err:
+        for position, col in enumerate(df.columns):
+            found = _object_column_problem(df.iloc[:, position])
+            if found is not None:
+                raise LoadError(label, f"row {found[0]}, column {col!r}", found[1]) from None
+        raise LoadError(label, None, f"cannot be converted to Arrow ({err})") from None
+
+
+def _object_column_problem(column: Any) -> tuple[int, str] | None:
+    """The first row of an object column Arrow cannot convert, and why (error path only)."""
+    import math
+
+    if column.dtype != object:
+        return None
+    first: dict[str, tuple[int, str]] = {}  # kind -> (row, type name) where first seen
+    for row, value in enumerate(column.tolist()):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return row, f"lone surrogate in {value!r}: not valid Unicode text"
+        if isinstance(value, int) and not isinstance(value, bool) and not fits(value, INT64_MAX):
+            return row, f"{value} is out of range: it must fit a 64-bit integer"
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        kind = "number" if number else type(value).__name__
+        first.setdefault(kind, (row, type(value).__name__))
+        if len(first) > 1:
+            (row0, name0), (_, name) = next(iter(first.values())), first[kind]
+            return row, (
+                f"mixed types in one column: {name0} at row {row0}, {name} at row {row}; "
+                "give the column one type (e.g. .astype(str))"
+            )
+    return None
 
 
 def _describe(con: duckdb.DuckDBPyConnection, src: _Source) -> None:
@@ -266,6 +334,17 @@ def _open_path(
     return _Source(str(path), [str(r[0]) for r in keys], json=True)
 
 
+def _explain_json_array(path: Path) -> None:
+    """Raise a LoadError naming the place when ``path`` is a JSON array file that is not
+    valid UTF-8 or JSON (a lone surrogate, nesting too deep, ...); else return."""
+    if not path.is_file() or _is_csv(path) or path.name.lower().endswith(".parquet"):
+        return
+    with _open_bytes(path) as f:
+        if not f.read(64).lstrip().startswith(b"["):
+            return  # JSON lines: DuckDB's reader already skips bad lines by place
+    parse_json(path, decode_utf8(path, read_bytes(path)))
+
+
 def _open_bytes(path: Path) -> Any:
     import gzip
 
@@ -363,6 +442,10 @@ def _typed_view(
         return src.text(fields[ours]) if ours in fields else "NULL::VARCHAR"
 
     sel.append(f"{text_expr('task')} AS task")
+    # JSON rows: task 1 and task "1" read the same as text; _load refuses the pair.
+    sel.append(
+        f"{src.json_type(fields['task'])} AS _task_type" if src.json else "NULL AS _task_type"
+    )
     missing = literal(f"task is missing ({fields['task']})")
     checks.append(f"WHEN {text_expr('task')} IS NULL THEN {missing}")
     if "attempt" in fields:
@@ -375,6 +458,10 @@ def _typed_view(
         )
         checks.append(
             f"WHEN {num} < 1 THEN 'attempt ' || {src.text(col)} || ' is out of range: attempts are numbered from 1'"
+        )
+        checks.append(
+            f"WHEN TRY_CAST({num} AS INTEGER) IS NULL THEN 'attempt ' || {src.text(col)} "
+            "|| ' is out of range: it must fit a 32-bit integer'"
         )
         if k is not None:
             checks.append(
@@ -408,6 +495,11 @@ def _typed_view(
             checks.append(
                 f"WHEN NOT ({src.number_ok(col)}) OR {num} <> floor({num}) "
                 f"THEN '{ours} must be an integer, got ' || {src.shown(col)}"
+            )
+            sql_type, bits = _INT_COLUMNS[ours]
+            checks.append(
+                f"WHEN {num} IS NOT NULL AND TRY_CAST({num} AS {sql_type}) IS NULL "
+                f"THEN '{ours} ' || {src.text(col)} || ' is out of range: it must fit a {bits}-bit integer'"
             )
         else:
             sel.append(f"NULL::BIGINT AS {ours}")
@@ -539,6 +631,8 @@ def load_table(
     """
     if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
         raise LoadError(str(source), "k", f"expected an integer >= 1, got {k!r}")
+    if k is not None and k > INT32_MAX:
+        raise LoadError(str(source), "k", f"k {k} is out of range: it must fit a 32-bit integer")
     options = (mapping, k, dataset, dataset_version, dataset_revision, model, runner)
     if not isinstance(source, str | Path):
         src = _open_frame(con, source)
@@ -551,6 +645,9 @@ def load_table(
     for suffix in (".gz", ".parquet", ".csv", ".tsv", ".jsonl", ".ndjson", ".json"):
         stem = stem.removesuffix(suffix)
     jid = job_id or f"table:{stem}"
+    path = Path(str(source))
+    if is_gzip(path) and path.is_file():
+        check_gzip(path)  # DuckDB would read a cut stream up to the cut, quietly
     try:
         _run(con, _open_path(con, source), jid, lenient, options, source)
         return
@@ -558,6 +655,7 @@ def load_table(
         restart(con, jid)  # the error aborted the transaction
         rejects = _csv_rejects(con, Path(source)) if _is_csv(source) else []
         if not rejects:
+            _explain_json_array(path)  # DuckDB says what, not where: find the place
             raise
     line, problem = rejects[0]
     more = f" ({len(rejects) - 1} more malformed lines)" if len(rejects) > 1 else ""
@@ -641,7 +739,7 @@ def _load(
         if src.json:
             place = physical_place(Path(src.label), place)
         if problem == "not valid JSON" and place.startswith("line "):
-            problem = _explain_bad_line(Path(src.label), int(place.removeprefix("line ")))
+            problem = explain_bad_line(Path(src.label), int(place.removeprefix("line ")))
         if not lenient:
             more = f" ({n_bad - 1} more unusable rows)" if n_bad > 1 else ""
             raise LoadError(src.label, place, problem + more)
@@ -689,6 +787,11 @@ def _load(
         f", any_value(_tag{i}) FILTER (WHERE _tag{i} IS NOT NULL) AS _tag{i}"
         for i in range(len(tags))
     )
+    if src.json:  # where each task id is first written as a string, and as anything else
+        tag_cols += (
+            ", min(_enb_ord) FILTER (WHERE _task_type = 'VARCHAR') AS _text_ord"
+            ", min(_enb_ord) FILTER (WHERE _task_type <> 'VARCHAR') AS _other_ord"
+        )
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _tb_tasks AS
             SELECT task, min(_enb_ord) AS first, any_value(digest) FILTER (WHERE digest IS NOT NULL) AS digest
@@ -696,6 +799,8 @@ def _load(
             FROM _tb_v {where} GROUP BY task"""
     )
     try:
+        if src.json:
+            _refuse_merged_task_ids(con, src, fields["task"])
         for i, key in enumerate(tags):
             con.execute(
                 f"""INSERT INTO {stage_name("task_tags")} BY NAME
@@ -752,19 +857,42 @@ def _load(
     )
 
 
-def _explain_bad_line(path: Path, line_no: int) -> str:
-    try:
-        with _open_bytes(path) as f:
-            for i, line in enumerate(f, start=1):
-                if i == line_no:
-                    try:
-                        json.loads(line)
-                    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-                        msg = getattr(err, "msg", str(err))
-                        col = getattr(err, "colno", None)
-                        at = f", column {col}" if col else ""
-                        return f"not valid JSON ({msg}{at}); truncated line?"
-                    break
-    except OSError:
-        pass
-    return "not valid JSON"
+_JSON_KINDS = {
+    "VARCHAR": "a string",
+    "BIGINT": "a number",
+    "UBIGINT": "a number",
+    "DOUBLE": "a number",
+    "BOOLEAN": "a boolean",
+    "OBJECT": "an object",
+    "ARRAY": "an array",
+}
+
+
+def _refuse_merged_task_ids(con: duckdb.DuckDBPyConnection, src: _Source, col: str) -> None:
+    """Refuse two task ids that differ in the file but read the same (``1`` and ``"1"``)."""
+    pair = con.execute(
+        """SELECT t.task, t._text_ord, t._other_ord FROM _tb_tasks t
+           WHERE t._text_ord IS NOT NULL AND t._other_ord IS NOT NULL
+           ORDER BY t.first LIMIT 1"""
+    ).fetchone()
+    if pair is None:
+        return
+    task, ords = str(pair[0]), sorted([int(pair[1]), int(pair[2])])
+    rows = con.execute(
+        f"SELECT _enb_place, {src.raw(col)}, {src.json_type(col)} FROM _tb_src "
+        "WHERE _enb_ord IN (?, ?) ORDER BY _enb_ord",
+        ords,
+    ).fetchall()
+    path = Path(src.label)
+    places = [physical_place(path, str(r[0])) for r in rows]
+
+    def shown(value: Any, kind: Any) -> str:
+        return f"{value} ({_JSON_KINDS.get(str(kind), str(kind).lower())})"
+
+    a, b = (shown(r[1], r[2]) for r in rows)
+    raise LoadError(
+        src.label,
+        " and ".join(places),
+        f"task {a} and task {b} would be merged into one task {task!r}: "
+        "write every task id the same way",
+    )
