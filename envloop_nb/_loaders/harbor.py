@@ -29,7 +29,15 @@ import duckdb
 
 from .._errors import LoadError
 from .._harbor import detect_version
-from ._common import duration_s, is_number, parse_time, read_json_file
+from ._common import (
+    INT32_MAX,
+    INT64_MAX,
+    duration_s,
+    fits,
+    is_number,
+    parse_time,
+    read_json_file,
+)
 from ._stage import begin_job, insert_rows
 
 __all__ = ["load_harbor"]
@@ -100,6 +108,12 @@ def _job_header(folder: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
     k = config.get("n_attempts")
     if not _is_int(k) or k < 1:
         raise LoadError(config_path, "$.n_attempts", f"expected an integer >= 1, got {k!r}")
+    if k > INT32_MAX:
+        raise LoadError(
+            config_path,
+            "$.n_attempts",
+            f"n_attempts {k} is out of range: it must fit a 32-bit integer",
+        )
     agents = config.get("agents")
     if not isinstance(agents, list) or not agents or not isinstance(agents[0], dict):
         raise LoadError(
@@ -130,12 +144,26 @@ def _read_trials(folder: Path) -> list[dict[str, Any]]:
 
     A sub-folder with a ``config.json`` (TrialConfig) but no ``result.json`` is a trial
     that has not finished: it is kept as a running attempt. Sub-folders with neither
-    file are not trials.
+    file are not trials. The same trial reached twice — a folder that is a symlink to a
+    sibling, or two results with one trial ``id`` — is refused: it would count as two
+    attempts.
     """
     trials = []
+    folders: dict[Path, str] = {}  # resolved trial folder -> its first name
+    ids: dict[str, str] = {}  # trial id -> folder name
     for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
         result_path = sub / "result.json"
         place = f"trial {sub.name}"
+        if result_path.exists() or (sub / "config.json").is_file():
+            real = sub.resolve()
+            if real in folders:
+                raise LoadError(
+                    folder,
+                    place,
+                    f"the same folder as trial {folders[real]} ({real}): one trial would "
+                    "count as two attempts",
+                )
+            folders[real] = sub.name
         if result_path.exists():
             result = read_json_file(result_path, "Harbor's TrialResult object")
             if not isinstance(result, dict):
@@ -145,6 +173,16 @@ def _read_trials(folder: Path) -> list[dict[str, Any]]:
                 raise LoadError(
                     result_path, "$.task_name", f"expected a non-empty string, got {task!r}"
                 )
+            trial_id = result.get("id")
+            if trial_id is not None:
+                if str(trial_id) in ids:
+                    raise LoadError(
+                        folder,
+                        place,
+                        f"trial id {trial_id!r} is also the id of trial {ids[str(trial_id)]}: "
+                        "one trial would count as two attempts",
+                    )
+                ids[str(trial_id)] = sub.name
             result["_running"] = False
         elif (sub / "config.json").is_file():
             cfg = read_json_file(sub / "config.json", "Harbor's TrialConfig object")
@@ -345,7 +383,7 @@ def _attempt_row(
         "job_id": job_id,
         "task": task,
         "attempt": attempt,
-        "trial_id": t.get("id"),
+        "trial_id": None if t.get("id") is None else str(t["id"]),
         "n_trials": 1,
         "source_place": t["_folder"],
         "started_at": t["_started"],
@@ -367,6 +405,12 @@ def _attempt_row(
         if value is not None and not is_number(value):
             raise LoadError(
                 folder, place, f"agent_result.{field} must be a number or null, got {value!r}"
+            )
+        if value is not None and field != "cost_usd" and not fits(value, INT64_MAX):
+            raise LoadError(
+                folder,
+                place,
+                f"agent_result.{field} {value!r} is out of range: it must fit a 64-bit integer",
             )
     phases: dict[str, Any] = {}
     for phase in PHASES:
