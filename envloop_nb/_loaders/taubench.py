@@ -20,7 +20,7 @@ from typing import Any, TypeGuard
 import duckdb
 
 from .._errors import LoadError
-from ._common import is_number, parse_time, read_json_file
+from ._common import INT32_MAX, is_number, parse_time, read_json_file
 from ._stage import begin_job, insert_rows
 
 __all__ = ["PASS_TOLERANCE", "load_tau2_bench", "load_tau_bench"]
@@ -106,6 +106,59 @@ def _stage(
     insert_rows(con, "dimension_meta", [{"job_id": jid, "name": n} for n in names])
 
 
+def _check_k(path: Path, k: Any) -> None:
+    """The ``k=`` option: an integer >= 1 that fits the workspace's INTEGER column."""
+    if k is None:
+        return
+    if not _is_int(k) or k < 1:
+        raise LoadError(path, "k", f"expected an integer >= 1, got {k!r}")
+    if k > INT32_MAX:
+        raise LoadError(path, "k", f"k {k} is out of range: it must fit a 32-bit integer")
+
+
+def _check_trial(path: Path, place: str, trial: Any) -> int:
+    """The trial number: an integer >= 0 whose attempt (``trial + 1``) fits INTEGER."""
+    if not _is_int(trial) or trial < 0:
+        raise LoadError(path, place, f"trial must be an integer >= 0, got {trial!r}")
+    if trial >= INT32_MAX:
+        raise LoadError(
+            path,
+            place,
+            f"trial {trial} is out of range: attempt trial + 1 must fit a 32-bit integer",
+        )
+    return trial
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number" if isinstance(value, int | float) else type(value).__name__
+
+
+class _TaskIds:
+    """Task ids as text, refusing two that differ in the file but read the same
+    (``1`` and ``"1"``): they would be merged into one task."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.first: dict[str, tuple[Any, str]] = {}  # text -> (value, place)
+
+    def text(self, value: Any, place: str) -> str:
+        text = str(value)
+        seen = self.first.setdefault(text, (value, place))
+        if type(seen[0]) is not type(value):
+            kinds = [f"{v!r} ({_kind(v)})" for v in (seen[0], value)]
+            raise LoadError(
+                self.path,
+                f"{seen[1]} and {place}",
+                f"task {kinds[0]} and task {kinds[1]} would be merged into one task "
+                f"{text!r}: write every task id the same way",
+            )
+        return text
+
+
 def _check_unique(
     path: Path, seen: dict[tuple[str, int], str], key: tuple[str, int], place: str
 ) -> None:
@@ -158,12 +211,14 @@ def load_tau_bench(
     """
     del lenient
     path = Path(source)
+    _check_k(path, k)
     rows = read_json_file(path, "a τ-bench results array")
     if not isinstance(rows, list):
         raise LoadError(
             path, "$", f"expected a JSON array of τ-bench results, got {type(rows).__name__}"
         )
     parsed: list[tuple[int | str, int, float, dict[str, Any], list[Any], str]] = []
+    names = _TaskIds(path)
     for i, row in enumerate(rows):
         place = f"[{i}]"
         if not isinstance(row, dict):
@@ -171,10 +226,9 @@ def load_tau_bench(
         task_id = row.get("task_id")
         if task_id is None or not (_is_int(task_id) or isinstance(task_id, str)):
             raise LoadError(path, place, f"task_id must be an integer or string, got {task_id!r}")
+        names.text(task_id, place)
         place = f"[{i}] (task_id {task_id}, trial {row.get('trial')})"
-        trial = row.get("trial")
-        if not _is_int(trial) or trial < 0:
-            raise LoadError(path, place, f"trial must be an integer >= 0, got {trial!r}")
+        trial = _check_trial(path, place, row.get("trial"))
         reward = row.get("reward")
         if not is_number(reward):
             raise LoadError(
@@ -271,6 +325,7 @@ def load_tau2_bench(
     """
     del lenient
     path = Path(source)
+    _check_k(path, k)
     doc = read_json_file(path, "a τ²-bench results object")
     if not isinstance(doc, dict):
         raise LoadError(path, "$", "expected a τ²-bench results object {info, tasks, simulations}")
@@ -286,9 +341,16 @@ def load_tau2_bench(
             raise LoadError(
                 path, "$.info.num_trials", f"expected an integer >= 1, got {num_trials!r}"
             )
+        if num_trials > INT32_MAX:
+            raise LoadError(
+                path,
+                "$.info.num_trials",
+                f"num_trials {num_trials} is out of range: it must fit a 32-bit integer",
+            )
         k = int(num_trials)
     tasks_doc = doc.get("tasks")
     task_names: list[str] = []
+    names, sim_names = _TaskIds(path), _TaskIds(path)  # each list on its own: 1 vs "1"
     if tasks_doc is not None:
         if not isinstance(tasks_doc, list):
             raise LoadError(path, "$.tasks", "expected an array of task objects")
@@ -296,7 +358,7 @@ def load_tau2_bench(
             tid = t.get("id") if isinstance(t, dict) else None
             if tid is None:
                 raise LoadError(path, f"$.tasks[{i}]", "expected a task object with an id")
-            task_names.append(str(tid))
+            task_names.append(names.text(tid, f"$.tasks[{i}]"))
     known = set(task_names)
     derive_tasks = tasks_doc is None
     domain = (info.get("environment_info") or {}).get("domain_name")
@@ -313,15 +375,13 @@ def load_tau2_bench(
         task_id = sim.get("task_id")
         if task_id is None:
             raise LoadError(path, place, "task_id is missing")
-        task = str(task_id)
+        task = sim_names.text(task_id, place)
         if derive_tasks and task not in known:
             known.add(task)
             task_names.append(task)
         if task not in known:
             raise LoadError(path, place, f"task {task!r} is not among the results' tasks")
-        trial = sim.get("trial")
-        if not _is_int(trial) or trial < 0:
-            raise LoadError(path, place, f"trial must be an integer >= 0, got {trial!r}")
+        trial = _check_trial(path, place, sim.get("trial"))
         if trial + 1 > k:
             raise LoadError(
                 path, place, f"trial {trial} is out of range: num_trials={k} allows 0..{k - 1}"
