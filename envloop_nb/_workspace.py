@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import duckdb
 
-from ._errors import EnvloopError
+from ._errors import EnvloopError, LoadError
 from ._frames import to_frame
 from ._job import Job
 from ._loaders import load_source
@@ -48,10 +48,12 @@ class Workspace:
         self.path = path
         self._finalizer: weakref.finalize[Any, Any] | None = None
         con.execute("SET TimeZone = 'UTC'")
+        _check_schema_version(con, path)  # before anything is written to the file
         if not read_only:  # a read-only file already has its schema
             con.execute(SCHEMA_SQL)
             con.execute(
-                "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
+                "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), ('written_by', ?)",
+                [str(SCHEMA_VERSION), _written_by()],
             )
 
     def __repr__(self) -> str:
@@ -286,6 +288,13 @@ def open(
         by :meth:`Workspace.close` (or when the workspace is garbage-collected), so
         spilling never litters the notebook's folder.
 
+    Raises
+    ------
+    LoadError
+        The file was written by a newer envloop_nb (its ``meta.schema_version`` is newer
+        than this code knows); the message says which version wrote it, and the file is
+        left unchanged.
+
     Examples
     --------
     >>> import envloop_nb as enb
@@ -320,10 +329,72 @@ def open(
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
         raise
-    ws = Workspace(con, None if path is None else str(Path(path)), read_only=read_only)
+    try:
+        ws = Workspace(con, None if path is None else str(Path(path)), read_only=read_only)
+    except BaseException:  # e.g. a file written by a newer envloop_nb: leave it as it is
+        con.close()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
     if scratch is not None:
         ws._finalizer = weakref.finalize(ws, _close_and_remove, con, scratch)
     return ws
+
+
+def _written_by() -> str:
+    """``envloop_nb <version>``, kept in the file's ``meta`` beside the schema version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"envloop_nb {version('envloop_nb')}"
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return "envloop_nb"
+
+
+def _check_schema_version(con: duckdb.DuckDBPyConnection, path: str | None) -> None:
+    """Refuse a workspace file whose schema is newer than this code knows.
+
+    Opening it would "upgrade" its ``schema_version`` back and write tables of the old
+    schema into it; the file is left exactly as it was.
+
+    Raises
+    ------
+    LoadError
+        Naming the file, ``meta.schema_version`` and which version wrote it.
+    """
+    has_meta = con.execute(
+        """SELECT count(*) FROM duckdb_tables()
+           WHERE database_name = current_database() AND schema_name = 'main'
+                 AND table_name = 'meta'"""
+    ).fetchone()
+    if not has_meta or not has_meta[0]:
+        return  # a new file (or one without our schema yet)
+    meta = dict(
+        con.execute(
+            "SELECT key, value FROM meta WHERE key IN ('schema_version', 'written_by')"
+        ).fetchall()
+    )
+    found = meta.get("schema_version")
+    if found is None:
+        return
+    try:
+        newer = int(found) > SCHEMA_VERSION
+    except ValueError:
+        raise LoadError(
+            path or ":memory:",
+            "meta.schema_version",
+            f"unreadable workspace schema version {found!r}: this envloop_nb "
+            f"reads schema version {SCHEMA_VERSION}",
+        ) from None
+    if newer:
+        by = meta.get("written_by") or "a newer envloop_nb"
+        raise LoadError(
+            path or ":memory:",
+            "meta.schema_version",
+            f"written by {by} (workspace schema version {found}); {_written_by()} reads "
+            f"schema version {SCHEMA_VERSION} at most: upgrade envloop_nb to open it "
+            "(the file was not changed)",
+        )
 
 
 def _close_and_remove(con: duckdb.DuckDBPyConnection, folder: str) -> None:
