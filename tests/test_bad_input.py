@@ -6,8 +6,11 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import os
 import re
 import shutil
+import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -237,6 +240,385 @@ def parquet_corrupt(tmp: Path) -> Path:
     return path
 
 
+# -- silent loss or invention of data (issue 10, item 5) -----------------------------
+
+
+def _many_trials_doc(n_tasks: int = 200) -> dict[str, Any]:
+    """The fixture's job with ``n_tasks`` tasks x 2 trials: a file far past the 4 KB
+    that format detection reads, so a cut beyond that point is not noticed there."""
+    doc = _doc()
+    doc["job"]["tasks"] = [{"name": f"t{i}", "digest": None, "tags": {}} for i in range(n_tasks)]
+    doc["trials"] = [
+        {"id": f"tr{i}", "task": f"t{i // 2}", "attempt": i % 2 + 1, "status": "completed",
+         "reward": float(i % 3 == 0)}
+        for i in range(2 * n_tasks)
+    ]  # fmt: skip
+    return doc
+
+
+def _lines(tmp: Path, doc: dict[str, Any]) -> list[bytes]:
+    """The lines of ``doc`` as an EnvLoop JSONL export (no metrics line)."""
+    return to_jsonl(doc, tmp / "lines.jsonl", metrics=False).read_bytes().splitlines(True)
+
+
+def _gzip_parts(*parts: bytes, flush: int = zlib.Z_FULL_FLUSH) -> bytes:
+    """A gzip stream of ``parts``, each flushed so that a reader inflates all of it, and
+    no end: neither the final deflate block nor the gzip trailer (CRC-32, length)."""
+    z = zlib.compressobj(6, zlib.DEFLATED, 31)
+    return b"".join(z.compress(part) + z.flush(flush) for part in parts)
+
+
+def gz_cut_mid_line(tmp: Path) -> Path:
+    """A JSONL.gz cut in the middle of line 101 (as by an interrupted copy)."""
+    lines = _lines(tmp, _many_trials_doc())
+    path = tmp / "cut.jsonl.gz"
+    path.write_bytes(_gzip_parts(b"".join(lines[:100]), lines[100][:20]))
+    return path
+
+
+def gz_cut_at_line_boundary(tmp: Path) -> Path:
+    """A JSONL.gz that ends cleanly after line 300, without gzip's end and trailer."""
+    lines = _lines(tmp, _many_trials_doc())
+    path = tmp / "cut.jsonl.gz"
+    path.write_bytes(_gzip_parts(b"".join(lines[:300]), flush=zlib.Z_SYNC_FLUSH))
+    return path
+
+
+def gz_document_without_trailer(tmp: Path) -> Path:
+    """A whole .json.gz document whose last 8 bytes (CRC-32 and length) are missing."""
+    path = tmp / "doc.json.gz"
+    text = json.dumps(_many_trials_doc(), indent=1).encode()
+    path.write_bytes(gzip.compress(text)[:-8])
+    return path
+
+
+def gz_table_cut(tmp: Path) -> Path:
+    rows = b"".join(json.dumps({"task": f"t{i % 50}", "reward": i % 2}).encode() + b"\n"
+                    for i in range(500))  # fmt: skip
+    path = tmp / "rows.jsonl.gz"
+    path.write_bytes(_gzip_parts(rows[: rows.index(b"\n", len(rows) // 2) + 1]))
+    return path
+
+
+def gz_tau_cut(tmp: Path) -> Path:
+    path = tmp / "tau.json.gz"
+    path.write_bytes(gzip.compress(TAU_BENCH.read_bytes())[:-8])
+    return path
+
+
+def _trial_line(tmp: Path, line3: bytes, name: str = "run.jsonl") -> Path:
+    """The fixture as JSONL with line 3 (the second trial) replaced by ``line3``."""
+    path = to_jsonl(_doc(), tmp / name)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[2] = line3 + b"\n"
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+_TRIAL_2 = b'"id": "tr_2", "task": "A", "attempt": 2, "status": "failed"'
+
+
+def reward_nan_document(tmp: Path) -> Path:
+    return _json_doc(tmp, lambda d: d["trials"][1].update(reward=float("nan")))
+
+
+def reward_infinity_jsonl(tmp: Path) -> Path:
+    return _trial_line(tmp, b"{" + _TRIAL_2 + b', "reward": Infinity}')
+
+
+def reward_overflow_jsonl(tmp: Path) -> Path:
+    return _trial_line(tmp, b"{" + _TRIAL_2 + b', "reward": 1e999}')
+
+
+def metrics_without_task(tmp: Path) -> Path:
+    """A trial line that lost its task but has metrics, in a file without a metrics line."""
+    doc = _doc()
+    del doc["trials"][2]["task"]
+    return to_jsonl(doc, tmp / "run.jsonl", metrics=False)
+
+
+def metrics_line_not_last(tmp: Path) -> Path:
+    doc = _doc()
+    line = json.dumps({"metrics": doc["metrics"]}).encode()
+    return _trial_line(tmp, line)
+
+
+def utf8_invalid_jsonl(tmp: Path) -> Path:
+    return _trial_line(tmp, b'{"output": "\xff\xfe", ' + _TRIAL_2 + b', "reward": 0}')
+
+
+def utf8_invalid_document(tmp: Path) -> Path:
+    path = _json_doc(tmp, lambda d: d["job"].update(model="@@"))
+    path.write_bytes(path.read_bytes().replace(b'"@@"', b'"\xc3("'))
+    return path
+
+
+def surrogate_document(tmp: Path) -> Path:
+    path = tmp / "bad.json"
+    path.write_text(THREE_TASKS.read_text().replace('"my-endpoint/sft",\n', '"x\\ud800",\n', 1))
+    return path
+
+
+def surrogate_jsonl(tmp: Path) -> Path:
+    return _trial_line(tmp, b'{"output": "\\udc00", ' + _TRIAL_2 + b', "reward": 0}')
+
+
+def surrogate_tau(tmp: Path) -> Path:
+    rows = json.loads(TAU_BENCH.read_text())[:3]
+    path = tmp / "tau.json"
+    path.write_text(json.dumps(rows, indent=1).replace('"role": "user"', '"role": "\\ud83d"', 1))
+    return path
+
+
+def nesting_header(tmp: Path) -> Path:
+    header = json.dumps({"schema_version": "envloop.job-result/v1", "job": _doc()["job"]})
+    path = tmp / "deep.jsonl"
+    path.write_text('{"x": ' + "[" * 5000 + "]" * 5000 + ", " + header[1:] + "\n")
+    return path
+
+
+def nesting_tau(tmp: Path) -> Path:
+    path = tmp / "tau.json"
+    path.write_text("[\n" + "[" * 5000 + "]" * 5000 + "\n]")
+    return path
+
+
+def turns_overflow_jsonl(tmp: Path) -> Path:
+    turns = str(2**70).encode()
+    return _trial_line(tmp, b"{" + _TRIAL_2 + b', "reward": 0, "usage": {"turns": ' + turns + b"}}")
+
+
+def attempts_overflow_header(tmp: Path) -> Path:
+    return _json_doc(tmp, lambda d: d["job"].update(attempts=2**70))
+
+
+def harbor_tokens_overflow(tmp: Path) -> Path:
+    folder = _harbor_copy(tmp)
+    path = folder / "hello-world__E4MNpbM" / "result.json"
+    result = json.loads(path.read_text())
+    result["agent_result"]["n_input_tokens"] = 2**70
+    path.write_text(json.dumps(result))
+    return folder
+
+
+def csv_turns_overflow(tmp: Path) -> Path:
+    path = tmp / "t.csv"
+    path.write_text(f"task,reward,turns\nA,1,3\nA,0,{2**40}\n")
+    return path
+
+
+def tau_trial_overflow(tmp: Path) -> Path:
+    rows = json.loads(TAU_BENCH.read_text())[:3]
+    rows[1]["trial"] = 2**70
+    path = tmp / "tau.json"
+    path.write_text(json.dumps(rows))
+    return path
+
+
+def tau_valid(tmp: Path) -> Path:
+    rows = json.loads(TAU_BENCH.read_text())[:6]
+    path = tmp / "tau.json"
+    path.write_text(json.dumps(rows))
+    return path
+
+
+def harbor_symlinked_trial(tmp: Path) -> Path:
+    """hello-world's fifth trial replaced by a link to its first: 5 trials, 4 of them real."""
+    folder = _harbor_copy(tmp)
+    shutil.rmtree(folder / "hello-world__tdTPcMd")
+    os.symlink("hello-world__E4MNpbM", folder / "hello-world__linked")
+    return folder
+
+
+def harbor_copied_trial(tmp: Path) -> Path:
+    folder = _harbor_copy(tmp)
+    shutil.rmtree(folder / "hello-world__tdTPcMd")
+    shutil.copytree(folder / "hello-world__E4MNpbM", folder / "hello-world__copy")
+    return folder
+
+
+def jsonl_task_number_and_string(tmp: Path) -> Path:
+    path = tmp / "t.jsonl"
+    rows = [{"task": "0", "reward": 1}, {"task": 1, "reward": 1}, {"task": "2", "reward": 0},
+            {"task": "1", "reward": 0}]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def tau_task_number_and_string(tmp: Path) -> Path:
+    rows = json.loads(TAU_BENCH.read_text())[:3]
+    rows[2]["task_id"] = str(rows[1]["task_id"])
+    rows[2]["trial"] = 1
+    path = tmp / "tau.json"
+    path.write_text(json.dumps(rows))
+    return path
+
+
+_TRUNCATED = re.escape(
+    "truncated gzip file: the compressed stream ends without its end marker and CRC "
+    "trailer (the file was cut short)"
+)
+_ONCE = re.escape("one trial would count as two attempts")
+_MERGED = re.escape("would be merged into one task '1': write every task id the same way")
+
+#: name, builder, load options, the exact message after the source's folder (a regex).
+LOSS_CASES: list[tuple[str, Callable[[Path], Path], dict[str, Any], str]] = [
+    ("JSONL.gz cut mid-line", gz_cut_mid_line, {}, rf"cut\.jsonl\.gz, line 101: {_TRUNCATED}"),
+    (
+        "JSONL.gz cut at a line boundary, no trailer",
+        gz_cut_at_line_boundary,
+        {},
+        rf"cut\.jsonl\.gz, after line 300: {_TRUNCATED}",
+    ),
+    (
+        "JSON.gz document without its trailer",
+        gz_document_without_trailer,
+        {},
+        rf"doc\.json\.gz, line 3845: {_TRUNCATED}",
+    ),
+    ("table JSONL.gz cut", gz_table_cut, {}, rf"rows\.jsonl\.gz, after line 251: {_TRUNCATED}"),
+    ("τ-bench .json.gz cut", gz_tau_cut, {}, rf"tau\.json\.gz, after line 53013: {_TRUNCATED}"),
+    (
+        "NaN reward (document)",
+        reward_nan_document,
+        {},
+        r"bad\.json, trials\[1\] \(id tr_2\): reward must be finite, got NaN",
+    ),
+    (
+        "Infinity reward (JSONL)",
+        reward_infinity_jsonl,
+        {},
+        r"run\.jsonl, line 3: reward must be finite, got Infinity",
+    ),
+    (
+        "overflowing reward 1e999 (JSONL)",
+        reward_overflow_jsonl,
+        {},
+        r"run\.jsonl, line 3: reward must be finite, got 1e999",
+    ),
+    (
+        "trial line without task but with metrics",
+        metrics_without_task,
+        {},
+        r"run\.jsonl, line 4: task must be a string, got nothing",
+    ),
+    (
+        "metrics line that is not the last line",
+        metrics_line_not_last,
+        {},
+        r"run\.jsonl, line 3: a line holding only \"metrics\" is the platform's aggregate: "
+        r"it may only be the last line",
+    ),
+    (
+        "invalid UTF-8 (JSONL trial line)",
+        utf8_invalid_jsonl,
+        {},
+        r"run\.jsonl, line 3: not valid UTF-8 \(byte 0xff at column 13\)",
+    ),
+    (
+        "invalid UTF-8 (JSON document)",
+        utf8_invalid_document,
+        {},
+        r"bad\.json, line 22: not valid UTF-8 \(byte 0xc3 at column 13\)",
+    ),
+    (
+        "lone surrogate (JSON document header)",
+        surrogate_document,
+        {},
+        r"bad\.json, line 11: lone surrogate \\ud800 at column 16: not valid Unicode text",
+    ),
+    (
+        "lone surrogate (JSONL trial line)",
+        surrogate_jsonl,
+        {},
+        r"run\.jsonl, line 3: lone surrogate \\udc00 at column 13: not valid Unicode text",
+    ),
+    (
+        "lone surrogate (τ-bench)",
+        surrogate_tau,
+        {},
+        r"tau\.json, line 111: lone surrogate \\ud83d at column 14: not valid Unicode text",
+    ),
+    (
+        "nesting past the recursion limit (JSONL header)",
+        nesting_header,
+        {"format": "envloop"},
+        r"deep\.jsonl, line 1: JSON nested 5001 levels deep \(deepest at column 5006\); "
+        rf"Python's JSON parser stops at about {sys.getrecursionlimit()} levels",
+    ),
+    (
+        "nesting past the recursion limit (τ-bench)",
+        nesting_tau,
+        {"format": "tau-bench"},
+        r"tau\.json, line 2: JSON nested 5001 levels deep \(deepest at column 5000\); "
+        rf"Python's JSON parser stops at about {sys.getrecursionlimit()} levels",
+    ),
+    (
+        "turns 2**70 (JSONL)",
+        turns_overflow_jsonl,
+        {},
+        rf"run\.jsonl, line 3: usage\.turns {2**70} is out of range: it must fit a 32-bit "
+        r"integer",
+    ),
+    (
+        "attempts 2**70 (header)",
+        attempts_overflow_header,
+        {},
+        rf"bad\.json, \$\.job\.attempts: attempts {2**70} is out of range: it must fit a "
+        r"32-bit integer",
+    ),
+    (
+        "Harbor n_input_tokens 2**70",
+        harbor_tokens_overflow,
+        {},
+        rf"harbor-job, trial hello-world__E4MNpbM: agent_result\.n_input_tokens {2**70} is "
+        r"out of range: it must fit a 64-bit integer",
+    ),
+    (
+        "CSV turns 2**40",
+        csv_turns_overflow,
+        {},
+        rf"t\.csv, line 3: turns {2**40} is out of range: it must fit a 32-bit integer",
+    ),
+    (
+        "τ-bench trial 2**70",
+        tau_trial_overflow,
+        {},
+        rf"tau\.json, \[1\] \(task_id 1, trial {2**70}\): trial {2**70} is out of range: "
+        r"attempt trial \+ 1 must fit a 32-bit integer",
+    ),
+    ("τ-bench k=2.5", tau_valid, {"k": 2.5}, r"tau\.json, k: expected an integer >= 1, got 2\.5"),
+    (
+        "Harbor trial folder that links to a sibling",
+        harbor_symlinked_trial,
+        {},
+        r"harbor-job, trial hello-world__linked: the same folder as trial "
+        rf"hello-world__E4MNpbM \(.*hello-world__E4MNpbM\): {_ONCE}",
+    ),
+    (
+        "Harbor trial copied (same trial id)",
+        harbor_copied_trial,
+        {},
+        r"harbor-job, trial hello-world__copy: trial id '[0-9a-f-]+' is also the id of "
+        rf"trial hello-world__E4MNpbM: {_ONCE}",
+    ),
+    (
+        'task 1 and task "1" in one JSONL',
+        jsonl_task_number_and_string,
+        {},
+        rf"t\.jsonl, line 2 and line 4: task 1 \(a number\) and task \"1\" \(a string\) "
+        rf"{_MERGED}",
+    ),
+    (
+        'τ-bench task_id 1 and "1"',
+        tau_task_number_and_string,
+        {},
+        rf"tau\.json, \[1\] and \[2\]: task 1 \(a number\) and task '1' \(a string\) "
+        rf"{_MERGED}",
+    ),
+]
+
+
 CASES: list[tuple[str, Callable[[Path], Path], dict[str, Any], str]] = [
     ("malformed JSON document", malformed_json, {}, r"broken\.json, line \d+: not valid JSON"),
     (
@@ -441,6 +823,11 @@ CASES: list[tuple[str, Callable[[Path], Path], dict[str, Any], str]] = [
 ]
 
 
+# Each of these once loaded silently (too few rows, or invented ones) or raised a raw
+# error. Their messages are exact: everything after the source's folder, to the end.
+CASES += [(name, make, options, f"/{message}$") for name, make, options, message in LOSS_CASES]
+
+
 @pytest.mark.parametrize(
     ("make", "options", "message"),
     [c[1:] for c in CASES],
@@ -565,3 +952,130 @@ def test_lenient_csv_skips_ragged_lines(ws: enb.Workspace, tmp_path: Path) -> No
     a = job.attempts()
     assert a[["task", "attempt"]].values.tolist() == [["A", 1], ["B", 1]]
     assert a["source_place"].tolist() == ["row 1", "row 2"]  # data rows once lines are skipped
+
+
+def test_lenient_skips_a_non_finite_reward_and_counts_it(
+    loaded: enb.Workspace, tmp_path: Path
+) -> None:
+    path = reward_infinity_jsonl(tmp_path)
+    before = _snapshot(loaded)
+    with pytest.raises(enb.LoadError):
+        load_job(loaded, path)
+    assert _snapshot(loaded) == before
+    with pytest.warns(
+        enb.LoadWarning,
+        match=r"run\.jsonl: skipped 1 unusable trial\(s\); first at line 3: reward must be "
+        r"finite, got Infinity$",
+    ):
+        job = load_job(loaded, path, lenient=True)
+    assert len(job.attempts()) == 5
+    assert job.summary().score == 0.75  # tr_1, tr_3, tr_4 pass; tr_5 fails; no NaN
+
+
+def test_gzip_checked_whole_before_a_load(ws: enb.Workspace, tmp_path: Path) -> None:
+    """A complete multi-member .jsonl.gz loads; the same bytes cut by one byte do not."""
+    lines = b"".join(_lines(tmp_path, _many_trials_doc()))
+    path = tmp_path / "run.jsonl.gz"
+    half = lines.index(b"\n", len(lines) // 2) + 1
+    whole = gzip.compress(lines[:half]) + gzip.compress(lines[half:])
+    path.write_bytes(whole)
+    assert len(load_job(ws, path).attempts()) == 400
+    path.write_bytes(whole[:-1])
+    with pytest.raises(enb.LoadError, match=r"run\.jsonl\.gz, after line 401: truncated gzip"):
+        load_job(ws, path)
+    bad_crc = bytearray(whole)
+    bad_crc[-5] ^= 0xFF  # the second member's CRC-32
+    path.write_bytes(bytes(bad_crc))
+    with pytest.raises(
+        enb.LoadError,
+        match=r"run\.jsonl\.gz, gzip trailer of member 2: corrupt gzip file: its CRC-32 or "
+        r"length check failed \(Error -3 while decompressing data: incorrect data check\)$",
+    ):
+        load_job(ws, path)
+
+
+def _frame_duplicated_columns() -> pd.DataFrame:
+    return pd.DataFrame([["a", 1.0, 0.0], ["b", 0.0, 1.0]], columns=["task", "reward", "reward"])
+
+
+def _frame_mixed_task() -> pd.DataFrame:
+    return pd.DataFrame({"task": pd.Series(["a", 7, "b"], dtype=object), "reward": [1, 0, 1]})
+
+
+def _frame_surrogate() -> pd.DataFrame:
+    return pd.DataFrame({"task": pd.Series(["a", "b\ud800"], dtype=object), "reward": [1, 0]})
+
+
+def _frame_int_overflow() -> pd.DataFrame:
+    turns = pd.Series([3, 2**70], dtype=object)
+    return pd.DataFrame({"task": ["a", "b"], "reward": [1.0, 0.0], "turns": turns})
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            _frame_duplicated_columns,
+            r"<pandas DataFrame>, column 'reward': appears 2 times: column names must be unique",
+        ),
+        (
+            _frame_mixed_task,
+            r"<pandas DataFrame>, row 1, column 'task': mixed types in one column: str at "
+            r"row 0, int at row 1; give the column one type \(e\.g\. \.astype\(str\)\)",
+        ),
+        (
+            _frame_surrogate,
+            r"<pandas DataFrame>, row 1, column 'task': lone surrogate in 'b\\ud800': not "
+            r"valid Unicode text",
+        ),
+        (
+            _frame_int_overflow,
+            rf"<pandas DataFrame>, row 1, column 'turns': {2**70} is out of range: it must "
+            r"fit a 64-bit integer",
+        ),
+    ],
+    ids=["duplicated columns", "mixed-type object column", "lone surrogate", "int beyond 64 bits"],
+)
+def test_frames_arrow_cannot_hold(
+    loaded: enb.Workspace, make: Callable[[], pd.DataFrame], message: str
+) -> None:
+    before = _snapshot(loaded)
+    with pytest.raises(enb.LoadError) as info:
+        load_job(loaded, make(), job_id="job_abc0001")
+    assert re.fullmatch(message, str(info.value)), str(info.value)
+    assert _snapshot(loaded) == before
+
+
+def test_workspace_file_from_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
+    import duckdb
+
+    from envloop_nb._workspace import _written_by
+
+    path = tmp_path / "evals.duckdb"
+    ws = enb.open(path)
+    load_job(ws, THREE_TASKS)
+    ws.close()
+    con = duckdb.connect(str(path))
+    con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('written_by', 'envloop_nb 9.0.0')")
+    con.execute("DROP TABLE leaderboard")  # as if schema 2 had dropped a table
+    con.close()
+
+    def content() -> Any:
+        con = duckdb.connect(str(path), read_only=True)
+        try:
+            names = [r[0] for r in con.execute("SHOW TABLES").fetchall()]
+            return {n: con.execute(f"SELECT * FROM {n} ORDER BY ALL").fetchall() for n in names}
+        finally:
+            con.close()
+
+    before = content()
+    for read_only in (False, True):
+        with pytest.raises(enb.LoadError) as info:
+            enb.open(path, read_only=read_only)
+        assert str(info.value) == (
+            f"{path}, meta.schema_version: written by envloop_nb 9.0.0 (workspace schema "
+            f"version 2); {_written_by()} reads schema version 1 at most: "
+            "upgrade envloop_nb to open it (the file was not changed)"
+        )
+        assert content() == before  # not reset to 1, no table re-created
