@@ -19,6 +19,7 @@ your own layouts.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -79,8 +80,13 @@ def _offline_class(base: Any) -> Any:
         html: str = base.to_html(self, *args, inline=inline, **kwargs)
         return html
 
-    def save(self: Any, fp: Any, *args: Any, inline: bool = True, **kwargs: Any) -> None:
-        base.save(self, fp, *args, inline=inline, **kwargs)
+    def save(
+        self: Any, fp: Any, format: Any = None, *args: Any, inline: Any = None, **kwargs: Any
+    ) -> None:
+        if inline is None:  # inline HTML; altair warns when told so for another format
+            name = fp if isinstance(fp, str | os.PathLike) else getattr(fp, "name", "")
+            inline = (format or os.path.splitext(str(name))[1].lstrip(".")).lower() == "html"
+        base.save(self, fp, format, *args, inline=inline, **kwargs)
 
     name = _PREFIX + base.__name__
     cls = type(

@@ -275,3 +275,17 @@ def test_radar_without_dimensions_is_an_empty_chart_that_says_so(
     missing = groups_frame(["a"], ["x", "y"]).assign(value=float("nan"))
     assert bars_chart(missing, ["a"], empty="nothing").to_dict()["datasets"] != {}
     assert radar_chart(missing, ["a"], empty="nothing").to_dict()["mark"]["type"] == "text"
+
+
+@pytest.mark.usefixtures("default_renderer")
+def test_saved_charts_are_offline_too(tmp_path: Path) -> None:
+    """chart.save("x.html") inlines vega; other formats save without a warning."""
+    g = groups_frame(["a", "b"], ["x", "y", "z"])
+    chart = radar_chart(g, ["a", "b"])
+    chart.save(tmp_path / "radar.html")
+    assert "cdn.jsdelivr.net" not in (tmp_path / "radar.html").read_text(encoding="utf-8")
+    for fmt in ("json", "svg", "png"):  # filterwarnings=error: no "inline ignored" warning
+        chart.save(tmp_path / f"radar.{fmt}")
+        assert (tmp_path / f"radar.{fmt}").stat().st_size > 0
+    chart.save(str(tmp_path / "linked.html"), inline=False)  # asked for: the CDN link
+    assert "cdn.jsdelivr.net" in (tmp_path / "linked.html").read_text(encoding="utf-8")
