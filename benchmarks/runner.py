@@ -193,7 +193,7 @@ def _setup(name: str, s: Shape, dump: Path | None) -> tuple[Body, int, Callable[
         return (lambda: fn(s.parquet, THRESHOLD, KMAX)), s.slots, keep
 
     if name == "buckets":
-        from envloop_nb._buckets import Bucket, BucketRules
+        from envloop_nb._buckets.rules import Bucket, BucketRules
 
         ws, job = _open_job(s)
         frame = job.samples(ks=[1, 8, 32], threshold=THRESHOLD)

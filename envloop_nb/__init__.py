@@ -7,31 +7,31 @@
 score 60.0% · 5/6 attempts scored · 2/3 members complete
 """
 
-from ._buckets import Bucket, BucketResult, BucketRules
-from ._compare import Comparison, Difference, LeaderboardSnapshot
-from ._dataset import Dataset
-from ._diagnosis import DiagnosisOptions, Finding, Findings
-from ._errors import EnvloopError, LoadError, LoadWarning
-from ._export_dataset import export_dataset
-from ._export_xlsx import ExportResult, export_xlsx
-from ._heldout import (
+from ._buckets.rules import Bucket, BucketResult, BucketRules
+from ._comparison import Comparison, Difference, LeaderboardSnapshot
+from ._datasets.dataset import Dataset
+from ._datasets.export import export_dataset
+from ._datasets.heldout import (
     HeldOutResult,
     HeldOutWarning,
     ReferenceFill,
     check_heldout,
     fill_references,
 )
+from ._errors import EnvloopError, LoadError, LoadWarning
+from ._export.job_xlsx import ExportResult, export_xlsx
 from ._job import Job
-from ._metrics import JobSummary
-from ._panel import JobPanel, panel
-from ._passk import pass_at_k, pass_hat_k
-from ._render import chart_widget
-from ._uncertainty import (
+from ._metrics.counts import JobSummary
+from ._metrics.diagnosis import DiagnosisOptions, Finding, Findings
+from ._metrics.passk import pass_at_k, pass_hat_k
+from ._metrics.uncertainty import (
     Interval,
     bootstrap_mean_ci,
     paired_bootstrap_diff,
     wilson_interval,
 )
+from ._present.render import chart_widget
+from ._ui.panel import JobPanel, panel
 from ._workspace import Workspace, open
 
 __all__ = [

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ._frames import to_frame
+from ._store.frames import to_frame
 from ._types import FrameKind, Policy
 
 if TYPE_CHECKING:
-    from ._metrics import JobSummary
+    from ._metrics.counts import JobSummary
     from ._workspace import Workspace
 
 __all__ = ["Job"]
@@ -107,21 +107,21 @@ class Job:
 
         A Harbor job's summary also says which policy reproduces Harbor's own
         ``result.json`` (``note``; it depends on the Harbor version, see
-        :mod:`envloop_nb._harbor`):
+        :mod:`envloop_nb._metrics.harbor`):
 
         >>> harbor = enb.open().load("../shared/fixtures/harbor/2025-10-01__10-00-00-legacy")
         >>> print(harbor.summary())
         score 25.0% · 8/8 attempts scored · 4/4 members complete
         Harbor before 0.26 (sandboxes layout: verifier_result.reward): trials without a reward count as 0 (policy='failure' reproduces its result.json)
         """
-        from ._metrics import job_summary
+        from ._metrics.counts import job_summary
 
         s = job_summary(self.con, self.id, policy=policy, threshold=threshold)
         row = self.con.execute(
             "SELECT source_format, extra FROM jobs WHERE job_id = ?", [self.id]
         ).fetchone()
         if row is not None and row[0] == "harbor":
-            from ._harbor import summary_note
+            from ._metrics.harbor import summary_note
 
             extra = json.loads(row[1]) if isinstance(row[1], str) else row[1]
             harbor = extra.get("harbor") if isinstance(extra, dict) else None
@@ -135,8 +135,8 @@ class Job:
         threshold: float | None = None,
         frame: FrameKind = "pandas",
     ) -> Any:
-        """The per-task table (see :func:`envloop_nb._metrics.samples`)."""
-        from ._metrics import samples
+        """The per-task table (see :func:`envloop_nb._metrics.counts.samples`)."""
+        from ._metrics.counts import samples
 
         return samples(self.con, self.id, ks=ks, policy=policy, threshold=threshold, frame=frame)
 
@@ -156,7 +156,7 @@ class Job:
         >>> job.curve()[["k", "pass@k", "pass^k", "tasks"]].values.tolist()
         [[1.0, 0.5, 0.5, 3.0], [2.0, 1.0, 0.5, 2.0]]
         """
-        from ._metrics import curve
+        from ._metrics.counts import curve
 
         return curve(self.con, self.id, ks=ks, policy=policy, threshold=threshold, frame=frame)
 
@@ -170,7 +170,7 @@ class Job:
     ) -> Any:
         """Summaries by task tag (``"subset"``, ``"tag:<key>"``) or by ``"dimension"``.
 
-        See :func:`envloop_nb._groups.group_summaries`.
+        See :func:`envloop_nb._metrics.groups.group_summaries`.
 
         Examples
         --------
@@ -179,7 +179,7 @@ class Job:
         >>> job.groups()[["value", "tasks", "score"]].values.tolist()
         [['code', 2, 0.6666666666666666], ['math', 1, 0.5]]
         """
-        from ._groups import group_summaries
+        from ._metrics.groups import group_summaries
 
         return group_summaries(
             self.con,
@@ -192,8 +192,8 @@ class Job:
         )
 
     def rollout_stats(self, frame: FrameKind = "pandas") -> Any:
-        """Rollout statistics as RL evaluation reports them (see :mod:`envloop_nb._rollouts`)."""
-        from ._rollouts import rollout_stats
+        """Rollout statistics as RL evaluation reports them (see :mod:`envloop_nb._metrics.rollouts`)."""
+        from ._metrics.rollouts import rollout_stats
 
         return rollout_stats(self.con, self.id, frame=frame)
 
@@ -203,7 +203,7 @@ class Job:
         ``options`` is a :class:`envloop_nb.DiagnosisOptions`; keyword ``overrides`` replace
         single thresholds (``job.diagnose(looping_min_turns=50)``).
         """
-        from ._diagnosis import diagnose
+        from ._metrics.diagnosis import diagnose
 
         return diagnose(self, against=against, options=options, **overrides)
 
@@ -229,7 +229,7 @@ class Job:
         >>> job.intervals(resamples=200, frame=None)["score"].estimate
         0.6
         """
-        from ._uncertainty import intervals_frame, job_intervals
+        from ._metrics.uncertainty import intervals_frame, job_intervals
 
         ivs = job_intervals(
             self.con,
@@ -258,7 +258,7 @@ class Job:
         Refuses a pending or running job unless ``allow_partial=True`` (the result is
         then marked partial). Returns a :class:`envloop_nb.BucketResult`.
         """
-        from ._buckets import job_buckets
+        from ._buckets.rules import job_buckets
 
         return job_buckets(
             self,
@@ -271,31 +271,31 @@ class Job:
 
     def heldout_check(self, *, warn: bool = True) -> Any:
         """Overlap of this job's inputs with training datasets (see :func:`envloop_nb.check_heldout`)."""
-        from ._heldout import check_heldout
+        from ._datasets.heldout import check_heldout
 
         return check_heldout(self.workspace, self, warn=warn)
 
     def fill_references(self, dataset: Any) -> Any:
         """Fill missing reference answers from a dataset by stripped-exact input match."""
-        from ._heldout import fill_references
+        from ._datasets.heldout import fill_references
 
         return fill_references(self, dataset)
 
     # -- views and exports (each lives in its own module) ------------------------
     def panel(self, **options: Any) -> Any:
         """The interactive panel of this job (overview, cases, buckets & export)."""
-        from ._panel import job_panel
+        from ._ui.panel import job_panel
 
         return job_panel(self, **options)
 
     def export_xlsx(self, path: Any, **options: Any) -> Any:
         """Write an XLSX workbook for reviewers (see :func:`envloop_nb.export_xlsx`)."""
-        from ._export_xlsx import export_xlsx
+        from ._export.job_xlsx import export_xlsx
 
         return export_xlsx(self, path, **options)
 
     def export_dataset(self, folder: Any, **options: Any) -> Any:
         """Write a new dataset from chosen buckets (see :func:`envloop_nb.export_dataset`)."""
-        from ._export_dataset import export_dataset
+        from ._datasets.export import export_dataset
 
         return export_dataset(self, folder, **options)

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import duckdb
 
 from ._errors import EnvloopError, LoadError
-from ._frames import to_frame
 from ._job import Job
 from ._loaders import load_source
-from ._schema import JOB_TABLES, SCHEMA_SQL, SCHEMA_VERSION
+from ._store.frames import to_frame
+from ._store.schema import JOB_TABLES, SCHEMA_SQL, SCHEMA_VERSION
 from ._types import FrameKind
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ._dataset import Dataset
-    from ._heldout import HeldOutResult
+    from ._datasets.dataset import Dataset
+    from ._datasets.heldout import HeldOutResult
 
 __all__ = ["Workspace", "open"]
 
@@ -31,7 +31,7 @@ class Workspace:
     """A DuckDB database of evaluation jobs.
 
     Use :func:`envloop_nb.open` to get one. ``ws.con`` is the DuckDB connection, free
-    for your own SQL over the tables documented in ``envloop_nb._schema``.
+    for your own SQL over the tables documented in ``envloop_nb._store.schema``.
 
     Examples
     --------
@@ -152,14 +152,14 @@ class Workspace:
         >>> job.id, len(job.attempts())
         ('job_abc0001', 6)
         """
-        from ._dataset import is_dataset_folder
+        from ._datasets.dataset import is_dataset_folder
 
         if format == "dataset" or (format is None and is_dataset_folder(source)):
             return self.load_dataset(source)
         loaded_id = load_source(
             self.con, source, format=format, job_id=job_id, lenient=lenient, **options
         )
-        from ._heldout import warn_job_overlaps
+        from ._datasets.heldout import warn_job_overlaps
 
         warn_job_overlaps(self, loaded_id)  # task inputs in a training dataset: warns
         return Job(self, loaded_id)
@@ -169,13 +169,13 @@ class Workspace:
 
         See :func:`envloop_nb.export_dataset`; returns a :class:`envloop_nb.Dataset`.
         """
-        from ._dataset import load_dataset
+        from ._datasets.dataset import load_dataset
 
         return load_dataset(self, Path(path))
 
     def check_heldout(self, job: Job | str, *, warn: bool = True) -> HeldOutResult:
         """Overlap of a job's task inputs with datasets marked for training (loud warning)."""
-        from ._heldout import check_heldout
+        from ._datasets.heldout import check_heldout
 
         return check_heldout(self, job, warn=warn)
 
@@ -199,14 +199,14 @@ class Workspace:
 
         ``jobs`` is a list of jobs or ids; one id on its own is a ``TypeError`` (a list
         of one job gives its summary)."""
-        from ._compare import compare
+        from ._comparison import compare
 
         return compare(self, jobs, baseline=baseline, **options)
 
     def save_to_leaderboard(self, job: Job | str, **options: Any) -> Any:
         """Save a job's snapshot in the workspace leaderboard; the same job again returns it.
 
-        See :func:`envloop_nb._compare.save_snapshot` (key: job id + attempts fingerprint).
+        See :func:`envloop_nb._comparison.save_snapshot` (key: job id + attempts fingerprint).
 
         Examples
         --------
@@ -216,14 +216,14 @@ class Workspace:
         >>> ws.save_to_leaderboard(job).new, ws.save_to_leaderboard(job).new
         (True, False)
         """
-        from ._compare import save_snapshot
+        from ._comparison import save_snapshot
 
         return save_snapshot(self, job, **options)
 
     def leaderboard(self) -> Any:
         """The saved snapshots, ranked by score within each dataset revision.
 
-        See :func:`envloop_nb._compare.saved_leaderboard`.
+        See :func:`envloop_nb._comparison.saved_leaderboard`.
 
         Examples
         --------
@@ -234,7 +234,7 @@ class Workspace:
         >>> ws.leaderboard()[["rank", "job", "score", "coverage"]].values.tolist()
         [[1, 'job_abc0001', 0.6, '5/6 scored, 1 missing']]
         """
-        from ._compare import saved_leaderboard
+        from ._comparison import saved_leaderboard
 
         return saved_leaderboard(self)
 

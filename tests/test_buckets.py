@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import envloop_nb as enb
 from envloop_nb import Bucket, BucketRules
-from envloop_nb._buckets import OTHER
+from envloop_nb._buckets.rules import OTHER
 
 from .conftest import SAMPLE_DATA, THREE_TASKS
 

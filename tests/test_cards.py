@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import envloop_nb as enb
-from envloop_nb._cards import summary_card_html
+from envloop_nb._present.cards import summary_card_html
 from tests.conftest import SAMPLE_DATA, THREE_TASKS
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._cases import (
+from envloop_nb._ui.cases import (
     CasePage,
     CaseQuery,
     CaseSource,

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import envloop_nb as enb
-from envloop_nb import _charts
+from envloop_nb._present import charts as _charts
 
 from .conftest import SAMPLE_DATA, THREE_TASKS
 from .offline_helpers import assert_renders_offline

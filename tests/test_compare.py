@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import envloop_nb as enb
-from envloop_nb._buckets import Bucket, BucketRules
-from envloop_nb._compare import Comparison, Difference
+from envloop_nb._buckets.rules import Bucket, BucketRules
+from envloop_nb._comparison import Comparison, Difference
 from tests.compare_helpers import envloop_job, fixing_pair, write_job
 from tests.conftest import SAMPLE_DATA, THREE_TASKS
 
@@ -455,7 +455,7 @@ def test_export_xlsx_uses_the_safe_cell_writer(ws: enb.Workspace, tmp_path: Path
     """Long cells end with a visible marker, control characters are escaped (they raised)."""
     from openpyxl import load_workbook
 
-    import envloop_nb._export_xlsx as xl
+    import envloop_nb._export.job_xlsx as xl
 
     names = [f"task-{i:04d}-" + "x" * 40 + ("\x07bell" if i == 0 else "") for i in range(900)]
     a, b = load(

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._compare_charts import (
+from envloop_nb._present.compare_charts import (
     PALETTE,
     bars_chart,
     curves_chart,

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._buckets import Bucket, BucketRules
-from envloop_nb._compare_panel import ComparisonPanel
+from envloop_nb._buckets.rules import Bucket, BucketRules
+from envloop_nb._ui.compare_panel import ComparisonPanel
 from tests.compare_helpers import envloop_job, fixing_pair, write_job
 
 

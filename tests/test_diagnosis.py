@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._diagnosis import findings_html
+from envloop_nb._metrics.diagnosis import findings_html
 from tests.conftest import SAMPLE_DATA, THREE_TASKS
 from tests.envloop_docs import job_doc, load, trial
 

@@ -10,7 +10,7 @@ import pytest
 
 import envloop_nb as enb
 from envloop_nb import Bucket, BucketRules
-from envloop_nb._dataset import canonical_lines, content_hash
+from envloop_nb._datasets.dataset import canonical_lines, content_hash
 
 from .conftest import SAMPLE_DATA, THREE_TASKS
 
@@ -169,7 +169,7 @@ def test_streamed_hash_equals_the_all_rows_hash(
 ) -> None:
     import pyarrow as pa
 
-    import envloop_nb._export_dataset as xd
+    import envloop_nb._datasets.export as xd
 
     # the old way: every row as Python at once, then the canonical hash of all of them
     frame = base.buckets(RULES).frame
@@ -203,7 +203,7 @@ def test_streamed_hash_equals_the_all_rows_hash(
 def test_failure_mid_stream_leaves_nothing(
     base: enb.Job, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import envloop_nb._export_dataset as xd
+    import envloop_nb._datasets.export as xd
 
     calls = []
 

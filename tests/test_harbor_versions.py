@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._harbor import check, missing_rule, summary_note
-from envloop_nb._panel import harbor_agreement_html
+from envloop_nb._metrics.harbor import check, missing_rule, summary_note
+from envloop_nb._ui.panel import harbor_agreement_html
 from tests.conftest import HARBOR, THREE_TASKS
 from tests.test_loaders_envloop import load_job
 

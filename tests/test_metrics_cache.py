@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import envloop_nb as enb
-from envloop_nb import _metrics
+from envloop_nb._metrics import counts as _metrics
 
 from .conftest import SAMPLE_DATA, THREE_TASKS
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._panel import agreement_html, findings_html, groups_html
+from envloop_nb._ui.panel import agreement_html, findings_html, groups_html
 
 from .conftest import SAMPLE_DATA, THREE_TASKS
 
@@ -224,7 +224,7 @@ def test_failed_export_shows_error(panel: enb.JobPanel, tmp_path: Path) -> None:
 
 
 def test_export_dataset(panel: enb.JobPanel, tmp_path: Path) -> None:
-    pytest.importorskip("envloop_nb._export_dataset")
+    pytest.importorskip("envloop_nb._datasets.export")
     b = panel.buckets
     b.apply_button.click()
     b.export_buckets.value = ("hard",)

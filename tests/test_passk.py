@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from envloop_nb import pass_at_k, pass_hat_k
-from envloop_nb._passk import EXACT_LIMIT, mean_estimates
+from envloop_nb._metrics.passk import EXACT_LIMIT, mean_estimates
 
 
 def exact_at(n: int, c: int, k: int) -> Fraction:

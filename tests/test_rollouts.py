@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._rollouts import ROLLOUT_QUANTITIES
+from envloop_nb._metrics.rollouts import ROLLOUT_QUANTITIES
 from tests.conftest import SAMPLE_DATA
 from tests.envloop_docs import job_doc, load, trial
 

@@ -30,8 +30,8 @@ from openpyxl import load_workbook
 
 import envloop_nb as enb
 from envloop_nb import Bucket, BucketRules
-from envloop_nb._cases import CaseQuery, CaseSource
-from envloop_nb._sql import ident, json_pointer, json_pointer_sql, literal, number
+from envloop_nb._store.sql import ident, json_pointer, json_pointer_sql, literal, number
+from envloop_nb._ui.cases import CaseQuery, CaseSource
 from tests.conftest import HARBOR, TAU_BENCH, THREE_TASKS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -627,10 +627,10 @@ def test_number_is_exact_and_refuses_what_is_not_a_finite_number() -> None:
 
 
 def test_no_other_quoting_helper_in_the_package() -> None:
-    """Every quote in SQL from data goes through envloop_nb._sql (one helper, not seven)."""
+    """Every quote in SQL from data goes through envloop_nb._store.sql (one helper, not seven)."""
     offenders = []
     for path in sorted((ROOT / "envloop_nb").rglob("*.py")):
-        if path.name == "_sql.py":
+        if path.relative_to(ROOT).as_posix() == "envloop_nb/_store/sql.py":
             continue
         text = path.read_text()
         for needle in ('replace("\'", "\'\'")', "replace('\"', '\"\"')", "def _ident", "def _lit",

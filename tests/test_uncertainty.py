@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy.stats import binomtest
 
 import envloop_nb as enb
-from envloop_nb._uncertainty import (
+from envloop_nb._metrics.uncertainty import (
     Interval,
     bootstrap_mean_ci,
     bootstrap_ratio_ci,
@@ -80,7 +80,7 @@ def test_bootstrap_reproducible_with_seed_and_changes_without() -> None:
 def test_bootstrap_chunking_does_not_change_the_draws(monkeypatch: pytest.MonkeyPatch) -> None:
     values = np.arange(40, dtype=float)
     whole = bootstrap_mean_ci(values, resamples=300, seed=5)
-    import envloop_nb._uncertainty as mod
+    import envloop_nb._metrics.uncertainty as mod
 
     monkeypatch.setattr(mod, "_CHUNK_CELLS", 40 * 7)  # 7 resamples per chunk
     chunked = bootstrap_mean_ci(values, resamples=300, seed=5)
@@ -177,7 +177,7 @@ def test_job_intervals_frame(ws: enb.Workspace, frame_kind: str) -> None:
 
 
 def test_job_intervals_equal_separate_bootstraps_with_the_same_seed(ws: enb.Workspace) -> None:
-    from envloop_nb._metrics import task_counts
+    from envloop_nb._metrics.counts import task_counts
 
     job = ws.load(SAMPLE_DATA / "base.json")
     ivs = job.intervals(resamples=300, seed=9, frame=None)
@@ -210,7 +210,7 @@ def test_unbiased_pass_at_k_intervals_match_the_curve(ws: enb.Workspace) -> None
 def test_resampled_sums_are_index_draws_whatever_the_chunk_size(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import envloop_nb._uncertainty as mod
+    import envloop_nb._metrics.uncertainty as mod
 
     values = np.random.default_rng(3).random((41, 3))  # odd task count
     whole = mod._resampled_sums(values, 50, seed=9)
@@ -224,7 +224,7 @@ def test_resampled_sums_are_index_draws_whatever_the_chunk_size(
 
 
 def test_comparison_statistics_use_the_same_bootstrap() -> None:
-    from envloop_nb._compare_stats import paired_diff_ci, ratio_ci
+    from envloop_nb._metrics.paired_stats import paired_diff_ci, ratio_ci
 
     rng = np.random.default_rng(4)
     num, den = rng.integers(0, 4, 60).astype(float), np.full(60, 4.0)

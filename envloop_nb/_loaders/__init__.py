@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 
 from .._errors import LoadError
-from .._sql import ident
+from .._store.sql import ident
 from ._stage import commit_stage, staging, validate_stage
 
 __all__ = ["LOADERS", "detect_format", "load_source"]

@@ -25,7 +25,7 @@ import duckdb
 import pyarrow as pa
 
 from .._errors import LoadError
-from .._schema import JOB_TABLES
+from .._store.schema import JOB_TABLES
 
 __all__ = [
     "begin_job",

@@ -17,7 +17,7 @@ import duckdb
 import pyarrow as pa
 
 from .._errors import LoadError, LoadWarning
-from .._sql import json_pointer_sql, literal
+from .._store.sql import json_pointer_sql, literal
 from ._common import INT32_MAX, physical_place
 from ._read import (
     check_gzip,

@@ -20,7 +20,7 @@ from typing import Any
 import duckdb
 
 from .._errors import LoadError, LoadWarning
-from .._sql import ident, json_pointer, literal
+from .._store.sql import ident, json_pointer, literal
 from ._common import INT32_MAX, INT64_MAX, fits, physical_place
 from ._read import check_gzip, decode_utf8, explain_bad_line, is_gzip, parse_json, read_bytes
 from ._stage import begin_job, restart, stage_name

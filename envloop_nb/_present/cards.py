@@ -9,10 +9,10 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from ._display import format_count, format_pct
+from .display import format_count, format_pct
 
 if TYPE_CHECKING:
-    from ._metrics import JobSummary
+    from .._metrics.counts import JobSummary
 
 __all__ = ["CARD_CSS", "summary_card_html"]
 
@@ -55,7 +55,7 @@ def summary_card_html(summary: JobSummary) -> str:
 
     Examples
     --------
-    >>> from envloop_nb._metrics import JobSummary
+    >>> from envloop_nb._metrics.counts import JobSummary
     >>> s = JobSummary("j", 2, 6, 5, 1, 0, 3, 2, 0.6, 0.6, 1.0, 0.5, True, "unknown", None)
     >>> out = summary_card_html(s)
     >>> "pass^2" in out and "5/6 attempts scored" in out and "1 of 6 attempts missing" in out

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ._errors import EnvloopError
-from ._sql import ident, literal, number
+from .._errors import EnvloopError
+from .._store.sql import ident, literal, number
 
 if TYPE_CHECKING:
-    from ._job import Job
-    from ._types import Policy
+    from .._job import Job
+    from .._types import Policy
 
 __all__ = [
     "EXCLUDED",
@@ -469,7 +469,7 @@ class BucketRules:
         """A DuckDB ``CASE`` expression giving the bucket of ``column`` (SQL, not a name).
 
         Bucket names and bounds are data: they enter the SQL only through
-        :mod:`envloop_nb._sql` (any name is kept exactly, quotes included).
+        :mod:`envloop_nb._store.sql` (any name is kept exactly, quotes included).
         """
         parts = [f"CASE WHEN {column} IS NULL OR isnan({column}::DOUBLE) THEN NULL"]
         for b in self.buckets:
@@ -639,8 +639,8 @@ def bucket_frame(
     value (null when none has one), computed in DuckDB grouped by task. Per attempt
     it is ``job.attempts()`` plus the composite or dimension value of each attempt.
     """
-    from ._frames import to_frame
-    from ._metrics import samples
+    from .._metrics.counts import samples
+    from .._store.frames import to_frame
 
     m = _PASS_K.match(metric)
     if level == "task":

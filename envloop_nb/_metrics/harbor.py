@@ -29,10 +29,10 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._types import Policy
+from .._types import Policy
 
 if TYPE_CHECKING:
-    from ._job import Job
+    from .._job import Job
 
 __all__ = [
     "SKIPPED_FROM",

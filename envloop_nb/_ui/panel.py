@@ -1,9 +1,9 @@
 """The interactive panel of one job: Overview, Cases, Buckets & export (ipywidgets).
 
 Thin widgets: every number comes from a library call (``job.summary``, ``job.groups``,
-``job.curve``, :mod:`envloop_nb._cases`, ``job.buckets``, the exports) and every chart
-from a pure spec builder in :mod:`envloop_nb._charts` shown offline through
-:func:`envloop_nb._render.chart_widget`. A panel only wires controls to those calls.
+``job.curve``, :mod:`envloop_nb._ui.cases`, ``job.buckets``, the exports) and every chart
+from a pure spec builder in :mod:`envloop_nb._present.charts` shown offline through
+:func:`envloop_nb._present.render.chart_widget`. A panel only wires controls to those calls.
 
 Every control and every result is an attribute, so tests drive a panel from Python:
 ``panel.overview.policy.value = "failure"``, ``panel.cases.search.value = "timeout"``,
@@ -21,7 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._cases import (
+from .._present.display import format_metric, format_pct
+from .cases import (
     CASES_CSS,
     CasePage,
     CaseQuery,
@@ -32,12 +33,11 @@ from ._cases import (
     task_detail,
     task_detail_html,
 )
-from ._display import format_metric, format_pct
 
 if TYPE_CHECKING:
-    from ._harbor import HarborCheck
-    from ._job import Job
-    from ._metrics import JobSummary
+    from .._job import Job
+    from .._metrics.counts import JobSummary
+    from .._metrics.harbor import HarborCheck
 
 __all__ = ["BucketsTab", "CasesTab", "JobPanel", "OverviewTab", "job_panel", "panel"]
 
@@ -203,7 +203,7 @@ def harbor_agreement_html(check: HarborCheck) -> str:
 
     Examples
     --------
-    >>> from envloop_nb._harbor import HarborCheck
+    >>> from envloop_nb._metrics.harbor import HarborCheck
     >>> c = HarborCheck({"version": "0.22.0"}, "failure", {"mean": 0.5},
     ...                 {"failure": {"mean": 0.5}}, ("failure",))
     >>> out = harbor_agreement_html(c)
@@ -292,7 +292,7 @@ class OverviewTab:
     def __init__(self, owner: JobPanel) -> None:
         import ipywidgets as w
 
-        from . import _charts
+        from .._present import charts as _charts
 
         self.owner = owner
         job = owner.job
@@ -350,7 +350,7 @@ class OverviewTab:
         # policy-independent: the platform comparison uses the platform's own rule
         self.platform_metrics = info.get("platform_metrics")
         if info.get("source_format") == "harbor":  # its rule depends on its version
-            from ._harbor import check
+            from .._metrics.harbor import check
 
             harbor = check(job)
             assert harbor is not None
@@ -359,7 +359,7 @@ class OverviewTab:
             self.agreement.value = agreement_html(self.platform_metrics, job.summary().to_dict())
         self.diagnosis.value = self._diagnosis()
         self._recompute()
-        from ._render import chart_widget
+        from .._present.render import chart_widget
 
         for name, chart in self.charts.items():
             self.chart_widgets[name] = chart_widget(chart)
@@ -408,7 +408,7 @@ class OverviewTab:
 
         The cache is keyed by the job's ``loaded_at`` too, so a reloaded job is recomputed.
         """
-        from . import _charts
+        from .._present import charts as _charts
 
         job = self.owner.job
         row = job.con.execute("SELECT loaded_at FROM jobs WHERE job_id = ?", [job.id]).fetchone()
@@ -544,7 +544,7 @@ class CasesTab:
         self.prev_page = w.Button(description="‹ prev", layout=w.Layout(width="70px"))
         self.next_page = w.Button(description="next ›", layout=w.Layout(width="70px"))
         self.page_label = w.HTML()
-        from ._clicktable import ClickableTable
+        from .clicktable import ClickableTable
 
         self.table = ClickableTable()  # click a row to open its detail
         self.row = w.Dropdown(description="details", layout=w.Layout(width="420px"))
@@ -749,7 +749,7 @@ class BucketsTab:
         job = owner.job
         self.available = True
         try:
-            from ._buckets import BucketRules  # noqa: F401
+            from .._buckets.rules import BucketRules  # noqa: F401
         except ImportError:
             self.available = False
         self.rules_data: list[dict[str, Any]] = [
@@ -818,7 +818,9 @@ class BucketsTab:
         self._render_rows()
         note = w.HTML()
         if not self.available:
-            note.value = _error_html("Bucketing is not available: envloop_nb._buckets is missing.")
+            note.value = _error_html(
+                "Bucketing is not available: envloop_nb._buckets.rules is missing."
+            )
             self.apply_button.disabled = True
         hint = w.HTML(
             f'{PANEL_CSS}<div class="enb-panel enb-dim">Rules apply top to bottom, first match '
@@ -937,7 +939,7 @@ class BucketsTab:
 
     def rules(self) -> Any:
         """The :class:`envloop_nb.BucketRules` the editor describes (may raise)."""
-        from ._buckets import Bucket, BucketRules
+        from .._buckets.rules import Bucket, BucketRules
 
         metric = self.metric.value
         level = "attempt" if metric.startswith("attempt:") else "task"
@@ -952,8 +954,8 @@ class BucketsTab:
         self.guard.run(self._apply)
 
     def _apply(self) -> None:
-        from . import _charts
-        from ._render import chart_widget
+        from .._present import charts as _charts
+        from .._present.render import chart_widget
 
         job = self.owner.job
         rules = self.rules()
@@ -1030,10 +1032,10 @@ class BucketsTab:
 
         def run() -> None:
             try:
-                from ._export_dataset import export_dataset  # noqa: F401
+                from .._datasets.export import export_dataset  # noqa: F401
             except ImportError as exc:
                 raise RuntimeError(
-                    "dataset export is not available in this version (envloop_nb._export_dataset)"
+                    "dataset export is not available in this version (envloop_nb._datasets.export)"
                 ) from exc
             job = self.owner.job
             overview = self.owner.overview

@@ -95,7 +95,7 @@ def _offline_class(base: Any) -> Any:
         {
             "__module__": __name__,
             "__qualname__": name,
-            "__doc__": f"An altair ``{base.__name__}`` that renders offline (see envloop_nb._render).",
+            "__doc__": f"An altair ``{base.__name__}`` that renders offline (see envloop_nb._present.render).",
             "_repr_mimebundle_": _repr_mimebundle_,
             "to_html": to_html,
             "save": save,

@@ -24,20 +24,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._buckets import BucketRules, check_finished, job_buckets, parse_names
-from ._dataset import (
+from .._buckets.rules import BucketRules, check_finished, job_buckets, parse_names
+from .._errors import EnvloopError
+from .._store.sql import ident
+from .dataset import (
     MANIFEST_SCHEMA,
     Dataset,
     canonical_lines,
     commit_registration,
     registration_table,
 )
-from ._errors import EnvloopError
-from ._sql import ident
 
 if TYPE_CHECKING:
-    from ._job import Job
-    from ._types import Policy
+    from .._job import Job
+    from .._types import Policy
 
 __all__ = ["export_dataset"]
 
@@ -182,7 +182,7 @@ def export_dataset(
     >>> ds.row_count, ds.manifest["source"]["jobs"], ds.partial
     (3, ['job_abc0001'], True)
     """
-    from ._heldout import warn_dataset_overlaps
+    from .heldout import warn_dataset_overlaps
 
     name = _check_label(name, "name")
     version = _check_label(version, "version")
@@ -219,7 +219,7 @@ def export_dataset(
         )
         tasks, partial, status = result.frame, result.partial, result.status
     else:
-        from ._metrics import samples
+        from .._metrics.counts import samples
 
         partial, status = check_finished(job, allow_partial, "exporting a dataset")
         tasks = samples(job.con, job.id, policy=policy, threshold=threshold)
@@ -324,7 +324,7 @@ def _write_rows(
 ) -> _Written:
     """Write the rows file batch by batch; hash the canonical lines as they go.
 
-    The hash is the same as :func:`envloop_nb._dataset.content_hash` of all rows at
+    The hash is the same as :func:`envloop_nb._datasets.dataset.content_hash` of all rows at
     once: sha256 of the canonical lines joined by newlines, fed one line at a time.
     Each batch's rows are also handed to ``stage_rows`` (with the index of its first
     row) for the workspace registration. Memory is one batch, whatever the row count.

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ._display import format_metric, format_pct
-from ._render import chart_widget
+from .._present.display import format_metric, format_pct
+from .._present.render import chart_widget
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ._compare import Comparison
+    from .._comparison import Comparison
 
 __all__ = ["ComparisonPanel", "compare_panel"]
 
@@ -266,7 +266,7 @@ class ComparisonPanel(widgets.VBox):
             action(*args)
             self.message.value = ""
         except Exception as err:  # a panel must never show a traceback
-            from ._errors import EnvloopError
+            from .._errors import EnvloopError
 
             known = isinstance(err, EnvloopError | ValueError | OSError)
             text = str(err) if known else f"{type(err).__name__}: {err}"
@@ -275,7 +275,7 @@ class ComparisonPanel(widgets.VBox):
             )
 
     def _refresh_all(self) -> None:
-        from ._compare import _guard_html
+        from .._comparison import _guard_html
 
         self.guard.value = _guard_html(self.cmp)
         self._refresh_charts()

@@ -1,15 +1,15 @@
 """Summaries by task tag (subset, difficulty, ...) and by score dimension.
 
 Every row is a job summary restricted to one group, with the platform's semantics
-(see :mod:`envloop_nb._metrics`): coverage counts, score, pass, pass@k and pass^k at the
+(see :mod:`envloop_nb._metrics.counts`): coverage counts, score, pass, pass@k and pass^k at the
 job's k, plus a *bad case* count: tasks whose per-task pass rate (binary) or mean value
 (graded) is worse than ``bad_below``.
 
 Attempts are grouped by (value name, task) first, then by group; the few group rows are
 finished by a pure function (:func:`finish_rows`). The per-task step never depends on the
-policy and is memoized like the job's per-task counts (:func:`envloop_nb._metrics.cached`,
+policy and is memoized like the job's per-task counts (:func:`envloop_nb._metrics.counts.cached`,
 keyed by ``jobs.loaded_at``): by tag it *is* the job's per-task counts
-(:func:`envloop_nb._metrics.task_counts`, shared with the summary, samples and curve),
+(:func:`envloop_nb._metrics.counts.task_counts`, shared with the summary, samples and curve),
 summed per tag value in numpy; by dimension the reward's rows are those counts too and
 one DuckDB query per threshold set aggregates the other values (composite, named
 dimensions), regrouped in DuckDB. A policy change never rescans the attempts.
@@ -35,13 +35,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._frames import to_frame
-from ._metrics import ENDED, _check_options, cached, task_counts
+from .._store.frames import to_frame
+from .counts import ENDED, _check_options, cached, task_counts
 
 if TYPE_CHECKING:
     import duckdb
 
-    from ._types import FrameKind, Policy
+    from .._types import FrameKind, Policy
 
 __all__ = ["dimension_groups", "finish_rows", "group_summaries", "tag_groups"]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._buckets import (
+from .._buckets.rules import (
     EXCLUDED,
     BucketResult,
     BucketRules,
@@ -31,11 +31,11 @@ from ._buckets import (
     job_buckets,
     parse_names,
 )
-from ._sql import ident
+from .._store.sql import ident
 
 if TYPE_CHECKING:
-    from ._job import Job
-    from ._types import Policy
+    from .._job import Job
+    from .._types import Policy
 
 __all__ = [
     "MAX_CELL_CHARS",
@@ -607,7 +607,7 @@ def export_xlsx(
         partial = result.partial
     else:  # nothing is bucketed, so nothing to refuse; an unfinished job is still partial
         partial, _ = check_finished(job, allow_partial=True)
-    from ._metrics import samples
+    from .._metrics.counts import samples
 
     summary = job.summary(policy=policy, threshold=threshold)
     tasks = (

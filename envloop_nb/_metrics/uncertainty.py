@@ -7,7 +7,7 @@ recomputes the metric from the summed per-task values of the drawn tasks. The dr
 vectorized with numpy in chunks of resamples (to bound memory); a seed makes them
 reproducible, and the chunk size does not change them. Intervals are percentile
 intervals. This is the one bootstrap of the package: the comparison statistics
-(:mod:`envloop_nb._compare_stats`) call it too.
+(:mod:`envloop_nb._metrics.paired_stats`) call it too.
 
 The pure functions (:func:`wilson_interval`, :func:`bootstrap_mean_ci`,
 :func:`bootstrap_ratio_ci`, :func:`paired_bootstrap_diff`) see only numbers; the
@@ -25,12 +25,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import ndtri
 
-from ._display import format_metric, format_pct
+from .._present.display import format_metric, format_pct
 
 if TYPE_CHECKING:
     import duckdb
 
-    from ._types import FrameKind, Policy
+    from .._types import FrameKind, Policy
 
 __all__ = [
     "Interval",
@@ -392,7 +392,7 @@ def job_intervals(
     >>> ivs["score"].estimate, ivs["pass@k"].estimate, ivs["pass^k"].n_tasks
     (0.6, 1.0, 3)
     """
-    from ._metrics import _check_options, task_counts
+    from .counts import _check_options, task_counts
 
     _check_options(policy, threshold)
     counts = task_counts(con, job_id, threshold)
@@ -457,7 +457,7 @@ def job_intervals(
         ok_binary,
     )
     if ks:
-        from ._passk import pass_at_k, pass_hat_k
+        from .passk import pass_at_k, pass_hat_k
 
         pairs: list[tuple[ArrayLike, ArrayLike, str]] = []
         for kk in ks:
@@ -484,7 +484,7 @@ def intervals_frame(intervals: dict[str, Interval], frame: FrameKind = "pandas")
     import duckdb
     import pyarrow as pa
 
-    from ._frames import to_frame
+    from .._store.frames import to_frame
 
     rows = [{"metric": name, **iv.to_dict()} for name, iv in intervals.items()]
     table = pa.Table.from_pylist(

@@ -10,7 +10,7 @@
 
 Every chart colours jobs with :func:`job_scale`: the same fixed palette keyed by job
 order, so a job has one colour across all charts of a comparison. At most five series.
-Every chart renders offline (:func:`envloop_nb._render.offline_chart`): displayed, it is
+Every chart renders offline (:func:`envloop_nb._present.render.offline_chart`): displayed, it is
 altair's ``JupyterChart`` with its bundle inlined, and ``to_html()`` inlines vega too.
 Input frames have one row per job and group (a few dozen rows); nothing per attempt.
 """
@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._render import offline_chart
+from .render import offline_chart
 
 if TYPE_CHECKING:
     import pandas as pd

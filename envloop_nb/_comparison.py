@@ -50,19 +50,19 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ._compare_stats import PairedDiff, mcnemar_exact, paired_diff_ci, ratio_ci
-from ._display import format_metric, format_pct
 from ._errors import EnvloopError
-from ._frames import to_frame
 from ._job import Job
-from ._metrics import _check_options
-from ._sql import number
+from ._metrics.counts import _check_options
+from ._metrics.paired_stats import PairedDiff, mcnemar_exact, paired_diff_ci, ratio_ci
+from ._present.display import format_metric, format_pct
+from ._store.frames import to_frame
+from ._store.sql import number
 from ._types import FrameKind, Policy
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ._metrics import JobSummary
+    from ._metrics.counts import JobSummary
     from ._workspace import Workspace
 else:
 
@@ -1045,7 +1045,7 @@ class Comparison:
         return solved_b, solved_o, s["task"].to_numpy(str), left_out, basis
 
     def _bucket_matrix(self, other: Job, rules: Any, shape: str) -> pd.DataFrame:
-        from ._buckets import OTHER, bucket_frame
+        from ._buckets.rules import OTHER, bucket_frame
 
         if getattr(rules, "level", "task") != "task":
             raise EnvloopError("a bucket transition matrix needs per-task rules (level='task')")
@@ -1130,7 +1130,7 @@ class Comparison:
         >>> empty["datasets"][empty["data"]["name"]][0]["text"]
         'no score dimensions: none of the compared jobs reports a named dimension or a composite'
         """
-        from ._compare_charts import radar_chart
+        from ._present.compare_charts import radar_chart
 
         return radar_chart(
             self.groups(by, tag=tag),
@@ -1158,7 +1158,7 @@ class Comparison:
         >>> [len(rows) for rows in spec["datasets"].values()]  # 2 jobs x 5 subsets
         [10]
         """
-        from ._compare_charts import bars_chart
+        from ._present.compare_charts import bars_chart
 
         return bars_chart(
             self.groups(by, tag=tag),
@@ -1182,7 +1182,7 @@ class Comparison:
         >>> enc["color"]["scale"]["domain"], enc["strokeDash"]["scale"]["domain"]
         (['job_base', 'job_sft1000'], ['pass@k', 'pass^k'])
         """
-        from ._compare_charts import curves_chart
+        from ._present.compare_charts import curves_chart
 
         return curves_chart(self.curve_frame(), self.job_ids, mark=self.mark)
 
@@ -1216,8 +1216,8 @@ class Comparison:
 
     # -- panel, export, display ----------------------------------------------------------
     def panel(self, **options: Any) -> Any:
-        """The interactive comparison panel (see :func:`envloop_nb._compare_panel.compare_panel`)."""
-        from ._compare_panel import compare_panel
+        """The interactive comparison panel (see :func:`envloop_nb._ui.compare_panel.compare_panel`)."""
+        from ._ui.compare_panel import compare_panel
 
         return compare_panel(self, **options)
 
@@ -1676,7 +1676,7 @@ def save_snapshot(
     Examples
     --------
     >>> import envloop_nb as enb
-    >>> from envloop_nb._compare import save_snapshot, saved_leaderboard
+    >>> from envloop_nb._comparison import save_snapshot, saved_leaderboard
     >>> ws = enb.open()
     >>> a = ws.load("sample_data/base.json")
     >>> first = save_snapshot(ws, a)
@@ -1768,7 +1768,7 @@ def saved_leaderboard(ws: Workspace) -> pd.DataFrame:
     Examples
     --------
     >>> import envloop_nb as enb
-    >>> from envloop_nb._compare import save_snapshot, saved_leaderboard
+    >>> from envloop_nb._comparison import save_snapshot, saved_leaderboard
     >>> ws = enb.open()
     >>> a = ws.load("sample_data/base.json")
     >>> b = ws.load("sample_data/sft-step1000.jsonl.gz")
@@ -1807,7 +1807,7 @@ def _export_xlsx(cmp: Comparison, path: Any, *, rules: Any = None) -> Any:
     """
     from pathlib import Path
 
-    from ._export_xlsx import new_workbook, save_workbook, write_frame
+    from ._export.job_xlsx import new_workbook, save_workbook, write_frame
 
     out = Path(path)
     wb, cells, titles = new_workbook()

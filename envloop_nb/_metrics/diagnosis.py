@@ -50,11 +50,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._display import format_metric, format_pct
-from ._sql import number
+from .._present.display import format_metric, format_pct
+from .._store.sql import number
 
 if TYPE_CHECKING:
-    from ._job import Job
+    from .._job import Job
 
 __all__ = ["DiagnosisOptions", "Finding", "Findings", "diagnose"]
 
@@ -65,7 +65,7 @@ _ICON = {"error": "✖", "warning": "⚠", "info": "ℹ"}
 
 @dataclass(frozen=True)
 class DiagnosisOptions:
-    """Thresholds of the diagnosis checks (see :mod:`envloop_nb._diagnosis`).
+    """Thresholds of the diagnosis checks (see :mod:`envloop_nb._metrics.diagnosis`).
 
     Examples
     --------
@@ -451,7 +451,7 @@ def _differs(a: Any, b: Any, tol: float) -> bool:
 
 def _harbor_platform(job: Job, tol: float) -> list[Finding]:
     """Harbor's result.json under the policy of the Harbor version that wrote it."""
-    from ._harbor import check
+    from .harbor import check
 
     c = check(job, tol)
     if c is None or c.agrees:

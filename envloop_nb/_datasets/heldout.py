@@ -26,12 +26,12 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._errors import EnvloopError
+from .._errors import EnvloopError
 
 if TYPE_CHECKING:
-    from ._dataset import Dataset
-    from ._job import Job
-    from ._workspace import Workspace
+    from .._job import Job
+    from .._workspace import Workspace
+    from .dataset import Dataset
 
 __all__ = [
     "HeldOutResult",
@@ -50,7 +50,7 @@ class HeldOutWarning(UserWarning):
     """A job's task inputs overlap a dataset marked for training (or the reverse)."""
 
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # envloop_nb/
 
 
 def _user_stacklevel() -> int:
@@ -286,7 +286,7 @@ class ReferenceFill:
 
 
 def _dataset_key(ws: Workspace, dataset: Any) -> tuple[str, str]:
-    from ._dataset import Dataset
+    from .dataset import Dataset
 
     if isinstance(dataset, Dataset):
         name, version = dataset.name, dataset.version

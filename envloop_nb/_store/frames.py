@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._types import FrameKind
+from .._types import FrameKind
 
 if TYPE_CHECKING:
     import duckdb

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ._display import format_count, format_metric
-from ._passk import mean_estimates, pass_at_k, pass_hat_k
-from ._sql import number
-from ._types import FrameKind, Policy
+from .._present.display import format_count, format_metric
+from .._store.sql import number
+from .._types import FrameKind, Policy
+from .passk import mean_estimates, pass_at_k, pass_hat_k
 
 if TYPE_CHECKING:
     import duckdb
@@ -357,7 +357,7 @@ class JobSummary:
         ]
 
     def _repr_html_(self) -> str:
-        from ._cards import summary_card_html
+        from .._present.cards import summary_card_html
 
         return summary_card_html(self)
 
@@ -437,7 +437,7 @@ def job_summary(
 
 
 def _arrow_frame(table: pa.Table, frame: FrameKind) -> Any:
-    """An Arrow table as a frame, like :func:`envloop_nb._frames.to_frame` but without a
+    """An Arrow table as a frame, like :func:`envloop_nb._store.frames.to_frame` but without a
     round trip through DuckDB (which copies the table: 60 of 100 ms at 312,500 tasks)."""
     if frame == "pandas":
         return table.to_pandas()

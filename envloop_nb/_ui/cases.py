@@ -28,9 +28,9 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._display import format_metric, format_pct
-from ._sql import ident
-from ._types import Policy
+from .._present.display import format_metric, format_pct
+from .._store.sql import ident
+from .._types import Policy
 
 if TYPE_CHECKING:
     import duckdb
@@ -219,7 +219,7 @@ class CaseSource:
         """Name of a temp table with the per-task numbers under ``policy``/``threshold``."""
         key = (policy, threshold)
         if key not in self._task_tables:
-            from ._metrics import samples
+            from .._metrics.counts import samples
 
             frame = samples(
                 self.con, self.job_id, ks=[self.k], policy=policy, threshold=threshold,
@@ -618,7 +618,7 @@ def task_detail(
     threshold: float | None = None,
 ) -> dict[str, Any]:
     """One task: its tags, per-task numbers and every attempt of record (a small frame)."""
-    from ._metrics import samples
+    from .._metrics.counts import samples
 
     row = con.execute(
         "SELECT tags, digest FROM tasks WHERE job_id = ? AND task = ?", [job_id, task]

@@ -7,7 +7,7 @@ Two layers, kept apart so each is testable on its own:
 * ``*_chart(frame, ...)`` are pure functions from such a frame to an ``altair.Chart``.
 
 Every chart renders offline, on its own or as ``enb.chart_widget(chart)`` (see
-``envloop_nb._render``). Colours are neutral greys that read on JupyterLab's light and
+``envloop_nb._present.render``). Colours are neutral greys that read on JupyterLab's light and
 dark themes; the background is transparent.
 """
 
@@ -52,9 +52,9 @@ HEIGHT = 120
 def _styled(chart: Any) -> Any:
     """Transparent background and mid-grey text: readable in light and dark themes.
 
-    The chart renders offline (:func:`envloop_nb._render.offline_chart`).
+    The chart renders offline (:func:`envloop_nb._present.render.offline_chart`).
     """
-    from ._render import offline_chart
+    from .render import offline_chart
 
     return offline_chart(
         chart.configure(background="transparent", font="sans-serif")

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._frames import to_frame
+from .._store.frames import to_frame
 
 if TYPE_CHECKING:
     import duckdb
 
-    from ._types import FrameKind
+    from .._types import FrameKind
 
 __all__ = ["ROLLOUT_QUANTITIES", "rollout_stats", "rollout_stats_sql"]
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._errors import EnvloopError, LoadError
+from .._errors import EnvloopError, LoadError
 
 if TYPE_CHECKING:
-    from ._workspace import Workspace
+    from .._workspace import Workspace
 
 __all__ = [
     "MANIFEST_SCHEMA",
@@ -347,7 +347,7 @@ def load_dataset(ws: Workspace, source: str | Path) -> Dataset:
         row_count=len(rows),
         workspace=ws,
     )
-    from ._heldout import warn_dataset_overlaps
+    from .heldout import warn_dataset_overlaps
 
     warn_dataset_overlaps(ws, ds)  # a train set over loaded jobs: HeldOutWarning
     return ds

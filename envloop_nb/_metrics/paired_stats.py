@@ -10,9 +10,9 @@ reproducible with a seed:
 - :func:`mcnemar_exact` — exact McNemar test on the discordant tasks (a two-sided
   binomial test of ``fixed`` against ``broken`` with p = 1/2).
 
-The bootstraps are the package's one task bootstrap, :mod:`envloop_nb._uncertainty`
+The bootstraps are the package's one task bootstrap, :mod:`envloop_nb._metrics.uncertainty`
 (task indices drawn uniformly with replacement, chunked, seeded): these functions only
-adapt its :class:`~envloop_nb._uncertainty.Interval` results to the shapes the
+adapt its :class:`~envloop_nb._metrics.uncertainty.Interval` results to the shapes the
 comparison uses. The same seed gives the same interval here and there.
 
 The bootstrap resamples tasks, never attempts, because attempts of one task are
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._uncertainty import _check_resampling, bootstrap_ratio_ci, paired_bootstrap_diff
+from .uncertainty import _check_resampling, bootstrap_ratio_ci, paired_bootstrap_diff
 
 __all__ = ["PairedDiff", "mcnemar_exact", "paired_diff_ci", "ratio_ci"]
 

@@ -1,0 +1,1 @@
+"""_buckets: see ARCHITECTURE.md."""

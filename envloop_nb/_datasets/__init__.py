@@ -1,0 +1,1 @@
+"""_datasets: see ARCHITECTURE.md."""

@@ -1,0 +1,1 @@
+"""_export: see ARCHITECTURE.md."""

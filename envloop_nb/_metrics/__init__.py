@@ -1,0 +1,1 @@
+"""_metrics: see ARCHITECTURE.md."""

@@ -1,0 +1,1 @@
+"""_present: see ARCHITECTURE.md."""

@@ -1,0 +1,1 @@
+"""_store: see ARCHITECTURE.md."""

@@ -1,0 +1,1 @@
+"""_ui: see ARCHITECTURE.md."""
