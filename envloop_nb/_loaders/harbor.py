@@ -14,7 +14,7 @@ The version comes from the job's ``lock.json`` (``harbor.version``); without one
 ``sandboxes``-era layouts (``verifier_result.reward``, ``stats.n_trials``) still date a
 folder as before 0.26, and any other folder's version is unknown. The loader stores the
 finding in ``jobs.extra["harbor"]`` (``version``, ``version_source``,
-``missing_reward_rule``, ``policy``; see :func:`envloop_nb._metrics.harbor.detect_version`),
+``missing_reward_rule``, ``policy``; see :func:`envloop_nb._loaders.harbor_version.detect_version`),
 ``job.summary()`` states it in ``JobSummary.note``, and the panel and ``job.diagnose()``
 compare Harbor's numbers under that version's policy (:func:`envloop_nb._metrics.harbor.check`).
 """
@@ -28,7 +28,6 @@ from typing import Any, TypeGuard
 import duckdb
 
 from .._errors import LoadError
-from .._metrics.harbor import detect_version
 from ._common import (
     INT32_MAX,
     INT64_MAX,
@@ -39,6 +38,7 @@ from ._common import (
     read_json_file,
 )
 from ._stage import begin_job, insert_rows
+from .harbor_version import detect_version
 
 __all__ = ["load_harbor"]
 

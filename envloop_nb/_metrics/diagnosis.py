@@ -51,10 +51,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._present.display import format_metric, format_pct
+from .._store.ref import job_info
 from .._store.sql import number
+from .counts import job_summary
 
 if TYPE_CHECKING:
-    from .._job import Job
+    from .._store.ref import JobRef
 
 __all__ = ["DiagnosisOptions", "Finding", "Findings", "diagnose"]
 
@@ -188,7 +190,7 @@ _TIMEOUT = (
 )
 
 
-def _pass_expr(job: Job, options: DiagnosisOptions) -> str:
+def _pass_expr(job: JobRef, options: DiagnosisOptions) -> str:
     if options.threshold is not None:
         return f"reward >= {number(options.threshold)}"
     binary = job.con.execute(
@@ -200,7 +202,7 @@ def _pass_expr(job: Job, options: DiagnosisOptions) -> str:
     return f"reward >= {number(options.graded_pass)}"
 
 
-def _per_task(job: Job, options: DiagnosisOptions) -> list[dict[str, Any]]:
+def _per_task(job: JobRef, options: DiagnosisOptions) -> list[dict[str, Any]]:
     cur = job.con.execute(
         f"""SELECT task, count(reward) AS scored,
                    count(*) FILTER (WHERE {_pass_expr(job, options)}) AS passes,
@@ -223,7 +225,7 @@ def _quantile(values: Sequence[float], q: float) -> float:
 # -- checks ------------------------------------------------------------------------------
 
 
-def _all_zero(job: Job) -> list[Finding]:
+def _all_zero(job: JobRef) -> list[Finding]:
     row = job.con.execute(
         """SELECT count(reward), count(*) FILTER (WHERE reward = 0), count(DISTINCT task)
                   FILTER (WHERE reward IS NOT NULL)
@@ -252,7 +254,7 @@ def _never_pass(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if r["scored"] > 0 and r["passes"] == 0]
 
 
-def _looping(job: Job, rows: list[dict[str, Any]], o: DiagnosisOptions) -> list[Finding]:
+def _looping(job: JobRef, rows: list[dict[str, Any]], o: DiagnosisOptions) -> list[Finding]:
     median_row = job.con.execute(
         "SELECT median(turns) FROM attempts WHERE job_id = ?", [job.id]
     ).fetchone()
@@ -336,7 +338,7 @@ def _turn_spread(rows: list[dict[str, Any]], o: DiagnosisOptions) -> list[Findin
     ]
 
 
-def _confident_wrong(job: Job, o: DiagnosisOptions) -> list[Finding]:
+def _confident_wrong(job: JobRef, o: DiagnosisOptions) -> list[Finding]:
     passed = _pass_expr(job, o)
     cur = job.con.execute(
         f"""WITH a AS (SELECT *, logprob_mean >= $lp AS sure FROM attempts
@@ -384,7 +386,7 @@ def _confident_wrong(job: Job, o: DiagnosisOptions) -> list[Finding]:
     ]
 
 
-def _timeout_share(job: Job) -> tuple[int, int]:
+def _timeout_share(job: JobRef) -> tuple[int, int]:
     row = job.con.execute(
         f"SELECT count(*), count(*) FILTER (WHERE {_TIMEOUT}) FROM attempts WHERE job_id = ?",
         [job.id],
@@ -393,7 +395,7 @@ def _timeout_share(job: Job) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-def _timeouts(job: Job, against: Job | None, o: DiagnosisOptions) -> list[Finding]:
+def _timeouts(job: JobRef, against: JobRef | None, o: DiagnosisOptions) -> list[Finding]:
     n, t = _timeout_share(job)
     if n == 0:
         return []
@@ -449,7 +451,7 @@ def _differs(a: Any, b: Any, tol: float) -> bool:
         return a != b
 
 
-def _harbor_platform(job: Job, tol: float) -> list[Finding]:
+def _harbor_platform(job: JobRef, tol: float) -> list[Finding]:
     """Harbor's result.json under the policy of the Harbor version that wrote it."""
     from .harbor import check
 
@@ -479,13 +481,14 @@ def _harbor_platform(job: Job, tol: float) -> list[Finding]:
     ]
 
 
-def _platform(job: Job, o: DiagnosisOptions) -> list[Finding]:
-    if job.info.get("source_format") == "harbor":
+def _platform(job: JobRef, o: DiagnosisOptions) -> list[Finding]:
+    info = job_info(job.con, job.id)
+    if info.get("source_format") == "harbor":
         return _harbor_platform(job, o.platform_tolerance)
-    platform = job.info.get("platform_metrics")
+    platform = info.get("platform_metrics")
     if not isinstance(platform, Mapping):
         return []
-    mine = job.summary().to_dict()
+    mine = job_summary(job.con, job.id).to_dict()
     diffs: dict[str, tuple[Any, Any]] = {}
     for key in _PLATFORM_KEYS:
         if key in platform and _differs(platform[key], mine[key], o.platform_tolerance):
@@ -519,9 +522,9 @@ def _platform(job: Job, o: DiagnosisOptions) -> list[Finding]:
 
 
 def diagnose(
-    job: Job,
+    job: JobRef,
     *,
-    against: Job | None = None,
+    against: JobRef | None = None,
     options: DiagnosisOptions | None = None,
     **overrides: Any,
 ) -> Findings:

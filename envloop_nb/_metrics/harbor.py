@@ -25,14 +25,16 @@ policy, if any, reproduces the folder's ``result.json``.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._loaders.harbor_version import SKIPPED_FROM, detect_version, missing_rule, summary_note
+from .._store.ref import job_info, job_k
 from .._types import Policy
+from .counts import curve, job_summary
 
 if TYPE_CHECKING:
-    from .._job import Job
+    from .._store.ref import JobRef
 
 __all__ = [
     "SKIPPED_FROM",
@@ -42,141 +44,6 @@ __all__ = [
     "missing_rule",
     "summary_note",
 ]
-
-#: The first Harbor release whose ``result.json`` skips trials without a reward.
-SKIPPED_FROM = (0, 26)
-
-RULE_SKIPPED = "skipped"
-RULE_ZERO = "counted as 0"
-RULE_UNKNOWN = "unknown"
-_POLICY = {RULE_SKIPPED: "unknown", RULE_ZERO: "failure"}
-
-_VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?(.*)$")
-
-
-def missing_rule(version: str | None) -> str:
-    """The missing-reward rule of a Harbor version string.
-
-    A pre-release of 0.26.0 itself (``0.26.0rc1``, ``0.26.0.dev2``) may predate the
-    change, so its rule is unknown.
-
-    Examples
-    --------
-    >>> missing_rule("0.26.0"), missing_rule("0.25.3"), missing_rule("1.0.0")
-    ('skipped', 'counted as 0', 'skipped')
-    >>> missing_rule("0.26.0rc1"), missing_rule(None), missing_rule("main")
-    ('unknown', 'unknown', 'unknown')
-    """
-    if version is None:
-        return RULE_UNKNOWN
-    m = _VERSION.match(version)
-    if m is None:
-        return RULE_UNKNOWN
-    minor = (int(m.group(1)), int(m.group(2)))
-    patch = int(m.group(3) or 0)
-    suffix = m.group(4).strip().lower()
-    if minor == SKIPPED_FROM and patch == 0 and re.search(r"(a|b|rc|dev|pre)\d*", suffix):
-        return RULE_UNKNOWN
-    return RULE_SKIPPED if minor >= SKIPPED_FROM else RULE_ZERO
-
-
-def _lock_info(lock: Any) -> dict[str, Any]:
-    harbor = lock.get("harbor") if isinstance(lock, dict) else None
-    if not isinstance(harbor, dict):
-        return {}
-    out: dict[str, Any] = {}
-    if isinstance(harbor.get("version"), str) and harbor["version"].strip():
-        out["version"] = harbor["version"].strip()
-    for key in ("git_commit_hash", "is_editable"):
-        if key in harbor:
-            out[key] = harbor[key]
-    return out
-
-
-def detect_version(
-    lock: Any,
-    job_result: dict[str, Any] | None,
-    trials: list[dict[str, Any]],
-) -> dict[str, Any]:
-    """The job's Harbor version facts, stored in ``jobs.extra["harbor"]``.
-
-    ``lock`` is the parsed ``lock.json`` (None when the folder has none). Keys:
-    ``version`` (or None), ``version_source`` (where it comes from: ``"lock.json"``,
-    a legacy layout, or None), ``missing_reward_rule`` (``"skipped"``, ``"counted as
-    0"`` or ``"unknown"``) and ``policy`` (the policy that reproduces ``result.json``:
-    ``"unknown"``, ``"failure"`` or None when the rule is unknown); ``git_commit_hash``
-    and ``is_editable`` when ``lock.json`` has them.
-
-    Examples
-    --------
-    >>> detect_version({"harbor": {"version": "0.26.1"}}, None, [])["policy"]
-    'unknown'
-    >>> legacy = [{"verifier_result": {"reward": 1.0}}]
-    >>> info = detect_version(None, None, legacy)
-    >>> info["missing_reward_rule"], info["policy"], info["version"]
-    ('counted as 0', 'failure', None)
-    >>> detect_version(None, None, [])["missing_reward_rule"]
-    'unknown'
-    """
-    info: dict[str, Any] = {"version": None, "version_source": None}
-    from_lock = _lock_info(lock)
-    if from_lock.get("version"):
-        info.update(from_lock, version_source="lock.json")
-        rule = missing_rule(info["version"])
-    else:
-        info.update({k: v for k, v in from_lock.items() if k != "version"})
-        rule = RULE_UNKNOWN
-        stats = (job_result or {}).get("stats")
-        legacy_reward = any(
-            isinstance(t.get("verifier_result"), dict)
-            and "reward" in t["verifier_result"]
-            and "rewards" not in t["verifier_result"]
-            for t in trials
-        )
-        if legacy_reward:
-            info["version_source"] = "sandboxes layout: verifier_result.reward"
-            rule = RULE_ZERO
-        elif isinstance(stats, dict) and "n_trials" in stats and "n_completed_trials" not in stats:
-            info["version_source"] = "stats layout: stats.n_trials, before 0.13"
-            rule = RULE_ZERO
-    info["missing_reward_rule"] = rule
-    info["policy"] = _POLICY.get(rule)
-    return info
-
-
-def summary_note(harbor: dict[str, Any] | None) -> str:
-    """The sentence ``job.summary()`` of a Harbor job carries (``JobSummary.note``).
-
-    Examples
-    --------
-    >>> summary_note({"version": "0.26.1", "version_source": "lock.json",
-    ...               "missing_reward_rule": "skipped", "policy": "unknown"})
-    "Harbor 0.26.1 (0.26+): trials without a reward are skipped, not counted as 0 (policy='unknown' reproduces its result.json)"
-    >>> print(summary_note(None))
-    Harbor version unknown: before 0.26 its result.json counts a trial without a reward as 0 (policy='failure' reproduces it), from 0.26 it skips them (policy='unknown')
-    """
-    harbor = harbor or {}
-    rule = harbor.get("missing_reward_rule", RULE_UNKNOWN)
-    version = harbor.get("version")
-    if rule == RULE_SKIPPED:
-        return (
-            f"Harbor {version} (0.26+): trials without a reward are skipped, not counted "
-            "as 0 (policy='unknown' reproduces its result.json)"
-        )
-    if rule == RULE_ZERO:
-        where = (
-            f"Harbor {version}" if version else f"Harbor before 0.26 ({harbor['version_source']})"
-        )
-        return (
-            f"{where}: trials without a reward count as 0 (policy='failure' reproduces "
-            "its result.json)"
-        )
-    what = f"Harbor {version}, rule unknown" if version else "Harbor version unknown"
-    return (
-        f"{what}: before 0.26 its result.json counts a trial without a reward as 0 "
-        "(policy='failure' reproduces it), from 0.26 it skips them (policy='unknown')"
-    )
-
 
 # -- agreement with Harbor's own numbers ---------------------------------------------------
 
@@ -300,27 +167,37 @@ def _platform_numbers(stats: Any) -> dict[str, float]:
     }
 
 
-def _recompute(job: Job, keys: list[str], policy: Policy) -> dict[str, float | None]:
+def _recompute(ref: JobRef, keys: list[str], policy: Policy) -> dict[str, float | None]:
+    con, job_id = ref.con, ref.id
     out: dict[str, float | None] = {}
     if "mean" in keys:
-        out["mean"] = job.summary(policy=policy).score
+        out["mean"] = job_summary(con, job_id, policy=policy).score
     dim_keys = [key[5:-1] for key in keys if key.startswith("mean[")]
     if dim_keys:
-        dims = job.dimensions()
-        total = job.k * len(job.tasks())
+        row = con.execute("SELECT count(*) FROM tasks WHERE job_id = ?", [job_id]).fetchone()
+        total = job_k(con, job_id) * int(row[0] if row else 0)
         for name in dim_keys:
-            values = dims.loc[dims["name"] == name, "value"].dropna()
+            values = [
+                float(v)
+                for (v,) in con.execute(
+                    """SELECT value FROM dimensions
+                       WHERE job_id = ? AND name = ? AND value IS NOT NULL
+                       ORDER BY task, attempt""",
+                    [job_id, name],
+                ).fetchall()
+                if v == v  # NaN counts as missing, like pandas' dropna
+            ]
             denominator = total if policy == "failure" else len(values)
             out[f"mean[{name}]"] = math.fsum(values) / denominator if denominator else None
     ks = sorted(int(key[5:]) for key in keys if key.startswith("pass@"))
     if ks:
-        curve = job.curve(ks=ks, policy=policy)
-        for k, value in zip(curve["k"].tolist(), curve["pass@k"].tolist(), strict=True):
+        points = curve(con, job_id, ks=ks, policy=policy)
+        for k, value in zip(points["k"].tolist(), points["pass@k"].tolist(), strict=True):
             out[f"pass@{int(k)}"] = None if value is None or value != value else float(value)
     return out
 
 
-def check(job: Job, tol: float = 1e-9) -> HarborCheck | None:
+def check(job: JobRef, tol: float = 1e-9) -> HarborCheck | None:
     """Compare a Harbor job's ``result.json`` numbers with the recomputed ones.
 
     None for a job that is not a Harbor folder. Values agree within ``tol`` (relative
@@ -339,7 +216,7 @@ def check(job: Job, tol: float = 1e-9) -> HarborCheck | None:
     >>> c.diffs("unknown")["mean"]
     (0.5, 0.5555555555555556)
     """
-    info = job.info
+    info = job_info(job.con, job.id)
     if info.get("source_format") != "harbor":
         return None
     extra = info.get("extra") or {}
