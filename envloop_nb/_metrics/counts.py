@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from .._present.display import format_count, format_metric
+from .._present.cards import coverage_text, metric_items, summary_card_html
 from .._store.sql import number
 from .._types import FrameKind, Policy
 from .passk import mean_estimates, pass_at_k, pass_hat_k
@@ -334,10 +334,7 @@ class JobSummary:
     @property
     def coverage_text(self) -> str:
         """``"5/6 attempts scored · 2/3 members complete"``."""
-        return (
-            f"{format_count(self.scored, self.total)} attempts scored · "
-            f"{format_count(self.complete_members, self.total_members)} members complete"
-        )
+        return coverage_text(self.scored, self.total, self.complete_members, self.total_members)
 
     def __str__(self) -> str:
         score = "-" if self.score is None else f"{self.score * 100:.1f}%"
@@ -348,18 +345,10 @@ class JobSummary:
 
     def metric_items(self) -> list[tuple[str, str]]:
         """Label/value pairs as the cards show them, with the real k."""
-        k = self.k
-        return [
-            ("score", format_metric(self.score)),
-            ("pass", format_metric(self.pass_)),
-            (f"pass@{k}", format_metric(self.pass_at_k)),
-            (f"pass^{k}", format_metric(self.pass_hat_k)),
-        ]
+        return metric_items(self.to_dict())
 
     def _repr_html_(self) -> str:
-        from .._present.cards import summary_card_html
-
-        return summary_card_html(self)
+        return summary_card_html(self.to_dict())
 
 
 def _per_task_arrays(counts: pa.Table, policy: Policy) -> dict[str, np.ndarray]:

@@ -1,4 +1,8 @@
-"""HTML for metric cards: pure functions from results to markup.
+"""HTML for metric cards: pure functions from plain values to markup.
+
+The cards take a job summary as the plain mapping ``JobSummary.to_dict()`` gives (the
+platform's keys: ``score``, ``pass``, ``pass@k``, ``pass^k``, ``k``, ``total``, ...);
+this floor never imports the result classes.
 
 The CSS uses JupyterLab theme variables (with light fallbacks), so cards follow the
 light and dark themes.
@@ -7,14 +11,17 @@ light and dark themes.
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any, Protocol
 
-from .display import format_count, format_pct
+from .display import format_count, format_metric, format_pct
 
-if TYPE_CHECKING:
-    from .._metrics.counts import JobSummary
+__all__ = ["CARD_CSS", "coverage_text", "metric_items", "summary_card_html"]
 
-__all__ = ["CARD_CSS", "summary_card_html"]
+
+class _HasToDict(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
 
 CARD_CSS = """
 <style>
@@ -50,25 +57,58 @@ def _card(label: str, value: str, sub: str = "", extra: str = "", cls: str = "")
     )
 
 
-def summary_card_html(summary: JobSummary) -> str:
-    """Metric cards with the real k, coverage beside the score, missing impossible to miss.
+def coverage_text(scored: int, total: int, complete_members: int, total_members: int) -> str:
+    """``"5/6 attempts scored · 2/3 members complete"``.
 
     Examples
     --------
-    >>> from envloop_nb._metrics.counts import JobSummary
-    >>> s = JobSummary("j", 2, 6, 5, 1, 0, 3, 2, 0.6, 0.6, 1.0, 0.5, True, "unknown", None)
+    >>> coverage_text(5, 6, 2, 3)
+    '5/6 attempts scored · 2/3 members complete'
+    """
+    return (
+        f"{format_count(scored, total)} attempts scored · "
+        f"{format_count(complete_members, total_members)} members complete"
+    )
+
+
+def metric_items(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Label/value pairs as the cards show them, with the real k (``to_dict()`` keys)."""
+    k = summary["k"]
+    return [
+        ("score", format_metric(summary["score"])),
+        ("pass", format_metric(summary["pass"])),
+        (f"pass@{k}", format_metric(summary["pass@k"])),
+        (f"pass^{k}", format_metric(summary["pass^k"])),
+    ]
+
+
+def summary_card_html(summary: Mapping[str, Any] | _HasToDict) -> str:
+    """Metric cards with the real k, coverage beside the score, missing impossible to miss.
+
+    ``summary`` is the mapping of ``JobSummary.to_dict()`` (a summary itself is accepted
+    and converted with its ``to_dict()``).
+
+    Examples
+    --------
+    >>> s = {"job_id": "j", "k": 2, "total": 6, "scored": 5, "missing": 1, "invalid": 0,
+    ...      "total_members": 3, "complete_members": 2, "score": 0.6, "pass": 0.6,
+    ...      "pass@k": 1.0, "pass^k": 0.5, "binary": True, "policy": "unknown",
+    ...      "threshold": None, "note": None}
     >>> out = summary_card_html(s)
     >>> "pass^2" in out and "5/6 attempts scored" in out and "1 of 6 attempts missing" in out
     True
     """
-    s = summary
-    items = dict(s.metric_items())
-    k = s.k
-    coverage = s.scored / s.total if s.total else 0.0
-    members = format_count(s.complete_members, s.total_members)
+    d = summary if isinstance(summary, Mapping) else summary.to_dict()
+    job_id, k, policy, threshold = d["job_id"], d["k"], d["policy"], d["threshold"]
+    total, scored, missing, invalid = d["total"], d["scored"], d["missing"], d["invalid"]
+    total_members, complete_members = d["total_members"], d["complete_members"]
+    items = dict(metric_items(d))
+    text = coverage_text(scored, total, complete_members, total_members)
+    coverage = scored / total if total else 0.0
+    members = format_count(complete_members, total_members)
     at_sub = (
-        f"over {s.total_members:,} members"
-        if s.policy == "failure"
+        f"over {total_members:,} members"
+        if policy == "failure"
         else f"over {members} complete members"
     )
     bar = f'<div class="enb-bar"><div style="width:{coverage * 100:.1f}%"></div></div>'
@@ -76,7 +116,7 @@ def summary_card_html(summary: JobSummary) -> str:
         _card(
             "score",
             items["score"],
-            f"{format_count(s.scored, s.total)} attempts scored",
+            f"{format_count(scored, total)} attempts scored",
             cls=" enb-main",
         ),
         _card(
@@ -89,39 +129,39 @@ def summary_card_html(summary: JobSummary) -> str:
         _card(f"pass@{k}", items[f"pass@{k}"], at_sub),
         _card(f"pass^{k}", items[f"pass^{k}"], at_sub),
     ]
-    if s.threshold is not None:
-        rule = f"pass = reward ≥ {s.threshold:g}"
+    if threshold is not None:
+        rule = f"pass = reward ≥ {threshold:g}"
     else:
-        rule = "pass = reward = 1" if s.binary else "graded rewards (no pass without a threshold)"
-    policy = (
+        rule = (
+            "pass = reward = 1" if d["binary"] else "graded rewards (no pass without a threshold)"
+        )
+    policy_text = (
         "missing counted as failures (policy='failure')"
-        if s.policy == "failure"
+        if policy == "failure"
         else "missing stays unknown (policy='unknown')"
     )
     head = (
-        f'<div class="enb-head"><b>{html.escape(s.job_id)}</b> · k = {k} attempts per task · '
-        f"{html.escape(rule)} · {html.escape(policy)}</div>"
+        f'<div class="enb-head"><b>{html.escape(job_id)}</b> · k = {k} attempts per task · '
+        f"{html.escape(rule)} · {html.escape(policy_text)}</div>"
     )
-    if s.missing:
-        ended = f"{s.invalid:,} ended without a reward" if s.invalid else "none has ended yet"
-        what = "each counted as reward 0" if s.policy == "failure" else "not counted as 0"
+    if missing:
+        ended = f"{invalid:,} ended without a reward" if invalid else "none has ended yet"
+        what = "each counted as reward 0" if policy == "failure" else "not counted as 0"
         coverage_line = (
-            f'<div class="enb-coverage enb-warn">⚠ {s.missing:,} of {s.total:,} attempts '
-            f"missing ({ended}; {what}) · {html.escape(s.coverage_text)}</div>"
+            f'<div class="enb-coverage enb-warn">⚠ {missing:,} of {total:,} attempts '
+            f"missing ({ended}; {what}) · {html.escape(text)}</div>"
         )
     else:
-        coverage_line = (
-            f'<div class="enb-coverage">{html.escape(s.coverage_text)} · nothing missing</div>'
-        )
+        coverage_line = f'<div class="enb-coverage">{html.escape(text)} · nothing missing</div>'
     note = ""
-    if not s.binary and s.score is not None:
+    if not d["binary"] and d["score"] is not None:
         note = (
             '<div class="enb-note">Rewards are graded (not all 0/1): pass metrics need a '
             "threshold, e.g. <code>job.summary(threshold=0.5)</code>.</div>"
         )
-    if s.note:  # the source's own rule, e.g. which policy reproduces Harbor's result.json
-        note += f'<div class="enb-note">{html.escape(s.note)}</div>'
+    if d.get("note"):  # the source's own rule, e.g. which policy reproduces Harbor's result.json
+        note += f'<div class="enb-note">{html.escape(d["note"])}</div>'
     return (
-        f'{CARD_CSS}<div class="enb-summary" data-job="{html.escape(s.job_id)}">{head}'
+        f'{CARD_CSS}<div class="enb-summary" data-job="{html.escape(job_id)}">{head}'
         f'<div class="enb-cards">{"".join(cards)}</div>{coverage_line}{note}</div>'
     )
