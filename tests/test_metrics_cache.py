@@ -13,6 +13,7 @@ import pytest
 
 import envloop_nb as enb
 from envloop_nb._metrics import counts as _metrics
+from envloop_nb._store import memo
 
 from .conftest import SAMPLE_DATA, THREE_TASKS
 
@@ -82,9 +83,9 @@ def test_remove_invalidates(ws: enb.Workspace) -> None:
 def test_cache_is_small_and_freed_with_the_connection() -> None:
     ws = enb.open()
     job = ws.load(THREE_TASKS)
-    for i in range(_metrics.CACHE_SIZE + 5):
+    for i in range(memo.CACHE_SIZE + 5):
         job.summary(threshold=i / 10)
-    assert len(_metrics._CACHE[ws.con]) == _metrics.CACHE_SIZE
+    assert len(memo.CACHE[ws.con]) == memo.CACHE_SIZE
     con_ref = weakref.ref(ws.con)
     ws.close()
     del ws, job
@@ -98,7 +99,7 @@ def test_cached_results_equal_fresh(ws: enb.Workspace) -> None:
     job = ws.load(SAMPLE_DATA / "graded.json")
     for threshold in (None, 0.5):
         for policy in ("unknown", "failure"):
-            _metrics.clear_cache()
+            memo.clear_cache()
             cold = (
                 job.summary(policy=policy, threshold=threshold),
                 job.samples(ks=[1, 2, 3], policy=policy, threshold=threshold),
@@ -120,13 +121,13 @@ def test_cached_results_equal_fresh(ws: enb.Workspace) -> None:
 
 def test_dimension_groups_scan_once_per_options(ws: enb.Workspace) -> None:
     job = ws.load(SAMPLE_DATA / "graded.json")
-    _metrics.clear_cache(ws.con)
+    memo.clear_cache(ws.con)
     first = job.groups(by="dimension", policy="unknown")
     job.groups(by="dimension", policy="failure")
-    keys = [key for key in _metrics._CACHE[ws.con] if key[1][0] == "dimension_groups"]
+    keys = [key for key in memo.CACHE[ws.con] if key[1][0] == "dimension_groups"]
     assert len(keys) == 1  # the policy does not change the per-task table
     job.groups(by="dimension", threshold=0.5)
-    keys = [key for key in _metrics._CACHE[ws.con] if key[1][0] == "dimension_groups"]
+    keys = [key for key in memo.CACHE[ws.con] if key[1][0] == "dimension_groups"]
     assert len(keys) == 2
     ws.load(SAMPLE_DATA / "graded.json")  # reload: new loaded_at, recomputed
     pd.testing.assert_frame_equal(first, ws.job(job.id).groups(by="dimension"))
@@ -136,15 +137,15 @@ def test_reload_and_remove_drop_old_entries(ws: enb.Workspace) -> None:
     job = ws.load(THREE_TASKS)
     job.summary()
     job.groups(by="subset")
-    old = {key[2] for key in _metrics._CACHE[ws.con] if key[0] == job.id}
+    old = {key[2] for key in memo.CACHE[ws.con] if key[0] == job.id}
     assert len(old) == 1
     ws.load(THREE_TASKS)  # reload: a new loaded_at
     ws.job(job.id).summary()
-    stamps = {key[2] for key in _metrics._CACHE[ws.con] if key[0] == job.id}
+    stamps = {key[2] for key in memo.CACHE[ws.con] if key[0] == job.id}
     assert len(stamps) == 1 and stamps != old
     ws.remove(job)
     _metrics.task_counts(ws.con, job.id)
-    assert not [key for key in _metrics._CACHE[ws.con] if key[0] == job.id]
+    assert not [key for key in memo.CACHE[ws.con] if key[0] == job.id]
 
 
 @pytest.mark.parametrize("threshold", [None, 0.5, 0.0])

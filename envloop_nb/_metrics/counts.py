@@ -21,36 +21,54 @@ so switching it never rescans the attempts.
 from __future__ import annotations
 
 import math
-import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
-from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from .._present.cards import coverage_text, metric_items, summary_card_html
+from .._store.memo import CACHE, CACHE_SIZE, cached, clear_cache, job_row
 from .._store.sql import number
-from .._types import FrameKind, Policy
-from .passk import mean_estimates, pass_at_k, pass_hat_k
+from .._types import Policy
 
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["JobSummary", "curve", "job_summary", "samples", "task_counts"]
+__all__ = [
+    "CACHE_SIZE",
+    "ENDED",
+    "cached",
+    "check_options",
+    "clear_cache",
+    "fixed_sum",
+    "job_row",
+    "pass_sql",
+    "per_task_arrays",
+    "reward_scales",
+    "task_counts",
+    "task_counts_sql",
+]
 
 ENDED = ("completed", "failed", "cancelled")
 
 
-def _check_options(policy: str, threshold: float | None) -> None:
+def check_options(policy: str, threshold: float | None) -> None:
+    """Refuse a policy other than ``"unknown"``/``"failure"`` and a non-finite threshold.
+
+    Examples
+    --------
+    >>> check_options("maybe", None)
+    Traceback (most recent call last):
+    ...
+    ValueError: policy must be 'unknown' or 'failure', got 'maybe'
+    """
     if policy not in ("unknown", "failure"):
         raise ValueError(f"policy must be 'unknown' or 'failure', got {policy!r}")
     if threshold is not None and not np.isfinite(threshold):
         raise ValueError(f"threshold must be a finite number, got {threshold!r}")
 
 
-def _pass_sql(threshold: float | None) -> str:
+def pass_sql(threshold: float | None) -> str:
+    """The SQL condition of a pass: ``reward = 1``, or ``reward >= t`` with a threshold."""
     return "reward = 1" if threshold is None else f"reward >= {number(threshold)}"
 
 
@@ -61,17 +79,17 @@ def _attempts_by_task_sql(job_id_param: str, threshold: float | None) -> str:
                count(reward)::INTEGER AS scored,
                count(*) FILTER (WHERE reward IS NULL AND status IN {ENDED!r})::INTEGER
                    AS invalid,
-               count(*) FILTER (WHERE {_pass_sql(threshold)})::INTEGER AS passes,
+               count(*) FILTER (WHERE {pass_sql(threshold)})::INTEGER AS passes,
                count(*) FILTER (WHERE reward IS NOT NULL AND reward NOT IN (0, 1))::INTEGER
                    AS nonbinary,
-               {_fixed_sum("reward", "$rscale")} AS reward_sum,
-               {_fixed_sum("reward * reward", "$qscale")} AS reward_sumsq,
+               {fixed_sum("reward", "$rscale")} AS reward_sum,
+               {fixed_sum("reward * reward", "$qscale")} AS reward_sumsq,
                min(reward) AS reward_min, max(reward) AS reward_max
         FROM attempts WHERE job_id = {job_id_param}
         GROUP BY task"""
 
 
-def _fixed_sum(value: str, scale: str) -> str:
+def fixed_sum(value: str, scale: str) -> str:
     """An order-independent sum: each value scaled by a power of two, rounded to an
     integer, summed exactly, scaled back (see :func:`reward_scales`)."""
     return f"coalesce((sum(({value} * {scale})::BIGINT)::BIGINT)::DOUBLE / {scale}, 0)::DOUBLE"
@@ -164,62 +182,10 @@ _COUNT_NAMES = ("dispatched", "scored", "invalid", "passes", "nonbinary", "rewar
                 "reward_sumsq", "reward_min", "reward_max")  # fmt: skip
 
 
-#: Cached results per connection, least recently used first (see :func:`cached`).
-_CACHE: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[Any, ...], Any]] = (
-    weakref.WeakKeyDictionary()
-)
-#: Entries kept per connection (each per-task table is ~100 bytes per task).
-CACHE_SIZE = 8
-
-
-def job_row(con: duckdb.DuckDBPyConnection, job_id: str) -> tuple[Any, int] | None:
-    """``(loaded_at, attempts)`` of the job, or None when the workspace has no such job."""
-    row = con.execute("SELECT loaded_at, attempts FROM jobs WHERE job_id = ?", [job_id]).fetchone()
-    return None if row is None else (row[0], int(row[1]))
-
-
-def cached(
-    con: duckdb.DuckDBPyConnection, job_id: str, key: Hashable, compute: Callable[[], Any]
-) -> Any:
-    """``compute()`` memoized per connection under ``(job_id, key, jobs.loaded_at)``.
-
-    A reloaded job has a new ``loaded_at`` and a removed one has no row, so neither is
-    answered from the cache (and a reload drops the job's older entries). Values are
-    shared between callers: never modify them.
-    """
-    row = job_row(con, job_id)
-    if row is None:
-        try:  # forget a removed job's entries
-            known = _CACHE.get(con)
-        except TypeError:
-            known = None
-        if known:
-            for stale in [e for e in known if e[0] == job_id]:
-                del known[stale]
-        return compute()
-    full = (job_id, key, row[0])
-    try:
-        entries = _CACHE.setdefault(con, OrderedDict())
-    except TypeError:  # a connection-like object that cannot be weakly referenced
-        return compute()
-    if full in entries:
-        entries.move_to_end(full)
-        return entries[full]
-    value = compute()
-    for stale in [e for e in entries if e[0] == job_id and e[2] != row[0]]:
-        del entries[stale]  # the job was reloaded since
-    entries[full] = value
-    while len(entries) > CACHE_SIZE:
-        entries.popitem(last=False)
-    return value
-
-
-def clear_cache(con: duckdb.DuckDBPyConnection | None = None) -> None:
-    """Forget the memoized per-task tables of one connection (or of all)."""
-    if con is None:
-        _CACHE.clear()
-    else:
-        _CACHE.pop(con, None)
+#: The memo's table, under its old name (tests and callers read it).
+_CACHE = CACHE
+#: The old private name of :func:`check_options`.
+_check_options = check_options
 
 
 def task_counts(
@@ -269,89 +235,7 @@ def task_counts(
     return cached(con, job_id, ("task_counts", threshold), compute)
 
 
-def _unique_pairs(
-    n: np.ndarray, c: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct (n, c) pairs: ``(un, uc, inverse, counts)`` with ``n == un[inverse]``."""
-    if len(n) == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty, empty
-    base = int(c.max()) + 1
-    uniq, inverse, counts = np.unique(n * base + c, return_inverse=True, return_counts=True)
-    return uniq // base, uniq % base, inverse.reshape(-1), counts
-
-
-@dataclass(frozen=True)
-class JobSummary:
-    """A job's headline numbers with their coverage. Immutable.
-
-    ``to_dict()`` uses the platform's keys: ``score, pass, pass@k, pass^k, k, total,
-    scored, missing, invalid, total_members, complete_members``, plus ``policy``,
-    ``threshold``, ``binary``, ``job_id`` and ``note``: a sentence about the source's own
-    rule when it matters (a Harbor job: which policy reproduces its ``result.json``),
-    else None.
-    """
-
-    job_id: str
-    k: int
-    total: int
-    scored: int
-    missing: int
-    invalid: int
-    total_members: int
-    complete_members: int
-    score: float | None
-    pass_: float | None
-    pass_at_k: float | None
-    pass_hat_k: float | None
-    binary: bool
-    policy: Policy
-    threshold: float | None
-    note: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The summary keyed as the platform keys it (``pass@k``, ``pass^k``...).
-
-        Examples
-        --------
-        >>> import envloop_nb as enb
-        >>> ws = enb.open()
-        >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
-        >>> d = job.summary().to_dict()
-        >>> d["score"], d["pass@k"], d["pass^k"], d["scored"], d["total"]
-        (0.6, 1.0, 0.5, 5, 6)
-        """
-        d = asdict(self)
-        out = {
-            "score": d.pop("score"),
-            "pass": d.pop("pass_"),
-            "pass@k": d.pop("pass_at_k"),
-            "pass^k": d.pop("pass_hat_k"),
-        }
-        out.update(d)
-        return out
-
-    @property
-    def coverage_text(self) -> str:
-        """``"5/6 attempts scored · 2/3 members complete"``."""
-        return coverage_text(self.scored, self.total, self.complete_members, self.total_members)
-
-    def __str__(self) -> str:
-        score = "-" if self.score is None else f"{self.score * 100:.1f}%"
-        if self.score is not None and not 0 <= self.score <= 1:
-            score = f"{self.score:.4g}"
-        line = f"score {score} · {self.coverage_text}"
-        return line if self.note is None else f"{line}\n{self.note}"
-
-    def metric_items(self) -> list[tuple[str, str]]:
-        """Label/value pairs as the cards show them, with the real k."""
-        return metric_items(self.to_dict())
-
-    def _repr_html_(self) -> str:
-        return summary_card_html(self.to_dict())
-
-
-def _per_task_arrays(counts: pa.Table, policy: Policy) -> dict[str, np.ndarray]:
+def per_task_arrays(counts: pa.Table, policy: Policy) -> dict[str, np.ndarray]:
     """Effective n / c / sums per task under the policy (numpy, vectorized)."""
     k = np.asarray(counts.column("k"), dtype=np.int64)
     scored = np.asarray(counts.column("scored"), dtype=np.int64)
@@ -360,223 +244,19 @@ def _per_task_arrays(counts: pa.Table, policy: Policy) -> dict[str, np.ndarray]:
     return {"k": k, "scored": scored, "n": n, "c": passes}
 
 
-def job_summary(
-    con: duckdb.DuckDBPyConnection,
-    job_id: str,
-    *,
-    policy: Policy = "unknown",
-    threshold: float | None = None,
-) -> JobSummary:
-    """Compute a job's summary (see the module docstring for the exact semantics)."""
-    _check_options(policy, threshold)
-    counts = task_counts(con, job_id, threshold)
-    arr = _per_task_arrays(counts, "unknown")
-    k_col, scored_t, passes_t = arr["k"], arr["scored"], arr["c"]
-    members = len(k_col)
-    if members:
-        k = int(k_col[0])
-    else:  # a job with no requested task
-        row = job_row(con, job_id)
-        if row is None:
-            raise ValueError(f"no job {job_id!r} in this workspace")
-        k = row[1]
-    scored = int(scored_t.sum())
-    invalid = int(np.asarray(counts.column("invalid"), dtype=np.int64).sum())
-    full = scored_t == k_col
-    complete = int(full.sum())
-    reward_sum = float(np.asarray(counts.column("reward_sum"), dtype=np.float64).sum())
-    passes = int(passes_t.sum())
-    nonbinary = int(np.asarray(counts.column("nonbinary"), dtype=np.int64).sum())
-    any_pass, all_pass = passes_t > 0, passes_t == k_col
-    # At n = k the estimators are indicators: pass@k = [c > 0], pass^k = [c = k]; the
-    # shares are integer ratios, correctly rounded by int / int.
-    at_k_complete = int(any_pass[full].sum()) / complete if complete else None
-    hat_k_complete = int(all_pass[full].sum()) / complete if complete else None
-    at_k_all = int(any_pass.sum()) / members if members else None
-    hat_k_all = int(all_pass.sum()) / members if members else None
-    total = int(members) * int(k)
-    binary = threshold is not None or int(nonbinary) == 0
-    score = pass_ = at_k = hat_k = None
-    if scored > 0:
-        denominator = total if policy == "failure" else scored
-        score = float(reward_sum) / denominator
-        if binary:
-            pass_ = float(passes) / denominator
-            if policy == "failure":
-                at_k, hat_k = at_k_all, hat_k_all
-            else:
-                at_k, hat_k = at_k_complete, hat_k_complete
-    return JobSummary(
-        job_id=job_id,
-        k=int(k),
-        total=total,
-        scored=int(scored),
-        missing=total - int(scored),
-        invalid=int(invalid),
-        total_members=int(members),
-        complete_members=int(complete),
-        score=score,
-        pass_=pass_,
-        pass_at_k=None if at_k is None else float(at_k),
-        pass_hat_k=None if hat_k is None else float(hat_k),
-        binary=binary,
-        policy=policy,
-        threshold=threshold,
-    )
+#: Names that lived here before the split (``summary`` and ``passk_views``).
+_MOVED = {
+    "JobSummary": "summary",
+    "job_summary": "summary",
+    "samples": "passk_views",
+    "curve": "passk_views",
+}
 
 
-def _arrow_frame(table: pa.Table, frame: FrameKind) -> Any:
-    """An Arrow table as a frame, like :func:`envloop_nb._store.frames.to_frame` but without a
-    round trip through DuckDB (which copies the table: 60 of 100 ms at 312,500 tasks)."""
-    if frame == "pandas":
-        return table.to_pandas()
-    if frame == "polars":
-        import polars as pl
+def __getattr__(name: str) -> Any:
+    """``counts.JobSummary``, ``counts.samples``...: the names that moved, still found."""
+    if name in _MOVED:
+        import importlib
 
-        return pl.from_arrow(table)
-    raise ValueError(f"frame must be 'pandas' or 'polars', got {frame!r}")
-
-
-def _job_k(con: duckdb.DuckDBPyConnection, job_id: str) -> int:
-    row = job_row(con, job_id)
-    if row is None:
-        raise ValueError(f"no job {job_id!r} in this workspace")
-    return row[1]
-
-
-def _estimates(
-    n: np.ndarray, c: np.ndarray, k: int, ok: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-task pass@k and pass^k where ``ok`` (n >= k), NaN elsewhere."""
-    at = np.full(n.shape, np.nan)
-    hat = np.full(n.shape, np.nan)
-    if ok.any():
-        at[ok] = pass_at_k(n[ok], c[ok], k)
-        hat[ok] = pass_hat_k(n[ok], c[ok], k)
-    return at, hat
-
-
-def samples(
-    con: duckdb.DuckDBPyConnection,
-    job_id: str,
-    *,
-    ks: Sequence[int] | None = None,
-    policy: Policy = "unknown",
-    threshold: float | None = None,
-    frame: FrameKind = "pandas",
-) -> Any:
-    """The per-task table: counts, pass rate, pass@k / pass^k for ``ks``, reward stats.
-
-    ``complete`` says whether every requested attempt of the task is scored (a count:
-    it does not change with the policy). ``pass_rate`` is c/n and null ("-") unless the
-    task is complete; under ``policy="failure"`` it always exists (missing = a failure).
-    pass@k columns are null where the task has fewer than k scored attempts (under
-    ``failure``: fewer than k requested) or rewards are non-binary. A ``subset`` column
-    (the task's ``subset`` tag) comes before ``tags`` when any task has that tag.
-
-    Examples
-    --------
-    >>> import envloop_nb as enb
-    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
-    >>> df = job.samples(ks=[1, 2])
-    >>> df[["task", "n", "scored", "passes", "pass_rate", "complete", "subset"]].values.tolist()
-    [['A', 2, 2, 1, 0.5, True, 'math'], ['B', 2, 2, 2, 1.0, True, 'code'], ['C', 2, 1, 0, nan, False, 'code']]
-    """
-    _check_options(policy, threshold)
-    counts = task_counts(con, job_id, threshold)
-    ks = list(ks) if ks is not None else [_job_k(con, job_id)]
-    arr = _per_task_arrays(counts, policy)
-    n, c, scored = arr["n"], arr["c"], arr["scored"]
-    k_req = arr["k"]
-    nonbinary = np.asarray(counts.column("nonbinary"), dtype=np.int64)
-    binary = threshold is not None or int(nonbinary.sum()) == 0
-    complete = scored == k_req
-    rated = (complete | (policy == "failure")) & (n > 0)
-    reward_sum = np.asarray(counts.column("reward_sum"), dtype=np.float64)
-    sumsq = np.asarray(counts.column("reward_sumsq"), dtype=np.float64)
-    # Under "failure" a missing slot is a 0: it adds to n but not to the sums.
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(n > 0, reward_sum / np.maximum(n, 1), np.nan)
-        var = np.where(n > 1, (sumsq - n * mean * mean) / np.maximum(n - 1, 1), np.nan)
-    std = np.sqrt(np.clip(var, 0, None))
-    rmin = np.asarray(counts.column("reward_min").to_numpy(zero_copy_only=False), dtype=np.float64)
-    rmax = np.asarray(counts.column("reward_max").to_numpy(zero_copy_only=False), dtype=np.float64)
-    if policy == "failure":
-        has_missing = scored < k_req
-        rmin = np.where(has_missing, np.fmin(rmin, 0.0), rmin)
-        rmax = np.where(has_missing, np.fmax(rmax, 0.0), rmax)
-    cols: dict[str, Any] = {
-        "task": counts.column("task"),
-        "n": pa.array(k_req),
-        "dispatched": counts.column("dispatched"),
-        "scored": pa.array(scored),
-        "missing": pa.array(k_req - scored),
-        "invalid": counts.column("invalid"),
-        "passes": pa.array(c, mask=~np.full(c.shape, binary)),
-        "pass_rate": pa.array(
-            np.where(rated, c / np.maximum(n, 1), np.nan),
-            mask=~(rated & binary),
-        ),
-        "complete": pa.array(complete),
-    }
-    un, uc, inverse, _ = _unique_pairs(n, c)  # evaluate once per distinct (n, c)
-    for k in ks:
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        ok_u = (un >= k) & binary
-        at_u, hat_u = _estimates(un, uc, k, ok_u)
-        ok = ok_u[inverse]
-        cols[f"pass@{k}"] = pa.array(at_u[inverse], mask=~ok)
-        cols[f"pass^{k}"] = pa.array(hat_u[inverse], mask=~ok)
-    cols["reward_mean"] = pa.array(mean, mask=np.isnan(mean))
-    cols["reward_min"] = pa.array(rmin, mask=np.isnan(rmin))
-    cols["reward_max"] = pa.array(rmax, mask=np.isnan(rmax))
-    cols["reward_std"] = pa.array(std, mask=np.isnan(std))
-    subset = counts.column("subset")
-    if subset.null_count < len(subset):
-        cols["subset"] = subset
-    cols["tags"] = counts.column("tags")
-    return _arrow_frame(pa.table(cols), frame)
-
-
-def curve(
-    con: duckdb.DuckDBPyConnection,
-    job_id: str,
-    *,
-    ks: Sequence[int] | None = None,
-    policy: Policy = "unknown",
-    threshold: float | None = None,
-    frame: FrameKind = "pandas",
-) -> Any:
-    """pass@k and pass^k for each k, averaged over the tasks that have >= k scored attempts.
-
-    Columns: ``k, pass@k, pass^k, tasks`` (tasks the point covers) and ``tasks_total``.
-    """
-    _check_options(policy, threshold)
-    counts = task_counts(con, job_id, threshold)
-    ks = list(ks) if ks is not None else list(range(1, _job_k(con, job_id) + 1))
-    arr = _per_task_arrays(counts, policy)
-    n, c = arr["n"], arr["c"]
-    binary = threshold is not None or int(np.asarray(counts.column("nonbinary")).sum()) == 0
-    # With no scored attempt at all every metric is null, whatever the policy.
-    binary = binary and int(arr["scored"].sum()) > 0
-    for k in ks:
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-    # The mean over tasks is a count-weighted mean over the distinct (n, c) pairs, formed
-    # in exact rationals and rounded once (see _passk.mean_estimates).
-    un, uc, _, weight = _unique_pairs(n, c)
-    means = mean_estimates(un, uc, weight, ks) if binary else [None] * len(ks)
-    rows_at = [None if m is None else m[0] for m in means]
-    rows_hat = [None if m is None else m[1] for m in means]
-    rows_tasks = [int(weight[un >= k].sum()) for k in ks]
-    table = pa.table(
-        {
-            "k": pa.array(ks, pa.int64()),
-            "pass@k": pa.array(rows_at, pa.float64()),
-            "pass^k": pa.array(rows_hat, pa.float64()),
-            "tasks": pa.array(rows_tasks, pa.int64()),
-            "tasks_total": pa.array([len(n)] * len(ks), pa.int64()),
-        }
-    )
-    return _arrow_frame(table, frame)
+        return getattr(importlib.import_module(f"{__package__}.{_MOVED[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

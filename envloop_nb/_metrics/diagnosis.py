@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._present.display import format_metric, format_pct
 from .._store.ref import job_info
 from .._store.sql import number
-from .counts import job_summary
+from .summary import job_summary
 
 if TYPE_CHECKING:
     from .._store.ref import JobRef

@@ -36,7 +36,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._store.frames import to_frame
-from .counts import ENDED, _check_options, cached, task_counts
+from .._store.memo import cached
+from .counts import ENDED, check_options, task_counts
 
 if TYPE_CHECKING:
     import duckdb
@@ -391,7 +392,7 @@ def tag_groups(
     >>> df[["value", "tasks", "scored", "score", "pass@k", "bad_cases"]].values.tolist()
     [['code', 2, 3, 0.6666666666666666, 1.0, 0], ['math', 1, 2, 0.5, 1.0, 0]]
     """
-    _check_options(policy, threshold)
+    check_options(policy, threshold)
     keys: tuple[str, ...] = cached(
         con,
         job_id,
@@ -457,7 +458,7 @@ def dimension_groups(
     >>> df[["dimension", "scored", "score"]].values.tolist()
     [['reward', 5, 0.6], ['composite', 1, 0.9], ['style', 1, 0.8], ['tests_passed', 1, 1.0]]
     """
-    _check_options(policy, None)
+    check_options(policy, None)
     meta = _fetch(
         con,
         """SELECT d.name, any_value(m.unit) AS unit, any_value(m.higher_is_better) AS hib

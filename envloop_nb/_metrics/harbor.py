@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 from .._loaders.harbor_version import SKIPPED_FROM, detect_version, missing_rule, summary_note
 from .._store.ref import job_info, job_k
 from .._types import Policy
-from .counts import curve, job_summary
+from .passk_views import curve
+from .summary import job_summary
 
 if TYPE_CHECKING:
     from .._store.ref import JobRef

@@ -392,9 +392,9 @@ def job_intervals(
     >>> ivs["score"].estimate, ivs["pass@k"].estimate, ivs["pass^k"].n_tasks
     (0.6, 1.0, 3)
     """
-    from .counts import _check_options, task_counts
+    from .counts import check_options, task_counts
 
-    _check_options(policy, threshold)
+    check_options(policy, threshold)
     counts = task_counts(con, job_id, threshold)
     k = np.asarray(counts.column("k"), dtype=np.float64)
     scored = np.asarray(counts.column("scored"), dtype=np.float64)

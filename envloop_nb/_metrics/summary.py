@@ -1,0 +1,157 @@
+"""A job's headline numbers: score, pass, pass@k, pass^k with their coverage.
+
+Derived from the per-task counts of :mod:`envloop_nb._metrics.counts` (the exact
+semantics are described there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._present.cards import coverage_text, metric_items, summary_card_html
+from .._store.memo import job_row
+from .._types import Policy
+from .counts import check_options, per_task_arrays, task_counts
+
+if TYPE_CHECKING:
+    import duckdb
+
+__all__ = ["JobSummary", "job_summary"]
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    """A job's headline numbers with their coverage. Immutable.
+
+    ``to_dict()`` uses the platform's keys: ``score, pass, pass@k, pass^k, k, total,
+    scored, missing, invalid, total_members, complete_members``, plus ``policy``,
+    ``threshold``, ``binary``, ``job_id`` and ``note``: a sentence about the source's own
+    rule when it matters (a Harbor job: which policy reproduces its ``result.json``),
+    else None.
+    """
+
+    job_id: str
+    k: int
+    total: int
+    scored: int
+    missing: int
+    invalid: int
+    total_members: int
+    complete_members: int
+    score: float | None
+    pass_: float | None
+    pass_at_k: float | None
+    pass_hat_k: float | None
+    binary: bool
+    policy: Policy
+    threshold: float | None
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary keyed as the platform keys it (``pass@k``, ``pass^k``...).
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> d = job.summary().to_dict()
+        >>> d["score"], d["pass@k"], d["pass^k"], d["scored"], d["total"]
+        (0.6, 1.0, 0.5, 5, 6)
+        """
+        d = asdict(self)
+        out = {
+            "score": d.pop("score"),
+            "pass": d.pop("pass_"),
+            "pass@k": d.pop("pass_at_k"),
+            "pass^k": d.pop("pass_hat_k"),
+        }
+        out.update(d)
+        return out
+
+    @property
+    def coverage_text(self) -> str:
+        """``"5/6 attempts scored · 2/3 members complete"``."""
+        return coverage_text(self.scored, self.total, self.complete_members, self.total_members)
+
+    def __str__(self) -> str:
+        score = "-" if self.score is None else f"{self.score * 100:.1f}%"
+        if self.score is not None and not 0 <= self.score <= 1:
+            score = f"{self.score:.4g}"
+        line = f"score {score} · {self.coverage_text}"
+        return line if self.note is None else f"{line}\n{self.note}"
+
+    def metric_items(self) -> list[tuple[str, str]]:
+        """Label/value pairs as the cards show them, with the real k."""
+        return metric_items(self.to_dict())
+
+    def _repr_html_(self) -> str:
+        return summary_card_html(self.to_dict())
+
+
+def job_summary(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    *,
+    policy: Policy = "unknown",
+    threshold: float | None = None,
+) -> JobSummary:
+    """Compute a job's summary (see the module docstring for the exact semantics)."""
+    check_options(policy, threshold)
+    counts = task_counts(con, job_id, threshold)
+    arr = per_task_arrays(counts, "unknown")
+    k_col, scored_t, passes_t = arr["k"], arr["scored"], arr["c"]
+    members = len(k_col)
+    if members:
+        k = int(k_col[0])
+    else:  # a job with no requested task
+        row = job_row(con, job_id)
+        if row is None:
+            raise ValueError(f"no job {job_id!r} in this workspace")
+        k = row[1]
+    scored = int(scored_t.sum())
+    invalid = int(np.asarray(counts.column("invalid"), dtype=np.int64).sum())
+    full = scored_t == k_col
+    complete = int(full.sum())
+    reward_sum = float(np.asarray(counts.column("reward_sum"), dtype=np.float64).sum())
+    passes = int(passes_t.sum())
+    nonbinary = int(np.asarray(counts.column("nonbinary"), dtype=np.int64).sum())
+    any_pass, all_pass = passes_t > 0, passes_t == k_col
+    # At n = k the estimators are indicators: pass@k = [c > 0], pass^k = [c = k]; the
+    # shares are integer ratios, correctly rounded by int / int.
+    at_k_complete = int(any_pass[full].sum()) / complete if complete else None
+    hat_k_complete = int(all_pass[full].sum()) / complete if complete else None
+    at_k_all = int(any_pass.sum()) / members if members else None
+    hat_k_all = int(all_pass.sum()) / members if members else None
+    total = int(members) * int(k)
+    binary = threshold is not None or int(nonbinary) == 0
+    score = pass_ = at_k = hat_k = None
+    if scored > 0:
+        denominator = total if policy == "failure" else scored
+        score = float(reward_sum) / denominator
+        if binary:
+            pass_ = float(passes) / denominator
+            if policy == "failure":
+                at_k, hat_k = at_k_all, hat_k_all
+            else:
+                at_k, hat_k = at_k_complete, hat_k_complete
+    return JobSummary(
+        job_id=job_id,
+        k=int(k),
+        total=total,
+        scored=int(scored),
+        missing=total - int(scored),
+        invalid=int(invalid),
+        total_members=int(members),
+        complete_members=int(complete),
+        score=score,
+        pass_=pass_,
+        pass_at_k=None if at_k is None else float(at_k),
+        pass_hat_k=None if hat_k is None else float(hat_k),
+        binary=binary,
+        policy=policy,
+        threshold=threshold,
+    )
