@@ -1,0 +1,956 @@
+"""The query layer of the Cases view: filter, sort and page a job's attempts or tasks in DuckDB.
+
+A frozen :class:`CaseQuery` describes what the user asked for (view, filters, sort,
+page); :func:`fetch_page` answers it with one page of rows and the total count, both
+computed by DuckDB, so a page of a million-attempt job costs one top-N query and one
+count. :class:`CaseSource` keeps what is worth keeping between pages of one job (the
+per-task table for a policy/threshold, the bucket assignment, the dimension names).
+
+Details of one attempt or one task come back as plain dicts; the HTML is built by pure
+functions that escape everything that came from a model, a user or a file.
+
+Examples
+--------
+>>> import envloop_nb as enb
+>>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+>>> page = fetch_page(job.con, job.id, CaseQuery(status=("completed",), sort="reward"))
+>>> page.total, list(page.frame["reward"])
+(4, [0.0, 1.0, 1.0, 1.0])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import itertools
+import json
+import math
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._present.display import format_metric, format_pct
+from .._store.sql import ident
+from .._types import Policy
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+
+__all__ = [
+    "CASES_CSS",
+    "CasePage",
+    "CaseQuery",
+    "CaseSource",
+    "attempt_detail",
+    "attempt_detail_html",
+    "chat_html",
+    "fetch_page",
+    "page_html",
+    "task_detail",
+    "task_detail_html",
+]
+
+View = Literal["attempt", "task"]
+SNIPPET = 80
+_ids = itertools.count(1)
+
+#: Columns of the attempt view that sort directly (others: dimensions, ``bucket``).
+ATTEMPT_SORTS: dict[str, str] = {
+    "task": "x.position",
+    "attempt": "x.attempt",
+    "subset": "x.subset",
+    "status": "x.status",
+    "reward": "x.reward",
+    "composite": "x.composite",
+    "turns": "x.turns",
+    "tokens": "x.tokens",
+    "duration_s": "x.duration_s",
+    "exit_code": "x.exit_code",
+}
+#: Text columns: sorting by them reads the attempts table itself.
+TEXT_SORTS = ("input", "output", "error")
+
+
+@dataclass(frozen=True)
+class CaseQuery:
+    """What the Cases view shows: one view, its filters, its order and one page.
+
+    Attributes
+    ----------
+    view
+        ``"attempt"`` (one row per attempt of record) or ``"task"`` (one row per task).
+    status
+        Keep attempts in these states (task view: tasks with such an attempt). Empty: all.
+    tag_key, tag_value
+        Keep tasks whose tag ``tag_key`` equals ``tag_value`` (``None``: no filter).
+    bucket
+        Keep rows in this bucket (needs a bucket assignment, see :class:`CaseSource`).
+    low, high
+        Inclusive range of reward (attempt view) or pass rate (task view); rows without
+        that value are dropped while a bound is set.
+    search
+        Case-insensitive substring searched in task name, input, output and error.
+    sort, descending
+        Column to order by (``None``: task order, then attempt); nulls always last.
+    page, page_size
+        Zero-based page number and rows per page.
+    policy, threshold
+        Missing-value policy and pass threshold of the per-task numbers.
+    """
+
+    view: View = "attempt"
+    status: tuple[str, ...] = ()
+    tag_key: str = "subset"
+    tag_value: str | None = None
+    bucket: str | None = None
+    low: float | None = None
+    high: float | None = None
+    search: str = ""
+    sort: str | None = None
+    descending: bool = False
+    page: int = 0
+    page_size: int = 20
+    policy: Policy = "unknown"
+    threshold: float | None = None
+
+    def replace(self, **changes: Any) -> CaseQuery:
+        """A copy with ``changes``; any change other than ``page`` goes back to page 0."""
+        if "page" not in changes:
+            changes["page"] = 0
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class CasePage:
+    """One page of the Cases view: its rows, the total count and where it sits."""
+
+    frame: pd.DataFrame = field(repr=False)
+    total: int
+    query: CaseQuery
+    columns: tuple[str, ...]
+
+    @property
+    def pages(self) -> int:
+        """Number of pages (at least 1)."""
+        return max(1, math.ceil(self.total / self.query.page_size))
+
+    @property
+    def first_row(self) -> int:
+        """1-based number of the first row shown (0 when there is none)."""
+        return 0 if self.total == 0 else self.query.page * self.query.page_size + 1
+
+    @property
+    def last_row(self) -> int:
+        return self.query.page * self.query.page_size + len(self.frame)
+
+    def describe(self) -> str:
+        """``"rows 21–40 of 1,000 · page 2 of 50"``."""
+        if self.total == 0:
+            return "no rows match"
+        return (
+            f"rows {self.first_row:,}–{self.last_row:,} of {self.total:,} · "
+            f"page {self.query.page + 1:,} of {self.pages:,}"
+        )
+
+
+def _used(sql: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters ``sql`` names (DuckDB refuses extra named parameters)."""
+    return {k: v for k, v in params.items() if f"${k}" in sql}
+
+
+def _snippet(expr: str) -> str:
+    return f"left(regexp_replace({expr}, '\\s+', ' ', 'g'), {SNIPPET + 1})"
+
+
+class CaseSource:
+    """Per-job state reused across pages: per-task tables, bucket assignment, dimensions.
+
+    Parameters
+    ----------
+    con, job_id
+        The workspace connection and the job.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> src = CaseSource(job.con, job.id)
+    >>> page = src.fetch(CaseQuery(view="task", sort="pass_rate", descending=True))
+    >>> list(page.frame["task"]), page.frame["pass_rate"].tolist()[:2]
+    (['B', 'A', 'C'], [1.0, 0.5])
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, job_id: str) -> None:
+        self.con = con
+        self.job_id = job_id
+        self._uid = next(_ids)
+        self._task_tables: dict[tuple[str, float | None], str] = {}
+        self._bucket_table: str | None = None
+        self._bucket_per_attempt = False
+        self._attempt_table: str | None = None
+        self._counts: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+        self._loaded_at: Any = None
+        self.k = int(
+            con.execute("SELECT attempts FROM jobs WHERE job_id = ?", [job_id]).fetchone()[0]  # type: ignore[index]
+        )
+        self.dimensions: tuple[str, ...] = tuple(
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT name FROM dimensions WHERE job_id = ? ORDER BY name", [job_id]
+            ).fetchall()
+        )
+        has_composite = con.execute(
+            "SELECT count(composite) > 0 FROM attempts WHERE job_id = ?", [job_id]
+        ).fetchone()
+        self.has_composite = bool(has_composite and has_composite[0])
+
+    def close(self) -> None:
+        """Drop this source's temp tables (they also vanish with the connection)."""
+        names = [*self._task_tables.values(), self._attempt_table, self._bucket_table]
+        for name in names:
+            if name is not None:
+                self.con.execute(f"DROP TABLE IF EXISTS {name}")
+        self._task_tables.clear()
+        self._attempt_table = self._bucket_table = None
+        self._counts.clear()
+
+    # -- state -------------------------------------------------------------------------
+    def task_table(self, policy: Policy = "unknown", threshold: float | None = None) -> str:
+        """Name of a temp table with the per-task numbers under ``policy``/``threshold``."""
+        key = (policy, threshold)
+        if key not in self._task_tables:
+            from .._metrics.counts import samples
+
+            frame = samples(
+                self.con, self.job_id, ks=[self.k], policy=policy, threshold=threshold,
+                frame="polars",
+            ).to_arrow()  # fmt: skip
+            name = f"_enb_cases_tasks_{self._uid}_{len(self._task_tables)}"
+            self.con.register("_enb_cases_samples", frame)
+            try:
+                self.con.execute(
+                    f"""CREATE OR REPLACE TEMP TABLE {name} AS
+                        SELECT t.position, s.*, json_extract_string(s.tags, '$.subset') AS subset
+                        FROM _enb_cases_samples s JOIN tasks t
+                          ON t.job_id = $job_id AND t.task = s.task""",
+                    {"job_id": self.job_id},
+                )
+            finally:
+                self.con.unregister("_enb_cases_samples")
+            self._task_tables[key] = name
+        return self._task_tables[key]
+
+    def set_buckets(self, frame: Any | None) -> None:
+        """Use the ``bucket`` column of a bucketed per-task (or per-attempt) frame.
+
+        ``frame`` is what ``BucketRules.apply`` returns: it has ``task`` (and
+        ``attempt`` for per-attempt rules) and ``bucket``. ``None`` removes buckets.
+        """
+        self._counts.clear()
+        if frame is None:
+            self._bucket_table = None
+            return
+        cols = list(frame.columns)
+        if "task" not in cols or "bucket" not in cols:
+            raise ValueError("a bucket assignment needs 'task' and 'bucket' columns")
+        per_attempt = "attempt" in cols
+        keys = "task, attempt" if per_attempt else "task"
+        name = f"_enb_cases_buckets_{self._uid}"
+        self.con.register("_enb_cases_bucket_frame", frame)
+        try:
+            self.con.execute(
+                f"""CREATE OR REPLACE TEMP TABLE {name} AS
+                    SELECT {keys}, bucket::VARCHAR AS bucket FROM _enb_cases_bucket_frame"""
+            )
+        finally:
+            self.con.unregister("_enb_cases_bucket_frame")
+        self._bucket_table = name
+        self._bucket_per_attempt = per_attempt
+
+    @property
+    def has_buckets(self) -> bool:
+        return self._bucket_table is not None
+
+    def bucket_names(self) -> list[str]:
+        """Buckets present in the current assignment, in order of first appearance."""
+        if self._bucket_table is None:
+            return []
+        rows = self.con.execute(
+            f"SELECT bucket FROM {self._bucket_table} WHERE bucket IS NOT NULL "
+            "GROUP BY bucket ORDER BY min(rowid)"
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def tag_values(self, key: str = "subset") -> list[str]:
+        """Distinct values of one task tag (for a filter dropdown)."""
+        rows = self.con.execute(
+            "SELECT DISTINCT value FROM task_tags WHERE job_id = ? AND key = ? "
+            "AND value IS NOT NULL ORDER BY value",
+            [self.job_id, key],
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def columns(self, view: View) -> tuple[str, ...]:
+        """Columns a page of ``view`` has, in display order."""
+        if view == "task":
+            cols = ["task", "subset", "n", "scored", "passes", "pass_rate"]
+            cols += [f"pass@{self.k}", f"pass^{self.k}", "reward_mean"]
+        else:
+            cols = ["task", "attempt", "subset", "status", "reward"]
+            cols += ["composite"] if self.has_composite else []
+            cols += list(self.dimensions)
+        if self.has_buckets and not (view == "task" and self._bucket_per_attempt):
+            cols.append("bucket")
+        if view == "attempt":
+            cols += ["turns", "tokens", "duration_s", "input", "output", "error"]
+        return tuple(cols)
+
+    def sortable(self, view: View) -> tuple[str, ...]:
+        """Columns ``CaseQuery.sort`` accepts for ``view``."""
+        return self.columns(view)
+
+    # -- queries -----------------------------------------------------------------------
+    def _bucket_join(self, view: View, alias: str) -> tuple[str, str]:
+        if self._bucket_table is None or (view == "task" and self._bucket_per_attempt):
+            return "", "NULL::VARCHAR"
+        on = f"b.task = {alias}.task"
+        if self._bucket_per_attempt:
+            on += f" AND b.attempt = {alias}.attempt"
+        return f"LEFT JOIN {self._bucket_table} b ON {on}", "b.bucket"
+
+    def _filters(self, q: CaseQuery, params: dict[str, Any], alias: str, bucket: str) -> list[str]:
+        """WHERE conditions; ``alias`` is ``s`` (per-task table) or ``x`` (attempt index)."""
+        where: list[str] = []
+        task_view = q.view == "task"
+        if q.status:
+            params["status"] = list(q.status)
+            if task_view:
+                where.append(
+                    f"{alias}.task IN (SELECT y.task FROM attempts y WHERE y.job_id = $job_id "
+                    "AND list_contains($status, y.status))"
+                )
+            else:
+                where.append(f"list_contains($status, {alias}.status)")
+        if q.tag_value is not None:
+            params["tag_value"] = q.tag_value
+            if q.tag_key == "subset":
+                where.append(f"{alias}.subset = $tag_value")
+            else:
+                params["tag_key"] = q.tag_key
+                where.append(
+                    f"{alias}.task IN (SELECT g.task FROM task_tags g WHERE g.job_id = $job_id "
+                    "AND g.key = $tag_key AND g.value = $tag_value)"
+                )
+        if q.bucket is not None:
+            params["bucket"] = q.bucket
+            where.append(f"{bucket} = $bucket")
+        value = f"{alias}.pass_rate" if task_view else f"{alias}.reward"
+        if q.low is not None:
+            params["low"] = float(q.low)
+            where.append(f"{value} >= $low")
+        if q.high is not None:
+            params["high"] = float(q.high)
+            where.append(f"{value} <= $high")
+        if q.search.strip():
+            params["needle"] = q.search.strip().lower()
+            text = " OR ".join(
+                f"contains(lower(m.{c}), $needle)" for c in ("input", "output", "error")
+            )
+            task_match = f"contains(lower({alias}.task), $needle)"
+            if task_view:
+                where.append(
+                    f"({task_match} OR {alias}.task IN (SELECT m.task FROM attempts m "
+                    f"WHERE m.job_id = $job_id AND ({text})))"
+                )
+            else:
+                where.append(
+                    f"({alias}.task, {alias}.attempt) IN (SELECT m.task, m.attempt FROM attempts m "
+                    f"WHERE m.job_id = $job_id AND (contains(lower(m.task), $needle) OR {text}))"
+                )
+        return where
+
+    def _order(
+        self, q: CaseQuery, cols: tuple[str, ...], bucket: str, params: dict[str, Any]
+    ) -> tuple[str, str]:
+        """ORDER BY clause and any extra join the sort column needs."""
+        tiebreak = "x.position, x.attempt" if q.view == "attempt" else "s.position"
+        if q.sort is None:
+            return tiebreak, ""
+        if q.sort not in cols:
+            raise ValueError(f"cannot sort the {q.view} view by {q.sort!r}; one of {list(cols)}")
+        direction = "DESC" if q.descending else "ASC"
+        join = ""
+        if q.sort == "bucket":
+            expr = bucket
+        elif q.view == "task":
+            expr = "s.task" if q.sort == "task" else f"s.{ident(q.sort)}"
+        elif q.sort in ATTEMPT_SORTS:
+            expr = ATTEMPT_SORTS[q.sort]
+        elif q.sort in TEXT_SORTS:
+            join = (
+                "JOIN attempts a ON a.job_id = $job_id AND a.task = x.task "
+                "AND a.attempt = x.attempt"
+            )
+            expr = f"a.{q.sort}"
+        else:  # a score dimension
+            params["sort_dim"] = q.sort
+            join = (
+                "LEFT JOIN (SELECT task, attempt, value FROM dimensions WHERE job_id = $job_id "
+                "AND name = $sort_dim) d ON d.task = x.task AND d.attempt = x.attempt"
+            )
+            expr = "d.value"
+        return f"{expr} {direction} NULLS LAST, {tiebreak}", join
+
+    def _check_fresh(self) -> None:
+        """Drop cached tables when the job was reloaded since they were built."""
+        row = self.con.execute(
+            "SELECT loaded_at FROM jobs WHERE job_id = ?", [self.job_id]
+        ).fetchone()
+        if row is None:
+            raise KeyError(f"job {self.job_id!r} is no longer in the workspace")
+        if row[0] != self._loaded_at:
+            self._loaded_at = row[0]
+            self._task_tables.clear()
+            self._attempt_table = None
+            self._counts.clear()
+
+    def attempt_table(self) -> str:
+        """Name of a narrow temp table indexing the job's attempts (built once).
+
+        One row per attempt with the columns filters and sorts need (position, subset,
+        status, reward, tokens...), but none of the long texts, so counts and top-N
+        scans read a few narrow columns instead of joining ``tasks`` every time.
+        """
+        if self._attempt_table is None:
+            name = f"_enb_cases_attempts_{self._uid}"
+            self.con.execute(
+                f"""CREATE OR REPLACE TEMP TABLE {name} AS
+                    SELECT a.task, a.attempt, t.position,
+                           json_extract_string(t.tags, '$.subset') AS subset, a.status,
+                           a.reward, a.composite, a.turns,
+                           CASE WHEN a.input_tokens IS NULL AND a.output_tokens IS NULL THEN NULL
+                                ELSE coalesce(a.input_tokens, 0) + coalesce(a.output_tokens, 0)
+                           END AS tokens,
+                           a.duration_s, a.exit_code
+                    FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task
+                    WHERE a.job_id = $job_id
+                    ORDER BY t.position, a.attempt""",
+                {"job_id": self.job_id},
+            )
+            self._attempt_table = name
+        return self._attempt_table
+
+    def _count(self, sql: str, params: dict[str, Any]) -> int:
+        """Row count of a filter set, cached (paging and sorting never change it)."""
+        used = _used(sql, params)
+        key = (sql, tuple(sorted((k, repr(v)) for k, v in used.items())))
+        if key not in self._counts:
+            row = self.con.execute(sql, used).fetchone()
+            self._counts[key] = int(row[0]) if row else 0
+        return self._counts[key]
+
+    def fetch(self, q: CaseQuery) -> CasePage:
+        """Answer ``q`` with one page of rows and the total count (all in DuckDB)."""
+        if q.page < 0 or q.page_size < 1:
+            raise ValueError("page must be >= 0 and page_size >= 1")
+        if q.view not in ("attempt", "task"):
+            raise ValueError(f"view must be 'attempt' or 'task', got {q.view!r}")
+        self._check_fresh()
+        cols = self.columns(q.view)
+        params: dict[str, Any] = {"job_id": self.job_id}
+        if q.view == "task":
+            table = self.task_table(q.policy, q.threshold)
+            join, bucket = self._bucket_join("task", "s")
+            base = f"FROM {table} s {join}"
+            where = self._filters(q, params, "s", bucket)
+            at, hat = f"pass@{self.k}", f"pass^{self.k}"
+            select = (
+                f"s.task, s.subset, s.n, s.scored, s.passes, s.pass_rate, s.{ident(at)}, "
+                f"s.{ident(hat)}, s.reward_mean, {bucket} AS bucket"
+            )
+        else:
+            return self._fetch_attempts(q, cols, params)
+        where_sql = " AND ".join(where) if where else "true"
+        total = self._count(f"SELECT count(*) {base} WHERE {where_sql}", params)
+        order, _ = self._order(q, cols, bucket, params)
+        params["limit"], params["offset"] = q.page_size, q.page * q.page_size
+        sql = (
+            f"SELECT {select} {base} WHERE {where_sql} ORDER BY {order} LIMIT $limit OFFSET $offset"
+        )
+        frame = self.con.execute(sql, _used(sql, params)).df()
+        frame = frame[[c for c in cols if c in frame.columns]]
+        return CasePage(frame=frame, total=total, query=q, columns=cols)
+
+    def _fetch_attempts(
+        self, q: CaseQuery, cols: tuple[str, ...], params: dict[str, Any]
+    ) -> CasePage:
+        """Attempt view in two steps: keys of the page (top-N), then its display columns.
+
+        The count and the top-N touch only the columns the filters and the order need;
+        text snippets are cut for the page's rows alone.
+        """
+        index = self.attempt_table()
+        join, bucket = self._bucket_join("attempt", "x")
+        where = self._filters(q, params, "x", bucket)
+        where_sql = " AND ".join(where) if where else "true"
+        total = self._count(f"SELECT count(*) FROM {index} x {join} WHERE {where_sql}", params)
+        order, sort_join = self._order(q, cols, bucket, params)
+        params["limit"], params["offset"] = q.page_size, q.page * q.page_size
+        keys_sql = (
+            f"SELECT x.task, x.attempt FROM {index} x {join} {sort_join} WHERE {where_sql} "
+            f"ORDER BY {order} LIMIT $limit OFFSET $offset"
+        )
+        import pyarrow as pa
+
+        keys = self.con.execute(keys_sql, _used(keys_sql, params)).to_arrow_table()
+        keys = keys.append_column("_rn", pa.array(range(keys.num_rows), pa.int64()))
+        join, bucket = self._bucket_join("attempt", "a")
+        select = (
+            "a.task, a.attempt, json_extract_string(t.tags, '$.subset') AS subset, a.status, "
+            f"a.reward, a.composite, {bucket} AS bucket, a.turns, "
+            "CASE WHEN a.input_tokens IS NULL AND a.output_tokens IS NULL THEN NULL ELSE "
+            "coalesce(a.input_tokens, 0) + coalesce(a.output_tokens, 0) END AS tokens, "
+            f"a.duration_s, {_snippet('a.input')} AS input, {_snippet('a.output')} AS output, "
+            f"{_snippet('a.error')} AS error, "
+            "CASE WHEN a.input_is_chat THEN a.input END AS _chat"
+        )
+        self.con.register("_enb_cases_keys", keys)
+        try:
+            frame = self.con.execute(
+                f"""SELECT {select} FROM _enb_cases_keys p
+                    JOIN attempts a ON a.job_id = $job_id AND a.task = p.task
+                                   AND a.attempt = p.attempt
+                    JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task
+                    {join} ORDER BY p._rn""",
+                {"job_id": self.job_id},
+            ).df()
+        finally:
+            self.con.unregister("_enb_cases_keys")
+        chat = frame.pop("_chat")
+        if chat.notna().any():  # a conversation: show its last user turn, not JSON
+            frame["input"] = [
+                s if pd_isna(c) else chat_snippet(c)
+                for s, c in zip(frame["input"], chat, strict=True)
+            ]
+        if self.dimensions:
+            frame = self._with_dimensions(frame)
+        frame = frame[[c for c in cols if c in frame.columns]]
+        return CasePage(frame=frame, total=total, query=q, columns=cols)
+
+    def _with_dimensions(self, frame: pd.DataFrame) -> pd.DataFrame:
+        if frame.empty:
+            for name in self.dimensions:
+                frame[name] = []
+            return frame
+        dims = self.con.execute(
+            """SELECT task, attempt, name, value FROM dimensions
+               WHERE job_id = $job_id AND list_contains($tasks, task)""",
+            {"job_id": self.job_id, "tasks": sorted(set(frame["task"]))},
+        ).df()
+        wide = dims.pivot_table(index=["task", "attempt"], columns="name", values="value")
+        wide = wide.reindex(columns=list(self.dimensions)).reset_index()
+        wide.columns.name = None
+        return frame.merge(wide, on=["task", "attempt"], how="left")
+
+
+def fetch_page(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    query: CaseQuery,
+    *,
+    buckets: Any | None = None,
+) -> CasePage:
+    """One page of the Cases view of a job and the total number of matching rows.
+
+    ``buckets`` is an optional bucketed frame (``task`` [, ``attempt``], ``bucket``).
+    For repeated calls keep a :class:`CaseSource` instead: it caches per-task tables.
+    """
+    source = CaseSource(con, job_id)
+    source.set_buckets(buckets)
+    return source.fetch(query)
+
+
+# -- details ------------------------------------------------------------------------------
+
+
+def attempt_detail(
+    con: duckdb.DuckDBPyConnection, job_id: str, task: str, attempt: int
+) -> dict[str, Any]:
+    """Everything about one attempt: its row, its score dimensions, decoded JSON fields.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> d = attempt_detail(job.con, job.id, "B", 1)
+    >>> d["reward"], d["dimensions"], d["artifacts"][0]["name"]
+    (1.0, {'style': 0.8, 'tests_passed': 1.0}, 'diff.patch')
+    """
+    cur = con.execute(
+        "SELECT * EXCLUDE (job_id) FROM attempts WHERE job_id = ? AND task = ? AND attempt = ?",
+        [job_id, task, int(attempt)],
+    )
+    names = [d[0] for d in cur.description]
+    row = cur.fetchone()
+    if row is None:
+        raise KeyError(f"job {job_id!r} has no attempt {attempt} of task {task!r}")
+    detail = dict(zip(names, row, strict=True))
+    for key in ("artifacts", "extra"):
+        if isinstance(detail.get(key), str):
+            with contextlib.suppress(ValueError):
+                detail[key] = json.loads(detail[key])
+    detail["dimensions"] = dict(
+        con.execute(
+            "SELECT name, value FROM dimensions WHERE job_id = ? AND task = ? AND attempt = ? "
+            "ORDER BY name",
+            [job_id, task, int(attempt)],
+        ).fetchall()
+    )
+    return detail
+
+
+def task_detail(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    task: str,
+    *,
+    policy: Policy = "unknown",
+    threshold: float | None = None,
+) -> dict[str, Any]:
+    """One task: its tags, per-task numbers and every attempt of record (a small frame)."""
+    from .._metrics.counts import samples
+
+    row = con.execute(
+        "SELECT tags, digest FROM tasks WHERE job_id = ? AND task = ?", [job_id, task]
+    ).fetchone()
+    if row is None:
+        raise KeyError(f"job {job_id!r} has no task {task!r}")
+    per_task = samples(con, job_id, policy=policy, threshold=threshold)
+    numbers = per_task[per_task["task"] == task].iloc[0].to_dict()
+    attempts = con.execute(
+        """SELECT attempt, status, reward, exit_code, turns,
+                  coalesce(input_tokens, 0) + coalesce(output_tokens, 0) AS tokens, duration_s,
+                  left(output, 200) AS output, left(error, 200) AS error
+           FROM attempts WHERE job_id = ? AND task = ? ORDER BY attempt""",
+        [job_id, task],
+    ).df()
+    return {
+        "task": task,
+        "tags": json.loads(row[0]) if row[0] else {},
+        "digest": row[1],
+        "numbers": numbers,
+        "attempts": attempts,
+        "k": int(numbers["n"]),
+    }
+
+
+# -- HTML (pure) ------------------------------------------------------------------------------
+
+CASES_CSS = """
+<style>
+.enb-cases{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
+  color:var(--jp-ui-font-color1,inherit);line-height:1.45;overflow-x:auto}
+.enb-cases table{border-collapse:collapse;width:100%;table-layout:auto}
+.enb-cases th{text-align:left;font-weight:600;color:var(--jp-ui-font-color2,inherit);
+  border-bottom:1px solid var(--jp-border-color1,#8888);padding:3px 6px;white-space:nowrap}
+.enb-cases td{padding:2px 6px;border-bottom:1px solid var(--jp-border-color3,#8883);
+  vertical-align:top;max-width:240px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.enb-cases td.num,.enb-cases th.num{text-align:right;font-variant-numeric:tabular-nums}
+.enb-cases tr.enb-selected td{background:var(--jp-layout-color2,#8882)}
+.enb-cases tbody tr[data-row]{cursor:pointer}
+.enb-cases tbody tr[data-row]:hover td{background:var(--jp-layout-color2,#8881)}
+.enb-cases .enb-dim{color:var(--jp-ui-font-color3,#888)}
+.enb-cases .enb-st-failed,.enb-cases .enb-st-cancelled{color:var(--jp-error-color1,#c62828)}
+.enb-cases .enb-st-running,.enb-cases .enb-st-pending{color:var(--jp-warn-color1,#b45309)}
+.enb-detail{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
+  line-height:1.45;color:var(--jp-ui-font-color1,inherit);border:1px solid var(--jp-border-color2,#8884);
+  border-radius:6px;padding:8px 10px;margin-top:6px}
+.enb-detail h4{margin:2px 0 6px 0;font-size:13px}
+.enb-detail h5{margin:8px 0 3px 0;font-size:12px;color:var(--jp-ui-font-color2,inherit)}
+.enb-detail table.enb-kv{border-collapse:collapse}
+.enb-detail table.enb-kv th{text-align:left;font-weight:400;color:var(--jp-ui-font-color2,inherit);
+  padding:0 16px 0 0;white-space:nowrap;vertical-align:top}
+.enb-detail table.enb-kv td{text-align:left;padding:0;font-variant-numeric:tabular-nums}
+.enb-detail pre{white-space:pre-wrap;word-break:break-word;max-height:240px;overflow:auto;margin:0;
+  padding:4px 6px;background:var(--jp-layout-color2,#8881);border-radius:4px;
+  font-family:var(--jp-code-font-family,monospace);font-size:11px}
+.enb-turn{margin:3px 0;padding:4px 6px;border-left:3px solid var(--jp-border-color1,#888);
+  background:var(--jp-layout-color2,#8881);border-radius:0 4px 4px 0}
+.enb-turn .enb-role{font-weight:600;font-size:11px;color:var(--jp-ui-font-color2,inherit)}
+.enb-turn.enb-user{border-left-color:var(--jp-brand-color1,#4a90c8)}
+.enb-turn.enb-assistant{border-left-color:var(--jp-success-color1,#4c9f70)}
+.enb-turn.enb-tool{border-left-color:var(--jp-warn-color1,#c9a227)}
+.enb-turn pre{background:none;padding:0;max-height:200px}
+.enb-error-box{border:1px solid var(--jp-error-color1,#c62828);color:var(--jp-error-color1,#c62828);
+  border-radius:4px;padding:4px 8px;font-family:var(--jp-ui-font-family,system-ui,sans-serif);
+  font-size:12px;line-height:1.45;background:var(--jp-layout-color1,transparent)}
+.enb-ok-box{border:1px solid var(--jp-success-color1,#4c9f70);border-radius:4px;padding:4px 8px;
+  line-height:1.45;
+  font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
+  color:var(--jp-ui-font-color1,inherit)}
+</style>
+"""
+
+_RATE_COLUMNS = ("pass_rate", "reward_mean")
+
+
+def _is_missing(value: Any) -> bool:
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # NaN, NA
+    except (TypeError, ValueError):
+        return False
+
+
+def _cell(column: str, value: Any) -> tuple[str, bool]:
+    """Text of one cell and whether it is numeric (right-aligned)."""
+    if _is_missing(value):
+        return "-", True
+    if isinstance(value, bool):
+        return ("yes" if value else "no"), False
+    if isinstance(value, int | float) or hasattr(value, "dtype"):
+        v = float(value)
+        if column.startswith(("pass@", "pass^")) or column in _RATE_COLUMNS:
+            return format_metric(v), True
+        if column in ("n", "scored", "passes", "attempt", "turns", "tokens", "exit_code"):
+            return f"{int(v):,}", True
+        if column == "duration_s":
+            return f"{v:,.1f}", True
+        return f"{v:.4g}", True
+    text = str(value)
+    if column in ("input", "output", "error") and len(text) > SNIPPET:
+        text = text[:SNIPPET] + "…"
+    return text, False
+
+
+def page_html(page: CasePage, *, selected: int | None = None) -> str:
+    """The page as an HTML table (escaped; numbers right-aligned, rates as percentages).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> f = pd.DataFrame({"task": ["<b>x</b>"], "pass_rate": [0.5]})
+    >>> p = CasePage(f, 1, CaseQuery(view="task"), ("task", "pass_rate"))
+    >>> "&lt;b&gt;x&lt;/b&gt;" in page_html(p) and ">50%<" in page_html(p)
+    True
+    """
+    frame = page.frame
+    cols = list(frame.columns)
+    numeric = {
+        c for c in cols
+        if c not in ("task", "subset", "status", "bucket", "input", "output", "error")
+    }  # fmt: skip
+    head = "".join(
+        f'<th class="{"num" if c in numeric else ""}">{html.escape(c)}</th>' for c in ["#", *cols]
+    )
+    body = []
+    for i, row in enumerate(frame.itertuples(index=False)):
+        cells = [f'<td class="num enb-dim">{page.first_row + i:,}</td>']
+        for col, value in zip(cols, row, strict=True):
+            text, is_num = _cell(col, value)
+            cls = "num" if is_num and col in numeric else ""
+            if col == "status":
+                cls += f" enb-st-{html.escape(str(value))}"
+            title = "" if col not in ("input", "output", "error") or _is_missing(value) else (
+                f' title="{html.escape(str(value), quote=True)}"'
+            )  # fmt: skip
+            cells.append(f'<td class="{cls.strip()}"{title}>{html.escape(text)}</td>')
+        sel = ' class="enb-selected"' if selected == i else ""
+        body.append(f'<tr data-row="{i}"{sel}>{"".join(cells)}</tr>')
+    if not body:
+        body.append(f'<tr><td colspan="{len(cols) + 1}" class="enb-dim">no rows match</td></tr>')
+    return (
+        f'{CASES_CSS}<div class="enb-cases"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def pd_isna(value: Any) -> bool:
+    return _is_missing(value)
+
+
+def chat_snippet(text: str) -> str:
+    """One line for a ChatML input: its last user turn (else its last turn).
+
+    Examples
+    --------
+    >>> chat_snippet('[{"role": "system", "content": "be brief"}, {"role": "user", "content": "Hi  there"}]')
+    'Hi there'
+    """
+    try:
+        turns = json.loads(text)
+    except ValueError:
+        return " ".join(text.split())[: SNIPPET + 1]
+    if not isinstance(turns, list) or not turns:
+        return " ".join(text.split())[: SNIPPET + 1]
+    users = [t for t in turns if isinstance(t, dict) and t.get("role") == "user"]
+    turn = users[-1] if users else turns[-1]
+    body = _content_text(turn.get("content")) if isinstance(turn, dict) else str(turn)
+    return " ".join(body.split())[: SNIPPET + 1]
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict):
+                if "text" in part:
+                    parts.append(str(part["text"]))
+                else:
+                    parts.append(f"[{part.get('type', 'part')}]")
+            else:
+                parts.append(str(part))
+        return "\n".join(parts)
+    return json.dumps(content, ensure_ascii=False)
+
+
+def chat_html(text: str | None, is_chat: bool | None = None) -> str:
+    """An input as a conversation (ChatML list of turns) or as plain text, escaped.
+
+    Examples
+    --------
+    >>> out = chat_html('[{"role": "user", "content": "<script>x</script>"}]', True)
+    >>> "enb-turn enb-user" in out and "&lt;script&gt;" in out and "<script>" not in out
+    True
+    """
+    if text is None:
+        return '<span class="enb-dim">none</span>'
+    turns = None
+    if is_chat or (is_chat is None and text.lstrip().startswith("[")):
+        try:
+            parsed = json.loads(text)
+            if isinstance(parsed, list) and all(isinstance(t, dict) for t in parsed):
+                turns = parsed
+        except ValueError:
+            turns = None
+    if turns is None:
+        return f"<pre>{html.escape(text)}</pre>"
+    out = []
+    for turn in turns:
+        role = str(turn.get("role", "?"))
+        body = _content_text(turn.get("content"))
+        calls = turn.get("tool_calls")
+        if calls:
+            body += ("\n" if body else "") + "tool calls: " + json.dumps(calls, ensure_ascii=False)
+        role_cls = role if role in ("user", "assistant", "system", "tool") else "other"
+        out.append(
+            f'<div class="enb-turn enb-{role_cls}"><div class="enb-role">{html.escape(role)}</div>'
+            f"<pre>{html.escape(body)}</pre></div>"
+        )
+    return "".join(out)
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if _is_missing(value):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.4g}{unit}"
+    if isinstance(value, int):
+        return f"{value:,}{unit}"
+    return f"{value}{unit}"
+
+
+def _dl(items: list[tuple[str, Any]]) -> str:
+    rows = "".join(
+        f'<tr><th>{html.escape(k)}</th><td class="num">'
+        f"{html.escape(v if isinstance(v, str) else _fmt(v))}</td></tr>"
+        for k, v in items
+    )
+    return f'<table class="enb-kv">{rows}</table>'
+
+
+def attempt_detail_html(detail: dict[str, Any]) -> str:
+    """One attempt in full: conversation, output, reference, judge, figures. Escaped.
+
+    Examples
+    --------
+    >>> d = {"task": "T<1>", "attempt": 1, "status": "failed", "input": "hi", "output": "=cmd",
+    ...      "error": "<boom>", "dimensions": {"style": 0.5}}
+    >>> out = attempt_detail_html(d)
+    >>> "T&lt;1&gt;" in out and "&lt;boom&gt;" in out and "style" in out
+    True
+    """
+    g = detail.get
+    head = (
+        f"<h4>task {html.escape(str(g('task')))} · attempt {html.escape(_fmt(g('attempt')))} · "
+        f'<span class="enb-st-{html.escape(str(g("status")))}">{html.escape(str(g("status")))}</span>'
+        f" · reward {html.escape(_fmt(g('reward')))}</h4>"
+    )
+    tokens = [g("input_tokens"), g("output_tokens"), g("cache_tokens")]
+    figures = _dl(
+        [
+            ("reward", _fmt(g("reward"))),
+            ("composite", _fmt(g("composite"))),
+            ("exit code", _fmt(g("exit_code"))),
+            ("error type", _fmt(g("error_type"))),
+            ("turns", _fmt(g("turns"))),
+            ("tokens in / out / cache", " / ".join(_fmt(t) for t in tokens)),
+            ("duration", _fmt(g("duration_s"), " s")),
+            ("started / finished", f"{_fmt(g('started_at'))} / {_fmt(g('finished_at'))}"),
+            ("cost", _fmt(g("cost_usd"), " USD")),
+            ("logprob mean", _fmt(g("logprob_mean"))),
+            ("trials for this slot", _fmt(g("n_trials"))),
+            ("trial id", _fmt(g("trial_id"))),
+            ("source", _fmt(g("source_place"))),
+        ]
+    )
+    parts = [head, '<div class="enb-cases-detail-grid">', figures, "</div>"]
+    dims = g("dimensions") or {}
+    if dims:
+        parts.append("<h5>score dimensions</h5>" + _dl([(k, _fmt(v)) for k, v in dims.items()]))
+    if not _is_missing(g("judge_summary")):
+        parts.append(f"<h5>judge summary</h5><pre>{html.escape(str(g('judge_summary')))}</pre>")
+    if not _is_missing(g("error")):
+        parts.append(f"<h5>error</h5><pre>{html.escape(str(g('error')))}</pre>")
+    parts.append("<h5>input</h5>" + chat_html(g("input"), g("input_is_chat")))
+    out_text = g("output")
+    parts.append(
+        "<h5>output</h5>"
+        + ('<span class="enb-dim">none</span>' if _is_missing(out_text)
+           else f"<pre>{html.escape(str(out_text))}</pre>")
+    )  # fmt: skip
+    ref = g("reference")
+    if not _is_missing(ref):
+        parts.append(f"<h5>reference</h5><pre>{html.escape(str(ref))}</pre>")
+    artifacts = g("artifacts") or []
+    if isinstance(artifacts, list) and artifacts:
+        items = "".join(
+            "<li>" + html.escape(
+                f"{a.get('name', '?')} · {a.get('uri', '')}"
+                + (f" · {a['bytes']:,} bytes" if isinstance(a.get("bytes"), int) else "")
+                if isinstance(a, dict) else str(a)
+            ) + "</li>"
+            for a in artifacts
+        )  # fmt: skip
+        parts.append(f"<h5>artifacts</h5><ul>{items}</ul>")
+    return CASES_CSS + f'<div class="enb-detail">{"".join(parts)}</div>'
+
+
+def task_detail_html(detail: dict[str, Any]) -> str:
+    """One task: its tags, per-task numbers and a table of all its attempts. Escaped."""
+    numbers = detail["numbers"]
+    k = detail["k"]
+    tags = ", ".join(f"{key}={value}" for key, value in detail["tags"].items()) or "-"
+    items = [
+        ("tags", tags),
+        ("attempts scored", f"{int(numbers['scored']):,}/{int(numbers['n']):,}"),
+        ("passes", _fmt(numbers.get("passes"))),
+        ("pass rate", format_pct(numbers.get("pass_rate"))),
+        (f"pass@{k}", format_metric(numbers.get(f"pass@{k}"))),
+        (f"pass^{k}", format_metric(numbers.get(f"pass^{k}"))),
+        ("reward mean", format_metric(numbers.get("reward_mean"))),
+    ]
+    attempts = detail["attempts"]
+    page = CasePage(attempts, len(attempts), CaseQuery(page_size=max(len(attempts), 1)),
+                    tuple(attempts.columns))  # fmt: skip
+    table = page_html(page).replace(CASES_CSS, "")
+    return (
+        CASES_CSS + '<div class="enb-detail">'
+        f"<h4>task {html.escape(str(detail['task']))}</h4>{_dl(items)}"
+        f"<h5>attempts</h5>{table}</div>"
+    )
