@@ -7,7 +7,8 @@
 score 60.0% · 5/6 attempts scored · 2/3 members complete
 """
 
-from ._buckets.rules import Bucket, BucketResult, BucketRules
+from ._buckets.apply import BucketResult
+from ._buckets.rules import Bucket, BucketRules
 from ._comparison import Comparison, Difference, LeaderboardSnapshot
 from ._datasets.dataset import Dataset
 from ._datasets.export import export_dataset

@@ -1045,7 +1045,8 @@ class Comparison:
         return solved_b, solved_o, s["task"].to_numpy(str), left_out, basis
 
     def _bucket_matrix(self, other: Job, rules: Any, shape: str) -> pd.DataFrame:
-        from ._buckets.rules import OTHER, bucket_frame
+        from ._buckets.apply import bucket_frame
+        from ._buckets.rules import OTHER
 
         if getattr(rules, "level", "task") != "task":
             raise EnvloopError("a bucket transition matrix needs per-task rules (level='task')")
@@ -1807,7 +1808,7 @@ def _export_xlsx(cmp: Comparison, path: Any, *, rules: Any = None) -> Any:
     """
     from pathlib import Path
 
-    from ._export.job_xlsx import new_workbook, save_workbook, write_frame
+    from ._export.cells import new_workbook, save_workbook, write_frame
 
     out = Path(path)
     wb, cells, titles = new_workbook()

@@ -258,7 +258,7 @@ class Job:
         Refuses a pending or running job unless ``allow_partial=True`` (the result is
         then marked partial). Returns a :class:`envloop_nb.BucketResult`.
         """
-        from ._buckets.rules import job_buckets
+        from ._buckets.apply import job_buckets
 
         return job_buckets(
             self,

@@ -455,7 +455,7 @@ def test_export_xlsx_uses_the_safe_cell_writer(ws: enb.Workspace, tmp_path: Path
     """Long cells end with a visible marker, control characters are escaped (they raised)."""
     from openpyxl import load_workbook
 
-    import envloop_nb._export.job_xlsx as xl
+    import envloop_nb._export.cells as xl
 
     names = [f"task-{i:04d}-" + "x" * 40 + ("\x07bell" if i == 0 else "") for i in range(900)]
     a, b = load(

@@ -12,7 +12,7 @@ import pytest
 from openpyxl import load_workbook
 
 import envloop_nb as enb
-import envloop_nb._export.job_xlsx as xl
+import envloop_nb._export.cells as xl  # the cell writer under the job workbook
 from envloop_nb import Bucket, BucketRules
 
 from .conftest import SAMPLE_DATA, THREE_TASKS

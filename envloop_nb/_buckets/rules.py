@@ -9,6 +9,10 @@ were left out and why.
 
 Applying rules is vectorized (numpy for pandas, expressions for polars, a ``CASE`` for
 DuckDB) with one pass per bucket, never a loop over rows, and never mutates its input.
+
+This module is pure: rules, their warnings and JSON, applied to frames. Applying rules
+to a job in the workspace (its per-task or per-attempt values, :class:`BucketResult`)
+is :mod:`envloop_nb._buckets.apply`.
 """
 
 from __future__ import annotations
@@ -19,26 +23,21 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 
-from .._errors import EnvloopError
-from .._store.sql import ident, literal, number
-
-if TYPE_CHECKING:
-    from .._job import Job
-    from .._types import Policy
+from .._store.sql import literal, number
 
 __all__ = [
     "EXCLUDED",
     "OTHER",
+    "PASS_K",
     "Bucket",
-    "BucketResult",
     "BucketRules",
-    "bucket_frame",
-    "job_buckets",
+    "Level",
     "metric_range",
+    "parse_names",
 ]
 
 #: The bucket of a value that matches no rule.
@@ -46,11 +45,12 @@ OTHER = "Other (matched no rule)"
 #: The summary row (and XLSX sheet) of rows whose metric is undefined: in no bucket.
 EXCLUDED = "(excluded)"
 
-Level = Literal["task", "attempt"]
+#: Where a rule set applies: one row per task, or one row per attempt.
+Level: TypeAlias = Literal["task", "attempt"]
 
-_PASS_K = re.compile(r"^pass[@^](\d+)$")
+#: A ``pass@K`` / ``pass^K`` metric name; group 1 is K.
+PASS_K = re.compile(r"^pass[@^](\d+)$")
 _RATE_METRICS = ("pass_rate",)
-_UNFINISHED = ("pending", "running")
 
 
 def metric_range(metric: str) -> tuple[float, float] | None:
@@ -64,7 +64,7 @@ def metric_range(metric: str) -> tuple[float, float] | None:
     >>> metric_range("pass_rate"), metric_range("pass@2"), metric_range("reward_mean")
     ((0.0, 1.0), (0.0, 1.0), None)
     """
-    if metric in _RATE_METRICS or _PASS_K.match(metric):
+    if metric in _RATE_METRICS or PASS_K.match(metric):
         return (0.0, 1.0)
     return None
 
@@ -224,7 +224,7 @@ class BucketRules:
             raise ValueError(f"level must be 'task' or 'attempt', got {self.level!r}")
         if not isinstance(self.metric, str) or not self.metric:
             raise ValueError(f"metric must be a column name, got {self.metric!r}")
-        if self.level == "attempt" and (self.metric == "pass_rate" or _PASS_K.match(self.metric)):
+        if self.level == "attempt" and (self.metric == "pass_rate" or PASS_K.match(self.metric)):
             raise ValueError(
                 f"{self.metric!r} is a per-task metric; per attempt use metric='reward', "
                 "'composite' or a dimension name"
@@ -259,7 +259,7 @@ class BucketRules:
             return f"no {m} value on the attempt"
         if m == "pass_rate":
             return "pass rate undefined ('-'): not every attempt of the task scored"
-        if _PASS_K.match(m):
+        if PASS_K.match(m):
             return f"{m} undefined: fewer scored attempts than k, or non-binary rewards"
         if m == "reward_mean":
             return "no scored attempt"
@@ -549,191 +549,6 @@ def _sql_num(v: float) -> str:
     if math.isinf(v):
         return "'infinity'::DOUBLE" if v > 0 else "'-infinity'::DOUBLE"
     return number(float(v))
-
-
-# -- job side --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BucketResult:
-    """Rules applied to a job: the bucketed frame, counts, warnings and coverage.
-
-    ``partial`` is true when the job was still pending or running (bucketing was
-    explicitly allowed with ``allow_partial=True``); every export of this result says so.
-    """
-
-    frame: Any
-    counts: Any
-    warnings: tuple[str, ...]
-    partial: bool
-    excluded: int
-    excluded_reason: str
-    rules: BucketRules
-    metric: str
-    job_id: str
-    status: str | None
-    policy: str
-    threshold: float | None
-
-    def count_of(self, name: str) -> int:
-        """How many rows landed in bucket ``name``."""
-        frame = self.counts
-        names = list(frame["bucket"])
-        if name not in names:
-            raise KeyError(f"no bucket {name!r}; buckets: {self.rules.names}")
-        return int(list(frame["count"])[names.index(name)])
-
-    def __str__(self) -> str:
-        head = f"Buckets of {self.job_id} on {self.metric}"
-        if self.partial:
-            head += f" · PARTIAL (job {self.status})"
-        rows = [head]
-        names = list(self.counts["bucket"])
-        counts = list(self.counts["count"])
-        shares = list(self.counts["share"])
-        width = max(len(str(n)) for n in names)
-        for n, c, s in zip(names, counts, shares, strict=True):
-            share = "" if s is None or s != s else f"  {s * 100:.1f}%"
-            rows.append(f"  {str(n).ljust(width)}  {int(c):>6,}{share}")
-        if self.excluded:
-            rows.append(f"  {self.excluded:,} excluded: {self.excluded_reason}")
-        rows.extend(f"  warning: {w}" for w in self.warnings)
-        return "\n".join(rows)
-
-
-def _metric_columns(metric: str, level: Level) -> str:
-    """SQL giving ``task[, attempt], _bk_value`` for composite / dimension metrics.
-
-    Parameters ``$job_id`` and (for a dimension) ``$metric``.
-    """
-    if metric == "composite":
-        value, src = "composite", "FROM attempts WHERE job_id = $job_id"
-    else:
-        value = "value"
-        src = "FROM dimensions WHERE job_id = $job_id AND name = $metric"
-    if level == "attempt":
-        return f"SELECT task, attempt, {value}::DOUBLE AS _bk_value {src}"
-    return f"SELECT task, (fsum({value}) / count({value}))::DOUBLE AS _bk_value {src} GROUP BY task"
-
-
-def _known_dimension(job: Job, metric: str) -> bool:
-    row = job.con.execute(
-        "SELECT count(*) FROM dimensions WHERE job_id = ? AND name = ?", [job.id, metric]
-    ).fetchone()
-    return bool(row and row[0])
-
-
-def bucket_frame(
-    job: Job,
-    metric: str = "pass_rate",
-    *,
-    level: Level = "task",
-    policy: Policy = "unknown",
-    threshold: float | None = None,
-    frame: str = "pandas",
-) -> Any:
-    """The per-task (or per-attempt) frame of ``job`` holding ``metric`` as a column.
-
-    Per task this is ``job.samples()`` (with the k of a ``pass@K`` metric) plus, for
-    ``composite`` or a named dimension, its per-task mean over the attempts that have a
-    value (null when none has one), computed in DuckDB grouped by task. Per attempt
-    it is ``job.attempts()`` plus the composite or dimension value of each attempt.
-    """
-    from .._metrics.counts import samples
-    from .._store.frames import to_frame
-
-    m = _PASS_K.match(metric)
-    if level == "task":
-        ks = sorted({job.k, int(m.group(1))}) if m else None
-        base = samples(job.con, job.id, ks=ks, policy=policy, threshold=threshold, frame="pandas")
-        if metric in base.columns:
-            return base if frame == "pandas" else _to_polars(base)
-    else:
-        base = job.attempts("pandas")
-        if metric in base.columns:
-            return base if frame == "pandas" else _to_polars(base)
-    if metric != "composite" and not _known_dimension(job, metric):
-        dims = [
-            r[0]
-            for r in job.con.execute(
-                "SELECT DISTINCT name FROM dimensions WHERE job_id = ? ORDER BY 1", [job.id]
-            ).fetchall()
-        ]
-        raise KeyError(
-            f"job {job.id} has no metric {metric!r}; per {level}: pass_rate, pass@K, pass^K, "
-            f"reward_mean, composite, reward (per attempt) or a dimension: {dims}"
-        )
-    keys = "task" if level == "task" else "task, attempt"
-    params = {"job_id": job.id} | ({} if metric == "composite" else {"metric": metric})
-    con = job.con
-    con.register("_bk_base", base)
-    try:
-        result = con.execute(
-            f"""SELECT b.*, e._bk_value AS {ident(metric)} FROM
-                (SELECT *, row_number() OVER () AS _bk_order FROM _bk_base) b
-                LEFT JOIN ({_metric_columns(metric, level)}) e USING ({keys})
-                ORDER BY b._bk_order""",
-            params,
-        )
-        out = to_frame(result, "pandas").drop(columns=["_bk_order"])
-    finally:
-        con.unregister("_bk_base")
-    return out if frame == "pandas" else _to_polars(out)
-
-
-def _to_polars(frame: Any) -> Any:
-    import polars as pl
-
-    return pl.from_pandas(frame)
-
-
-def check_finished(job: Job, allow_partial: bool, what: str = "bucketing") -> tuple[bool, str]:
-    """``(partial, status)``; refuse an unfinished job unless ``allow_partial``."""
-    status = str(job.info.get("status") or "")
-    if status in _UNFINISHED:
-        if not allow_partial:
-            raise EnvloopError(
-                f"job {job.id} is still {status}: {what} is for finished jobs, because "
-                "pass rates of unfinished tasks would change. Wait for it to finish, or pass "
-                "allow_partial=True to get a result marked partial."
-            )
-        return True, status
-    return False, status
-
-
-def job_buckets(
-    job: Job,
-    rules: BucketRules,
-    *,
-    policy: Policy = "unknown",
-    threshold: float | None = None,
-    allow_partial: bool = False,
-    frame: str = "pandas",
-) -> BucketResult:
-    """Apply ``rules`` to ``job`` (see :meth:`envloop_nb.Job.buckets`)."""
-    if not isinstance(rules, BucketRules):
-        raise TypeError(f"rules must be a BucketRules, got {type(rules).__name__}")
-    partial, status = check_finished(job, allow_partial)
-    base = bucket_frame(
-        job, rules.metric, level=rules.level, policy=policy, threshold=threshold, frame=frame
-    )
-    out = rules.apply(base)
-    counts = rules.summary(base)
-    excluded = int(list(counts["count"])[-1])
-    return BucketResult(
-        frame=out,
-        counts=counts,
-        warnings=tuple(rules.warnings()),
-        partial=partial,
-        excluded=excluded,
-        excluded_reason=rules.excluded_reason() if excluded else "",
-        rules=rules,
-        metric=rules.metric,
-        job_id=job.id,
-        status=status or None,
-        policy=policy,
-        threshold=threshold,
-    )
 
 
 def parse_names(rules: BucketRules, buckets: Sequence[str] | str | None) -> list[str] | None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import EnvloopError, LoadError
 
 if TYPE_CHECKING:
-    from .._workspace import Workspace
+    from .._store.ref import WorkspaceRef
 
 __all__ = [
     "MANIFEST_SCHEMA",
@@ -185,7 +185,7 @@ def registration_table(
 
 
 def register_dataset(
-    ws: Workspace,
+    ws: WorkspaceRef,
     manifest: dict[str, Any],
     rows: Sequence[dict[str, Any]],
     path: Path,
@@ -200,7 +200,7 @@ def register_dataset(
 
 
 def commit_registration(
-    ws: Workspace, manifest: dict[str, Any], relation: str, path: Path, row_count: int
+    ws: WorkspaceRef, manifest: dict[str, Any], relation: str, path: Path, row_count: int
 ) -> None:
     """Replace the dataset's registration with ``relation``'s rows (columns of
     :func:`registration_table`) in one transaction."""
@@ -260,7 +260,7 @@ class Dataset:
     content_hash: str
     purpose: str | None
     row_count: int
-    workspace: Workspace = field(repr=False)
+    workspace: WorkspaceRef = field(repr=False)
 
     @property
     def ref(self) -> str:
@@ -301,7 +301,7 @@ class Dataset:
         )
 
 
-def load_dataset(ws: Workspace, source: str | Path) -> Dataset:
+def load_dataset(ws: WorkspaceRef, source: str | Path) -> Dataset:
     """Load a dataset folder: verify its content hash, register it, return its handle.
 
     A dataset marked ``purpose="train"`` whose inputs are task inputs of jobs in the

@@ -24,8 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._buckets.rules import BucketRules, check_finished, job_buckets, parse_names
+from .._buckets.apply import check_finished, job_buckets
+from .._buckets.rules import BucketRules, parse_names
 from .._errors import EnvloopError
+from .._metrics.passk_views import samples
+from .._store.ref import job_info
 from .._store.sql import ident
 from .dataset import (
     MANIFEST_SCHEMA,
@@ -36,7 +39,7 @@ from .dataset import (
 )
 
 if TYPE_CHECKING:
-    from .._job import Job
+    from .._store.ref import JobRef, WorkspaceRef
     from .._types import Policy
 
 __all__ = ["export_dataset"]
@@ -58,7 +61,7 @@ def _check_label(value: Any, what: str) -> str:
 
 
 def _task_batches(
-    job: Job,
+    job: JobRef,
     tasks: Any,
     rules: BucketRules | None,
     chosen: list[str] | None,
@@ -119,6 +122,16 @@ def _task_batches(
         con.close()
 
 
+def _workspace_of(job: JobRef) -> WorkspaceRef:
+    """The workspace a dataset exported from ``job`` belongs to (``Dataset.workspace``).
+
+    The ``Job`` facade knows its workspace; a bare ref stands for it (it has the
+    connection, which is all a :class:`~envloop_nb._store.ref.WorkspaceRef` needs).
+    """
+    workspace: WorkspaceRef = getattr(job, "workspace", job)
+    return workspace
+
+
 def _rows_of(batch: Any) -> list[dict[str, Any]]:
     """A batch as Python rows, tags decoded (the canonical row values)."""
     rows: list[dict[str, Any]] = batch.to_pylist()
@@ -128,7 +141,7 @@ def _rows_of(batch: Any) -> list[dict[str, Any]]:
 
 
 def export_dataset(
-    job: Job,
+    job: JobRef,
     folder: str | Path,
     *,
     name: str,
@@ -219,11 +232,9 @@ def export_dataset(
         )
         tasks, partial, status = result.frame, result.partial, result.status
     else:
-        from .._metrics.counts import samples
-
         partial, status = check_finished(job, allow_partial, "exporting a dataset")
         tasks = samples(job.con, job.id, policy=policy, threshold=threshold)
-    info = job.info
+    info = job_info(job.con, job.id)
     con = job.con
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}@{version}.", dir=root))
@@ -288,7 +299,7 @@ def export_dataset(
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        commit_registration(job.workspace, manifest, stage, target, written.row_count)
+        commit_registration(job, manifest, stage, target, written.row_count)
     finally:
         con.execute(f"DROP TABLE IF EXISTS {stage}")
     ds = Dataset(
@@ -299,9 +310,9 @@ def export_dataset(
         content_hash=digest,
         purpose=purpose,
         row_count=written.row_count,
-        workspace=job.workspace,
+        workspace=_workspace_of(job),
     )
-    warn_dataset_overlaps(job.workspace, ds)
+    warn_dataset_overlaps(job, ds)
     return ds
 
 

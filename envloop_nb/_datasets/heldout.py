@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import EnvloopError
 
 if TYPE_CHECKING:
-    from .._job import Job
-    from .._workspace import Workspace
+    from .._store.ref import JobRef, WorkspaceRef
     from .dataset import Dataset
 
 __all__ = [
@@ -130,14 +129,14 @@ class HeldOutResult:
         )
 
 
-def _train_datasets(ws: Workspace) -> list[str]:
+def _train_datasets(ws: WorkspaceRef) -> list[str]:
     rows = ws.con.execute(
         "SELECT name || '@' || version FROM datasets WHERE purpose = 'train' ORDER BY 1"
     ).fetchall()
     return [r[0] for r in rows]
 
 
-def check_heldout(ws: Workspace, job: Job | str, *, warn: bool = True) -> HeldOutResult:
+def check_heldout(ws: WorkspaceRef, job: JobRef | str, *, warn: bool = True) -> HeldOutResult:
     """Find the tasks of ``job`` whose input is in a dataset marked ``purpose="train"``.
 
     Warns :class:`HeldOutWarning` (unless ``warn=False``) when any task overlaps.
@@ -192,7 +191,7 @@ def check_heldout(ws: Workspace, job: Job | str, *, warn: bool = True) -> HeldOu
     return result
 
 
-def warn_job_overlaps(ws: Workspace, job_id: str) -> HeldOutResult | None:
+def warn_job_overlaps(ws: WorkspaceRef, job_id: str) -> HeldOutResult | None:
     """Run the held-out guard on a job just loaded (nothing to do without train datasets).
 
     Warns :class:`HeldOutWarning` (the message of :class:`HeldOutResult`: which job,
@@ -203,7 +202,7 @@ def warn_job_overlaps(ws: Workspace, job_id: str) -> HeldOutResult | None:
     return check_heldout(ws, job_id, warn=True)
 
 
-def warn_dataset_overlaps(ws: Workspace, ds: Dataset) -> str:
+def warn_dataset_overlaps(ws: WorkspaceRef, ds: Dataset) -> str:
     """Run the held-out guard on a dataset just registered; warn when it overlaps.
 
     Returns the message (``""`` when there is no overlap); see :func:`dataset_overlaps`.
@@ -214,7 +213,7 @@ def warn_dataset_overlaps(ws: Workspace, ds: Dataset) -> str:
     return report
 
 
-def dataset_overlaps(ws: Workspace, ds: Dataset) -> str:
+def dataset_overlaps(ws: WorkspaceRef, ds: Dataset) -> str:
     """A loud message when a newly exported dataset overlaps (``""`` when it does not).
 
     A train dataset is checked against every job's task inputs; an eval dataset against
@@ -285,7 +284,7 @@ class ReferenceFill:
         )
 
 
-def _dataset_key(ws: Workspace, dataset: Any) -> tuple[str, str]:
+def _dataset_key(ws: WorkspaceRef, dataset: Any) -> tuple[str, str]:
     from .dataset import Dataset
 
     if isinstance(dataset, Dataset):
@@ -305,7 +304,7 @@ def _dataset_key(ws: Workspace, dataset: Any) -> tuple[str, str]:
     return name, version
 
 
-def fill_references(job: Job, dataset: Any) -> ReferenceFill:
+def fill_references(job: JobRef, dataset: Any) -> ReferenceFill:
     """Fill the job's missing reference answers from ``dataset`` (stripped-exact input match).
 
     An attempt's reference is missing when it is null or blank. With duplicate inputs in
@@ -322,9 +321,8 @@ def fill_references(job: Job, dataset: Any) -> ReferenceFill:
     >>> print(job.fill_references(ds))
     filled 0 of 4 missing references (0 tasks) in job_abc0001 from t@1
     """
-    ws = job.workspace
-    name, version = _dataset_key(ws, dataset)
-    con = ws.con
+    name, version = _dataset_key(job, dataset)  # a JobRef has the workspace's connection
+    con = job.con
     strip_a, strip_r = strip_sql("a.input"), strip_sql("input")
     blank = f"(a.reference IS NULL OR {strip_sql('a.reference')} = '')"
     params = {"job": job.id, "name": name, "version": version}

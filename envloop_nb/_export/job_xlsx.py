@@ -1,68 +1,48 @@
-"""An XLSX workbook for reviewers: Summary, Tasks and Attempts sheets (openpyxl).
+"""The job's XLSX workbook for reviewers: Summary, Tasks and Attempts (or per-bucket) sheets.
 
-The workbook is written in openpyxl's write-only (streaming) mode and attempts are
-streamed from DuckDB in Arrow record batches, so memory stays flat in the number of
-rows. Everything that came from a model, a user or a file is written as a text cell
-(``data_type "s"`` plus Excel's quote prefix when it starts with ``= + - @``), never as
-a formula. Excel's limits are handled, not hit: a sheet that would pass 1,048,576 rows
-continues on ``"Attempts (2)"``, ``"Attempts (3)"``...; a cell over 32,767 characters
-(counted as Excel does, in UTF-16 code units) is cut with a visible ``"… [truncated N
-chars]"`` marker, never inside a character; XML-illegal control characters and lone
-surrogates are shown as ``\\x07``-style escapes.
+Written through the package's one safe cell writer (:mod:`envloop_nb._export.cells`):
+text is never a formula, control characters are escaped, long text is cut with a
+visible marker, sheets continue past Excel's row limit (``"Attempts (2)"``...). The
+attempts are streamed from DuckDB in Arrow record batches, so memory stays flat in the
+number of rows. Functions take a :class:`~envloop_nb._store.ref.JobRef`.
 """
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
-import functools
-import math
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._buckets.rules import (
-    EXCLUDED,
-    BucketResult,
-    BucketRules,
-    check_finished,
-    job_buckets,
-    parse_names,
-)
+from .._buckets.apply import BucketResult, check_finished, job_buckets
+from .._buckets.rules import EXCLUDED, BucketRules, parse_names
+from .._metrics.passk_views import samples
+from .._metrics.summary import job_summary
+from .._store.ref import job_info
 from .._store.sql import ident
+from .cells import (
+    NUM,
+    PCT,
+    CellWriter,
+    Column,
+    Sheet,
+    free_sheet,
+    new_workbook,
+    plain,
+    print_setup,
+    save_workbook,
+    unique_name,
+)
 
 if TYPE_CHECKING:
-    from .._job import Job
+    from .._store.ref import JobRef
     from .._types import Policy
 
-__all__ = [
-    "MAX_CELL_CHARS",
-    "MAX_ROWS",
-    "ExportResult",
-    "export_xlsx",
-    "new_workbook",
-    "save_workbook",
-    "truncate_text",
-    "utf16_len",
-    "write_frame",
-]
+__all__ = ["BATCH_ROWS", "ExportResult", "export_xlsx", "render_chat_sql"]
 
-#: Excel's hard limit of rows per sheet (the header row included).
-MAX_ROWS = 1_048_576
-#: Excel's hard limit of characters per cell, counted in UTF-16 code units (an emoji or
-#: any other character beyond U+FFFF takes two).
-MAX_CELL_CHARS = 32_767
 #: Attempts fetched from DuckDB per Arrow batch.
 BATCH_ROWS = 2_048
-
-# XML 1.0 forbids these characters (C0 controls other than tab/newline/CR, U+FFFE, U+FFFF)
-# and lone surrogates (U+D800-U+DFFF as code points of a str: not encodable as UTF-8).
-_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-_PCT = "0.0%"
-_NUM = "0.###"
 
 
 @dataclass(frozen=True)
@@ -93,406 +73,10 @@ class ExportResult:
         return f"wrote {self.path.name}: {sheets} rows{extra}"
 
 
-class _Cells:
-    """Makes write-only cells: text always as text, numbers with their formats.
-
-    Each combination of formatting (number format, wrap, quote prefix, bold) is built
-    once as an openpyxl ``StyleArray`` and registered with the workbook once; a cell
-    then only gets a copy of that array and the registered style id (see
-    :class:`_FastCell`), so no style object is built or hashed per cell. Values are
-    bound directly (``_value`` and ``data_type``) instead of through openpyxl's type
-    sniffing: text is always ``"s"`` (a string starting with ``=`` is never a formula),
-    numbers ``"n"``, booleans ``"b"``, datetimes ``"d"``.
-    """
-
-    def __init__(self) -> None:
-        from openpyxl.styles import Alignment, Font
-
-        self.truncated = 0
-        self.escaped = 0
-        self.wrap = Alignment(wrap_text=True, vertical="top")
-        self.top = Alignment(vertical="top")
-        self.bold = Font(bold=True)
-        self.red = Font(bold=True, color="C00000")
-        self._styles: dict[tuple[int, str | None, bool, bool, bool, bool], tuple[Any, int]] = {}
-
-    def _template(
-        self, ws: Any, fmt: str | None, wrap: bool, quote: bool, bold: bool, red: bool = False
-    ) -> tuple[Any, int]:
-        """The StyleArray and workbook style id for one formatting combination."""
-        key = (id(ws.parent), fmt, wrap, quote, bold, red)
-        found = self._styles.get(key)
-        if found is None:
-            from openpyxl.cell import WriteOnlyCell
-
-            cell = WriteOnlyCell(ws)
-            cell.alignment = self.wrap if wrap else self.top
-            if fmt:
-                cell.number_format = fmt
-            if quote:
-                cell.quotePrefix = True  # stays text even when a reviewer edits the cell
-            if bold or red:
-                cell.font = self.red if red else self.bold
-            found = (copy.copy(cell._style), cell.style_id)
-            self._styles[key] = found
-        return found
-
-    def _make(
-        self,
-        ws: Any,
-        value: Any,
-        data_type: str,
-        fmt: str | None = None,
-        wrap: bool = False,
-        quote: bool = False,
-        bold: bool = False,
-        red: bool = False,
-    ) -> Any:
-        style, sid = self._template(ws, fmt, wrap, quote, bold, red)
-        cell = _fast_cell_class()(ws, style_array=style)
-        cell._value = value
-        cell.data_type = data_type
-        cell.sid = sid
-        return cell
-
-    def clean(self, value: str) -> str:
-        """Escape XML-illegal characters and cut at Excel's cell limit (counted)."""
-        if _ILLEGAL.search(value):
-            value = _ILLEGAL.sub(_escape, value)
-            self.escaped += 1
-        # at most 2 UTF-16 units per character: shorter text is never measured
-        if len(value) > MAX_CELL_CHARS // 2 and utf16_len(value) > MAX_CELL_CHARS:
-            value = truncate_text(value)
-            self.truncated += 1
-        return value
-
-    def text(self, ws: Any, value: str, wrap: bool = False, bold: bool = False) -> Any:
-        value = self.clean(value)
-        # data type "s": never a formula, whatever the first character
-        return self._make(ws, value, "s", None, wrap, value.startswith(_FORMULA_START), bold)
-
-    def value(
-        self, ws: Any, value: Any, fmt: str | None = None, wrap: bool = False, bold: bool = False
-    ) -> Any:
-        if value is None:
-            return None
-        if isinstance(value, str):
-            return self.text(ws, value, wrap, bold)
-        if isinstance(value, bool):
-            return self._make(ws, value, "b", bold=bold)
-        if isinstance(value, int | float):
-            if isinstance(value, float) and not math.isfinite(value):
-                return None if math.isnan(value) else self.text(ws, str(value), bold=bold)
-            return self._make(ws, value, "n", fmt, bold=bold)
-        if isinstance(value, dt.datetime):
-            naive = value.astimezone(dt.UTC).replace(tzinfo=None)
-            return self._make(ws, naive, "d", "yyyy-mm-dd hh:mm:ss", bold=bold)
-        return self.text(ws, str(value), wrap, bold)
-
-    def header(self, ws: Any, value: str) -> Any:
-        return self.text(ws, value, bold=True)
-
-    def note(self, ws: Any, value: str) -> Any:
-        """A bold dark-red text cell (a sheet's warning line above its header)."""
-        value = self.clean(value)
-        return self._make(ws, value, "s", None, False, value.startswith(_FORMULA_START), red=True)
-
-
-def _escape(m: re.Match[str]) -> str:
-    code = ord(m.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-@functools.cache
-def _fast_cell_class() -> Any:
-    """An openpyxl ``Cell`` whose style id was registered once for its whole style."""
-    from openpyxl.cell.cell import Cell
-
-    class _FastCell(Cell):
-        __slots__ = ("sid",)
-
-        @property
-        def style_id(self) -> int:
-            return int(self.sid)
-
-    return _FastCell
-
-
-def _cells_as_given(values: Sequence[Any], row_idx: int) -> Iterator[Any]:
-    """Stand-in for openpyxl's ``_values_to_row`` when every value is a ready cell.
-
-    openpyxl's version first tries to bind each cell *as a value* (raising and catching
-    a ValueError, formatting the cell's repr) and builds a spare cell after each styled
-    one; our cells are complete, so they only get their coordinates.
-    """
-    for col_idx, cell in enumerate(values, 1):
-        if cell is None:
-            continue
-        cell.column = col_idx
-        cell.row = row_idx
-        yield cell
-
-
-def utf16_len(value: str) -> int:
-    """Length of ``value`` in UTF-16 code units, as Excel counts a cell's characters.
-
-    Examples
-    --------
-    >>> len("a😀"), utf16_len("a😀")
-    (2, 3)
-    """
-    return len(value.encode("utf-16-le", "surrogatepass")) // 2
-
-
-def _utf16_prefix(value: str, units: int) -> str:
-    """The longest start of ``value`` of at most ``units`` UTF-16 units (pairs kept whole)."""
-    data = value.encode("utf-16-le", "surrogatepass")[: 2 * units]
-    if len(data) >= 2 and 0xD8 <= data[-1] <= 0xDB:  # a high surrogate without its pair
-        data = data[:-2]
-    return data.decode("utf-16-le", "surrogatepass")
-
-
-def truncate_text(value: str, limit: int | None = None) -> str:
-    """Cut ``value`` to ``limit`` UTF-16 units with a visible marker saying how much went.
-
-    Excel counts a cell's 32,767 characters in UTF-16 code units: a character beyond
-    U+FFFF (an emoji) takes two. The result, marker included, is at most ``limit``
-    units and never splits such a character; the marker counts the characters cut.
-
-    Examples
-    --------
-    >>> truncate_text("x" * 50, limit=30)
-    'xxxxxxxx… [truncated 42 chars]'
-    >>> cut = truncate_text("😀" * 40, limit=30)
-    >>> cut, utf16_len(cut)
-    ('😀😀😀😀… [truncated 36 chars]', 30)
-    """
-    limit = MAX_CELL_CHARS if limit is None else limit
-    total = utf16_len(value)
-    if total <= limit:
-        return value
-    keep = limit  # UTF-16 units of the text kept
-    while True:
-        head = _utf16_prefix(value, keep)
-        marker = f"… [truncated {len(value) - len(head)} chars]"
-        room = limit - len(marker)  # the marker is ASCII and "…": one unit per character
-        if utf16_len(head) <= room or keep == 0:
-            return (head + marker)[:limit] if keep == 0 else head + marker
-        keep = max(room, 0)
-
-
-@dataclass
-class _Column:
-    name: str
-    width: float
-    fmt: str | None = None
-    wrap: bool = False
-
-
-class _Sheet:
-    """A logical sheet that continues on "Title (2)"... past Excel's row limit.
-
-    Every part's title comes from :func:`sheet_title` with the workbook's ``taken``
-    titles, so no part ever takes a name another sheet has (or will want). A ``note``
-    (e.g. "⚠ not comparable") is a bold red first row on every part, above the header.
-    """
-
-    def __init__(
-        self,
-        wb: Any,
-        title: str,
-        columns: list[_Column],
-        cells: _Cells,
-        taken: set[str],
-        note: str = "",
-    ) -> None:
-        self.wb, self.title, self.columns, self.cells = wb, title, columns, cells
-        self.taken = taken
-        self.note = note
-        self.header_row = 2 if note else 1
-        self.part = 0
-        self.rows_in_part = 0
-        self.counts: dict[str, int] = {}
-        self.ws: Any = None
-        self._new_part()
-
-    def _new_part(self) -> None:
-        from openpyxl.utils import get_column_letter
-
-        if self.ws is not None:
-            self._close_part()
-        self.part += 1
-        name = sheet_title(self.title, self.taken, self.part)
-        ws = self.wb.create_sheet(name)
-        assert ws.title == name  # openpyxl renames a duplicate: sheet_title never makes one
-        ws._values_to_row = _cells_as_given  # rows are appended as ready cells
-        for i, col in enumerate(self.columns, 1):
-            ws.column_dimensions[get_column_letter(i)].width = col.width
-        ws.freeze_panes = f"A{self.header_row + 1}"
-        _print_setup(ws, self.header_row)
-        if self.note:
-            ws.append([self.cells.note(ws, self.note)])
-        ws.append([self.cells.header(ws, c.name) for c in self.columns])
-        self.ws = ws
-        self.rows_in_part = 0
-        self.counts[name] = 0
-
-    def _close_part(self) -> None:
-        from openpyxl.utils import get_column_letter
-
-        last = get_column_letter(max(len(self.columns), 1))
-        top = self.header_row
-        self.ws.auto_filter.ref = f"A{top}:{last}{self.rows_in_part + top}"
-
-    def append(self, values: Sequence[Any]) -> None:
-        # MAX_ROWS is read at call time so tests can patch it small.
-        if self.rows_in_part + self.header_row >= _max_rows():
-            self._new_part()
-        ws = self.ws
-        cells = self.cells
-        lines = _row_lines(values, self.columns)
-        row_idx = self.rows_in_part + self.header_row + 1
-        if lines > 1:  # streamed rows are not auto-fitted: give wrapped text room
-            ws.row_dimensions[row_idx].height = 15 * lines
-        ws.append(
-            [cells.value(ws, v, c.fmt, c.wrap) for v, c in zip(values, self.columns, strict=True)]
-        )
-        if lines > 1:
-            del ws.row_dimensions[row_idx]  # written already; keep memory flat
-        self.rows_in_part += 1
-        self.counts[ws.title] += 1
-
-    def close(self) -> None:
-        self._close_part()
-
-
-#: Most text lines a streamed row is made tall enough to show.
-MAX_ROW_LINES = 8
-
-
-def _row_lines(values: Sequence[Any], columns: Sequence[_Column]) -> int:
-    """Text lines the tallest wrapped cell of a row needs (1..MAX_ROW_LINES)."""
-    most = 1
-    for v, c in zip(values, columns, strict=True):
-        if c.wrap and isinstance(v, str) and v:
-            per_line = max(int(c.width * 1.1), 1)
-            n = 0
-            for part in v[: per_line * MAX_ROW_LINES].split("\n"):
-                n += max(1, -(-len(part) // per_line))
-                if n >= MAX_ROW_LINES:
-                    break
-            most = max(most, min(n, MAX_ROW_LINES))
-    return most
-
-
-def _print_setup(ws: Any, header_row: int = 1) -> None:
-    """Landscape, all columns on one page width, header row repeated on every page."""
-    ws.page_setup.orientation = "landscape"
-    ws.sheet_properties.pageSetUpPr.fitToPage = True
-    ws.page_setup.fitToWidth = 1
-    ws.page_setup.fitToHeight = 0
-    ws.print_title_rows = f"1:{header_row}"
-
-
-def _max_rows() -> int:
-    return MAX_ROWS
-
-
-def _suffix_title(title: str, suffix: str) -> str:
-    return title[: 31 - len(suffix)] + suffix
-
-
-_BAD_TITLE = re.compile(r"[\[\]:*?/\\]")
-#: Titles Excel refuses for a sheet of its own (compared ignoring case).
-RESERVED_TITLES = frozenset({"history"})
-
-
-def sheet_title(name: str, taken: set[str], part: int = 1) -> str:
-    """An Excel sheet title for part ``part`` of the logical sheet ``name``, unused in ``taken``.
-
-    ``taken`` holds the workbook's titles in lower case (Excel compares them ignoring
-    case); the title returned is added to it. Part 1 is ``name`` itself, part n > 1
-    (past 1,048,576 rows) is ``"name (n)"``; characters Excel forbids become ``_`` and
-    titles are cut to 31 characters. When that title is taken — a bucket named like an
-    overflow sheet, an overflow sheet named like a bucket, two names equal once cut — it
-    gets a further ``" (2)"``, ``" (3)"``... until it is free: titles never collide.
-
-    Examples
-    --------
-    >>> taken = set()
-    >>> [sheet_title(n, taken, p) for n, p in [("hard", 1), ("hard", 2), ("hard (2)", 1)]]
-    ['hard', 'hard (2)', 'hard (2) (2)']
-    >>> taken = set()
-    >>> [sheet_title(n, taken, p) for n, p in [("hard (2)", 1), ("hard", 1), ("hard", 2)]]
-    ['hard (2)', 'hard', 'hard (2) (2)']
-    >>> sheet_title("a/b:c" + "x" * 40, set(), 3)
-    'a_b_cxxxxxxxxxxxxxxxxxxxxxx (3)'
-    """
-    base = _BAD_TITLE.sub("_", name).strip("'") or "sheet"
-    title = (base[:31].rstrip("'") or "sheet") if part == 1 else _suffix_title(base, f" ({part})")
-    first, i = title, 2
-    while title.lower() in taken or title.lower() in RESERVED_TITLES:
-        title = _suffix_title(first, f" ({i})")
-        i += 1
-    taken.add(title.lower())
-    return title
-
-
-# -- the one writer for any workbook of frames (also the comparison export) ---------
-
-
-def new_workbook() -> tuple[Any, _Cells, set[str]]:
-    """A streaming workbook, its safe cell writer and its set of sheet titles."""
-    from openpyxl import Workbook
-
-    return Workbook(write_only=True), _Cells(), set()
-
-
-def _frame_value(value: Any) -> Any:
-    """A frame value as a cell value: lists joined, numpy/pandas scalars plain, missing None."""
-    import numpy as np
-
-    if isinstance(value, list | tuple | np.ndarray):
-        return ", ".join(map(str, value))
-    return _plain(value)
-
-
-def write_frame(
-    wb: Any, cells: _Cells, titles: set[str], title: str, frame: Any, note: str = ""
-) -> dict[str, int]:
-    """Write a pandas frame on sheet ``title`` (continued past Excel's row limit).
-
-    The same cells as the job workbook: text always text (never a formula), cut at
-    Excel's limit with a visible marker, XML-illegal characters escaped; ``note`` is a
-    bold red first row. Returns the data rows per sheet part.
-    """
-    widths = []
-    for i, name in enumerate(frame.columns):
-        longest = max((min(len(str(v)), 60) for v in frame.iloc[:, i]), default=0)
-        widths.append(min(max(len(str(name)), longest, 6) + 2, 62))
-    columns = [_Column(str(c), w) for c, w in zip(frame.columns, widths, strict=True)]
-    sheet = _Sheet(wb, title, columns, cells, titles, note=note)
-    for row in frame.itertuples(index=False, name=None):
-        sheet.append([_frame_value(v) for v in row])
-    sheet.close()
-    return sheet.counts
-
-
-def save_workbook(wb: Any, path: Path) -> None:
-    """Save ``wb`` to ``path`` atomically: a reader never sees a half-written file."""
-    tmp = path.with_name(path.name + ".partial-write")
-    try:
-        wb.save(tmp)
-        tmp.replace(path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 # -- frames ---------------------------------------------------------------------------
 
 
-def _tag_keys(job: Job) -> list[str]:
+def _tag_keys(job: JobRef) -> list[str]:
     rows = job.con.execute(
         """SELECT key FROM task_tags tt JOIN tasks t USING (job_id, task)
            WHERE tt.job_id = ? GROUP BY key
@@ -502,17 +86,11 @@ def _tag_keys(job: Job) -> list[str]:
     return [r[0] for r in rows]
 
 
-def _dimension_names(job: Job) -> list[str]:
+def _dimension_names(job: JobRef) -> list[str]:
     rows = job.con.execute(
         "SELECT DISTINCT name FROM dimensions WHERE job_id = ? ORDER BY name", [job.id]
     ).fetchall()
     return [r[0] for r in rows]
-
-
-def _unique(name: str, taken: set[str], prefix: str) -> str:
-    out = name if name not in taken else f"{prefix}{name}"
-    taken.add(out)
-    return out
 
 
 _CHAT_SQL = """CASE WHEN a.input_is_chat AND json_valid(a.input) AND json_type(a.input::JSON) = 'ARRAY'
@@ -535,7 +113,7 @@ def render_chat_sql(column: str = "a.input", is_chat: str = "a.input_is_chat") -
 
 
 def export_xlsx(
-    job: Job,
+    job: JobRef,
     path: str | Path,
     *,
     rules: BucketRules | None = None,
@@ -582,8 +160,6 @@ def export_xlsx(
     >>> out.rows_per_sheet["Tasks"], out.rows_per_sheet["Attempts"]
     (3, 6)
     """
-    from openpyxl import Workbook
-
     if rules is None and buckets is not None:
         raise ValueError(
             "buckets=... needs rules=...: without bucketing only 'export everything' is possible"
@@ -607,21 +183,16 @@ def export_xlsx(
         partial = result.partial
     else:  # nothing is bucketed, so nothing to refuse; an unfinished job is still partial
         partial, _ = check_finished(job, allow_partial=True)
-    from .._metrics.counts import samples
-
-    summary = job.summary(policy=policy, threshold=threshold)
+    summary = job_summary(job.con, job.id, policy=policy, threshold=threshold)
     tasks = (
         result.frame
         if result is not None and rules is not None and rules.level == "task"
         else samples(job.con, job.id, policy=policy, threshold=threshold)
     )
 
-    wb = Workbook(write_only=True)
-    cells = _Cells()
+    wb, cells, titles = new_workbook()  # titles: every sheet title, lower case
     counts: dict[str, int] = {}
-    titles: set[str] = set()  # every sheet title, lower case: see sheet_title
-    summary_ws = wb.create_sheet(sheet_title("Summary", titles))  # filled last, shown first
-    summary_ws._values_to_row = _cells_as_given  # rows are appended as ready cells
+    summary_ws = free_sheet(wb, "Summary", titles)  # filled last, shown first
 
     # -- Tasks ---------------------------------------------------------------------
     tasks_sheet = _write_tasks(job, wb, cells, tasks, result, chosen, titles)
@@ -670,14 +241,14 @@ def export_xlsx(
 
 
 def _write_tasks(
-    job: Job,
+    job: JobRef,
     wb: Any,
-    cells: _Cells,
+    cells: CellWriter,
     tasks: Any,
     result: BucketResult | None,
     chosen: list[str] | None,
     titles: set[str],
-) -> _Sheet:
+) -> Sheet:
     import pandas as pd
 
     frame = tasks
@@ -697,24 +268,24 @@ def _write_tasks(
         else pd.DataFrame(index=pd.Index([], name="task"))
     )
     taken: set[str] = set()
-    cols: list[tuple[str, _Column]] = []  # (source column, sheet column)
+    cols: list[tuple[str, Column]] = []  # (source column, sheet column)
     bucketed = result is not None and result.rules.level == "task"
     if bucketed:
-        cols.append(("bucket", _Column(_unique("bucket", taken, ""), 18)))
-    cols.append(("task", _Column(_unique("task", taken, ""), 28)))
-    tag_cols = [(f"tag:{k}", _Column(_unique(k, taken, "tag: "), 14)) for k in tag_keys]
+        cols.append(("bucket", Column(unique_name("bucket", taken, ""), 18)))
+    cols.append(("task", Column(unique_name("task", taken, ""), 28)))
+    tag_cols = [(f"tag:{k}", Column(unique_name(k, taken, "tag: "), 14)) for k in tag_keys]
     cols.extend(tag_cols)
     pct = {"pass_rate"} | {c for c in frame.columns if c.startswith(("pass@", "pass^"))}
     skip = {"bucket", "task", "tags", "complete", *tag_keys}  # tags have their own columns
     for c in frame.columns:
         if c in skip:
             continue
-        fmt = _PCT if c in pct else (_NUM if c.startswith(("reward", "composite")) else None)
+        fmt = PCT if c in pct else (NUM if c.startswith(("reward", "composite")) else None)
         if result is not None and c == result.metric and c not in pct:
-            fmt = _NUM
+            fmt = NUM
         width = max(10, len(c) + 3)
-        cols.append((c, _Column(_unique(c, taken, "metric: "), width, fmt)))
-    sheet = _Sheet(wb, "Tasks", [c for _, c in cols], cells, titles)
+        cols.append((c, Column(unique_name(c, taken, "metric: "), width, fmt)))
+    sheet = Sheet(wb, "Tasks", [c for _, c in cols], cells, titles)
     records = frame.merge(
         tags.rename(columns={k: f"tag:{k}" for k in tags.columns}),
         how="left",
@@ -723,36 +294,20 @@ def _write_tasks(
     )
     src = [s for s, _ in cols]
     for row in records[src].itertuples(index=False, name=None):
-        sheet.append([_plain(v) for v in row])
+        sheet.append([plain(v) for v in row])
     sheet.close()
     return sheet
 
 
-def _plain(v: Any) -> Any:
-    """numpy / pandas scalars to Python values; missing to None."""
-    if v is None:
-        return None
-    try:
-        import pandas as pd
-
-        if pd.isna(v):
-            return None
-    except (TypeError, ValueError):
-        pass
-    if hasattr(v, "item"):
-        return v.item()
-    return v
-
-
 def _attempt_columns(
     rules: BucketRules | None, result: BucketResult | None, dims: list[str]
-) -> tuple[list[_Column], list[str]]:
+) -> tuple[list[Column], list[str]]:
     taken: set[str] = set()
-    cols: list[_Column] = []
+    cols: list[Column] = []
     exprs: list[str] = []
 
     def add(expr: str, name: str, width: float, fmt: str | None = None, wrap: bool = False) -> None:
-        cols.append(_Column(_unique(name, taken, "dim: "), width, fmt, wrap))
+        cols.append(Column(unique_name(name, taken, "dim: "), width, fmt, wrap))
         exprs.append(expr)
 
     add("a.task", "task", 28)
@@ -760,10 +315,10 @@ def _attempt_columns(
     if rules is not None:
         add("bucket", "bucket", 18)
     add("a.status", "status", 11)
-    add("a.reward", "reward", 9, _NUM)
-    add("a.composite", "composite", 11, _NUM)
+    add("a.reward", "reward", 9, NUM)
+    add("a.composite", "composite", 11, NUM)
     for i, d in enumerate(dims):
-        add(f"a._d{i}", d, max(10, min(len(d) + 2, 20)), _NUM)
+        add(f"a._d{i}", d, max(10, min(len(d) + 2, 20)), NUM)
     add("a.error", "error", 40, wrap=True)
     add(render_chat_sql(), "input", 60, wrap=True)
     add("a.output", "output", 60, wrap=True)
@@ -776,18 +331,18 @@ def _attempt_columns(
 
 
 def _write_attempts(
-    job: Job,
+    job: JobRef,
     wb: Any,
-    cells: _Cells,
+    cells: CellWriter,
     title: str,
     rules: BucketRules | None,
     result: BucketResult | None,
     group: list[str | None] | None,
     dims: list[str],
     titles: set[str],
-) -> _Sheet:
+) -> Sheet:
     cols, exprs = _attempt_columns(rules, result, dims)
-    sheet = _Sheet(wb, title, cols, cells, titles)
+    sheet = Sheet(wb, title, cols, cells, titles)
     for batch in _attempt_batches(job, rules, result, group, dims, exprs):
         columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
         for row in zip(*columns, strict=True):
@@ -797,7 +352,7 @@ def _write_attempts(
 
 
 def _attempt_batches(
-    job: Job,
+    job: JobRef,
     rules: BucketRules | None,
     result: BucketResult | None,
     group: list[str | None] | None,
@@ -879,9 +434,9 @@ def _attempt_batches(
 
 
 def _write_summary(
-    job: Job,
+    job: JobRef,
     ws: Any,
-    cells: _Cells,
+    cells: CellWriter,
     summary: Any,
     result: BucketResult | None,
     chosen: list[str] | None,
@@ -891,14 +446,14 @@ def _write_summary(
     threshold: float | None,
     partial: bool,
 ) -> int:
-    info = job.info
+    info = job_info(job.con, job.id)
     ws.column_dimensions["A"].width = 26
     ws.column_dimensions["B"].width = 56
     ws.column_dimensions["C"].width = 16
     ws.column_dimensions["D"].width = 12
     ws.column_dimensions["E"].width = 60
     rows = 0
-    _print_setup(ws)
+    print_setup(ws)
 
     def put(
         *values: Any,
@@ -932,11 +487,11 @@ def _write_summary(
     put("threshold", "reward = 1 passes" if threshold is None else f"reward >= {threshold:g}")
     put("coverage", summary.coverage_text)
     k = summary.k
-    metric_fmt = _PCT if summary.binary else _NUM
+    metric_fmt = PCT if summary.binary else NUM
     put("score", summary.score, fmt=metric_fmt)
-    put("pass", summary.pass_, fmt=_PCT)
-    put(f"pass@{k}", summary.pass_at_k, fmt=_PCT)
-    put(f"pass^{k}", summary.pass_hat_k, fmt=_PCT)
+    put("pass", summary.pass_, fmt=PCT)
+    put(f"pass@{k}", summary.pass_at_k, fmt=PCT)
+    put(f"pass^{k}", summary.pass_hat_k, fmt=PCT)
     put("partial", "yes" if partial else "no")
     put("exported at (UTC)", exported_at.strftime("%Y-%m-%d %H:%M:%S"))
     put(
@@ -961,10 +516,10 @@ def _write_summary(
         put(
             name,
             rng,
-            _plain(count),
-            _plain(share),
+            plain(count),
+            plain(share),
             note or None,
-            fmts=(None, None, None, _PCT, None),
+            fmts=(None, None, None, PCT, None),
         )
     if result.warnings:
         put()
