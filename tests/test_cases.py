@@ -8,18 +8,9 @@ import pandas as pd
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._ui.cases import (
-    CasePage,
-    CaseQuery,
-    CaseSource,
-    attempt_detail,
-    attempt_detail_html,
-    chat_html,
-    fetch_page,
-    page_html,
-    task_detail,
-    task_detail_html,
-)
+from envloop_nb._present.cases_html import attempt_detail_html, chat_html, task_detail_html
+from envloop_nb._ui.cases_detail import attempt_detail, task_detail
+from envloop_nb._ui.cases_query import CasePage, CaseQuery, CaseSource, fetch_page, page_html
 
 from .conftest import SAMPLE_DATA, THREE_TASKS
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._ui.panel import agreement_html, findings_html, groups_html
+from envloop_nb._present.panel_html import agreement_html, findings_html, groups_html
 
 from .conftest import SAMPLE_DATA, THREE_TASKS
 

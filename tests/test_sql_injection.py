@@ -31,7 +31,7 @@ from openpyxl import load_workbook
 import envloop_nb as enb
 from envloop_nb import Bucket, BucketRules
 from envloop_nb._store.sql import ident, json_pointer, json_pointer_sql, literal, number
-from envloop_nb._ui.cases import CaseQuery, CaseSource
+from envloop_nb._ui.cases_query import CaseQuery, CaseSource
 from tests.conftest import HARBOR, TAU_BENCH, THREE_TASKS
 
 ROOT = Path(__file__).resolve().parent.parent

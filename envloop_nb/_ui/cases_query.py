@@ -6,8 +6,9 @@ computed by DuckDB, so a page of a million-attempt job costs one top-N query and
 count. :class:`CaseSource` keeps what is worth keeping between pages of one job (the
 per-task table for a policy/threshold, the bucket assignment, the dimension names).
 
-Details of one attempt or one task come back as plain dicts; the HTML is built by pure
-functions that escape everything that came from a model, a user or a file.
+Not a widget: the Cases tab (:mod:`envloop_nb._ui.cases_tab`) wires controls to it, the
+HTML is built by the pure renderers of :mod:`envloop_nb._present.cases_html`, and the
+detail of one attempt or task is read by :mod:`envloop_nb._ui.cases_detail`.
 
 Examples
 --------
@@ -20,15 +21,12 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
-import html
 import itertools
-import json
 import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._present.display import format_metric, format_pct
+from .._present.cases_html import SNIPPET, chat_snippet, is_missing, table_html
 from .._store.sql import ident
 from .._types import Policy
 
@@ -37,21 +35,17 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "CASES_CSS",
+    "ATTEMPT_SORTS",
+    "TEXT_SORTS",
     "CasePage",
     "CaseQuery",
     "CaseSource",
-    "attempt_detail",
-    "attempt_detail_html",
-    "chat_html",
+    "View",
     "fetch_page",
     "page_html",
-    "task_detail",
-    "task_detail_html",
 ]
 
 View = Literal["attempt", "task"]
-SNIPPET = 80
 _ids = itertools.count(1)
 
 #: Columns of the attempt view that sort directly (others: dimensions, ``bucket``).
@@ -219,7 +213,7 @@ class CaseSource:
         """Name of a temp table with the per-task numbers under ``policy``/``threshold``."""
         key = (policy, threshold)
         if key not in self._task_tables:
-            from .._metrics.counts import samples
+            from .._metrics.passk_views import samples
 
             frame = samples(
                 self.con, self.job_id, ks=[self.k], policy=policy, threshold=threshold,
@@ -529,7 +523,7 @@ class CaseSource:
         chat = frame.pop("_chat")
         if chat.notna().any():  # a conversation: show its last user turn, not JSON
             frame["input"] = [
-                s if pd_isna(c) else chat_snippet(c)
+                s if is_missing(c) else chat_snippet(c)
                 for s, c in zip(frame["input"], chat, strict=True)
             ]
         if self.dimensions:
@@ -570,162 +564,8 @@ def fetch_page(
     return source.fetch(query)
 
 
-# -- details ------------------------------------------------------------------------------
-
-
-def attempt_detail(
-    con: duckdb.DuckDBPyConnection, job_id: str, task: str, attempt: int
-) -> dict[str, Any]:
-    """Everything about one attempt: its row, its score dimensions, decoded JSON fields.
-
-    Examples
-    --------
-    >>> import envloop_nb as enb
-    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
-    >>> d = attempt_detail(job.con, job.id, "B", 1)
-    >>> d["reward"], d["dimensions"], d["artifacts"][0]["name"]
-    (1.0, {'style': 0.8, 'tests_passed': 1.0}, 'diff.patch')
-    """
-    cur = con.execute(
-        "SELECT * EXCLUDE (job_id) FROM attempts WHERE job_id = ? AND task = ? AND attempt = ?",
-        [job_id, task, int(attempt)],
-    )
-    names = [d[0] for d in cur.description]
-    row = cur.fetchone()
-    if row is None:
-        raise KeyError(f"job {job_id!r} has no attempt {attempt} of task {task!r}")
-    detail = dict(zip(names, row, strict=True))
-    for key in ("artifacts", "extra"):
-        if isinstance(detail.get(key), str):
-            with contextlib.suppress(ValueError):
-                detail[key] = json.loads(detail[key])
-    detail["dimensions"] = dict(
-        con.execute(
-            "SELECT name, value FROM dimensions WHERE job_id = ? AND task = ? AND attempt = ? "
-            "ORDER BY name",
-            [job_id, task, int(attempt)],
-        ).fetchall()
-    )
-    return detail
-
-
-def task_detail(
-    con: duckdb.DuckDBPyConnection,
-    job_id: str,
-    task: str,
-    *,
-    policy: Policy = "unknown",
-    threshold: float | None = None,
-) -> dict[str, Any]:
-    """One task: its tags, per-task numbers and every attempt of record (a small frame)."""
-    from .._metrics.counts import samples
-
-    row = con.execute(
-        "SELECT tags, digest FROM tasks WHERE job_id = ? AND task = ?", [job_id, task]
-    ).fetchone()
-    if row is None:
-        raise KeyError(f"job {job_id!r} has no task {task!r}")
-    per_task = samples(con, job_id, policy=policy, threshold=threshold)
-    numbers = per_task[per_task["task"] == task].iloc[0].to_dict()
-    attempts = con.execute(
-        """SELECT attempt, status, reward, exit_code, turns,
-                  coalesce(input_tokens, 0) + coalesce(output_tokens, 0) AS tokens, duration_s,
-                  left(output, 200) AS output, left(error, 200) AS error
-           FROM attempts WHERE job_id = ? AND task = ? ORDER BY attempt""",
-        [job_id, task],
-    ).df()
-    return {
-        "task": task,
-        "tags": json.loads(row[0]) if row[0] else {},
-        "digest": row[1],
-        "numbers": numbers,
-        "attempts": attempts,
-        "k": int(numbers["n"]),
-    }
-
-
-# -- HTML (pure) ------------------------------------------------------------------------------
-
-CASES_CSS = """
-<style>
-.enb-cases{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
-  color:var(--jp-ui-font-color1,inherit);line-height:1.45;overflow-x:auto}
-.enb-cases table{border-collapse:collapse;width:100%;table-layout:auto}
-.enb-cases th{text-align:left;font-weight:600;color:var(--jp-ui-font-color2,inherit);
-  border-bottom:1px solid var(--jp-border-color1,#8888);padding:3px 6px;white-space:nowrap}
-.enb-cases td{padding:2px 6px;border-bottom:1px solid var(--jp-border-color3,#8883);
-  vertical-align:top;max-width:240px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-.enb-cases td.num,.enb-cases th.num{text-align:right;font-variant-numeric:tabular-nums}
-.enb-cases tr.enb-selected td{background:var(--jp-layout-color2,#8882)}
-.enb-cases tbody tr[data-row]{cursor:pointer}
-.enb-cases tbody tr[data-row]:hover td{background:var(--jp-layout-color2,#8881)}
-.enb-cases .enb-dim{color:var(--jp-ui-font-color3,#888)}
-.enb-cases .enb-st-failed,.enb-cases .enb-st-cancelled{color:var(--jp-error-color1,#c62828)}
-.enb-cases .enb-st-running,.enb-cases .enb-st-pending{color:var(--jp-warn-color1,#b45309)}
-.enb-detail{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
-  line-height:1.45;color:var(--jp-ui-font-color1,inherit);border:1px solid var(--jp-border-color2,#8884);
-  border-radius:6px;padding:8px 10px;margin-top:6px}
-.enb-detail h4{margin:2px 0 6px 0;font-size:13px}
-.enb-detail h5{margin:8px 0 3px 0;font-size:12px;color:var(--jp-ui-font-color2,inherit)}
-.enb-detail table.enb-kv{border-collapse:collapse}
-.enb-detail table.enb-kv th{text-align:left;font-weight:400;color:var(--jp-ui-font-color2,inherit);
-  padding:0 16px 0 0;white-space:nowrap;vertical-align:top}
-.enb-detail table.enb-kv td{text-align:left;padding:0;font-variant-numeric:tabular-nums}
-.enb-detail pre{white-space:pre-wrap;word-break:break-word;max-height:240px;overflow:auto;margin:0;
-  padding:4px 6px;background:var(--jp-layout-color2,#8881);border-radius:4px;
-  font-family:var(--jp-code-font-family,monospace);font-size:11px}
-.enb-turn{margin:3px 0;padding:4px 6px;border-left:3px solid var(--jp-border-color1,#888);
-  background:var(--jp-layout-color2,#8881);border-radius:0 4px 4px 0}
-.enb-turn .enb-role{font-weight:600;font-size:11px;color:var(--jp-ui-font-color2,inherit)}
-.enb-turn.enb-user{border-left-color:var(--jp-brand-color1,#4a90c8)}
-.enb-turn.enb-assistant{border-left-color:var(--jp-success-color1,#4c9f70)}
-.enb-turn.enb-tool{border-left-color:var(--jp-warn-color1,#c9a227)}
-.enb-turn pre{background:none;padding:0;max-height:200px}
-.enb-error-box{border:1px solid var(--jp-error-color1,#c62828);color:var(--jp-error-color1,#c62828);
-  border-radius:4px;padding:4px 8px;font-family:var(--jp-ui-font-family,system-ui,sans-serif);
-  font-size:12px;line-height:1.45;background:var(--jp-layout-color1,transparent)}
-.enb-ok-box{border:1px solid var(--jp-success-color1,#4c9f70);border-radius:4px;padding:4px 8px;
-  line-height:1.45;
-  font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
-  color:var(--jp-ui-font-color1,inherit)}
-</style>
-"""
-
-_RATE_COLUMNS = ("pass_rate", "reward_mean")
-
-
-def _is_missing(value: Any) -> bool:
-    if value is None:
-        return True
-    try:
-        return bool(value != value)  # NaN, NA
-    except (TypeError, ValueError):
-        return False
-
-
-def _cell(column: str, value: Any) -> tuple[str, bool]:
-    """Text of one cell and whether it is numeric (right-aligned)."""
-    if _is_missing(value):
-        return "-", True
-    if isinstance(value, bool):
-        return ("yes" if value else "no"), False
-    if isinstance(value, int | float) or hasattr(value, "dtype"):
-        v = float(value)
-        if column.startswith(("pass@", "pass^")) or column in _RATE_COLUMNS:
-            return format_metric(v), True
-        if column in ("n", "scored", "passes", "attempt", "turns", "tokens", "exit_code"):
-            return f"{int(v):,}", True
-        if column == "duration_s":
-            return f"{v:,.1f}", True
-        return f"{v:.4g}", True
-    text = str(value)
-    if column in ("input", "output", "error") and len(text) > SNIPPET:
-        text = text[:SNIPPET] + "…"
-    return text, False
-
-
 def page_html(page: CasePage, *, selected: int | None = None) -> str:
-    """The page as an HTML table (escaped; numbers right-aligned, rates as percentages).
+    """The page as an HTML table (see :func:`envloop_nb._present.cases_html.table_html`).
 
     Examples
     --------
@@ -735,222 +575,4 @@ def page_html(page: CasePage, *, selected: int | None = None) -> str:
     >>> "&lt;b&gt;x&lt;/b&gt;" in page_html(p) and ">50%<" in page_html(p)
     True
     """
-    frame = page.frame
-    cols = list(frame.columns)
-    numeric = {
-        c for c in cols
-        if c not in ("task", "subset", "status", "bucket", "input", "output", "error")
-    }  # fmt: skip
-    head = "".join(
-        f'<th class="{"num" if c in numeric else ""}">{html.escape(c)}</th>' for c in ["#", *cols]
-    )
-    body = []
-    for i, row in enumerate(frame.itertuples(index=False)):
-        cells = [f'<td class="num enb-dim">{page.first_row + i:,}</td>']
-        for col, value in zip(cols, row, strict=True):
-            text, is_num = _cell(col, value)
-            cls = "num" if is_num and col in numeric else ""
-            if col == "status":
-                cls += f" enb-st-{html.escape(str(value))}"
-            title = "" if col not in ("input", "output", "error") or _is_missing(value) else (
-                f' title="{html.escape(str(value), quote=True)}"'
-            )  # fmt: skip
-            cells.append(f'<td class="{cls.strip()}"{title}>{html.escape(text)}</td>')
-        sel = ' class="enb-selected"' if selected == i else ""
-        body.append(f'<tr data-row="{i}"{sel}>{"".join(cells)}</tr>')
-    if not body:
-        body.append(f'<tr><td colspan="{len(cols) + 1}" class="enb-dim">no rows match</td></tr>')
-    return (
-        f'{CASES_CSS}<div class="enb-cases"><table><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
-    )
-
-
-def pd_isna(value: Any) -> bool:
-    return _is_missing(value)
-
-
-def chat_snippet(text: str) -> str:
-    """One line for a ChatML input: its last user turn (else its last turn).
-
-    Examples
-    --------
-    >>> chat_snippet('[{"role": "system", "content": "be brief"}, {"role": "user", "content": "Hi  there"}]')
-    'Hi there'
-    """
-    try:
-        turns = json.loads(text)
-    except ValueError:
-        return " ".join(text.split())[: SNIPPET + 1]
-    if not isinstance(turns, list) or not turns:
-        return " ".join(text.split())[: SNIPPET + 1]
-    users = [t for t in turns if isinstance(t, dict) and t.get("role") == "user"]
-    turn = users[-1] if users else turns[-1]
-    body = _content_text(turn.get("content")) if isinstance(turn, dict) else str(turn)
-    return " ".join(body.split())[: SNIPPET + 1]
-
-
-def _content_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, dict):
-                if "text" in part:
-                    parts.append(str(part["text"]))
-                else:
-                    parts.append(f"[{part.get('type', 'part')}]")
-            else:
-                parts.append(str(part))
-        return "\n".join(parts)
-    return json.dumps(content, ensure_ascii=False)
-
-
-def chat_html(text: str | None, is_chat: bool | None = None) -> str:
-    """An input as a conversation (ChatML list of turns) or as plain text, escaped.
-
-    Examples
-    --------
-    >>> out = chat_html('[{"role": "user", "content": "<script>x</script>"}]', True)
-    >>> "enb-turn enb-user" in out and "&lt;script&gt;" in out and "<script>" not in out
-    True
-    """
-    if text is None:
-        return '<span class="enb-dim">none</span>'
-    turns = None
-    if is_chat or (is_chat is None and text.lstrip().startswith("[")):
-        try:
-            parsed = json.loads(text)
-            if isinstance(parsed, list) and all(isinstance(t, dict) for t in parsed):
-                turns = parsed
-        except ValueError:
-            turns = None
-    if turns is None:
-        return f"<pre>{html.escape(text)}</pre>"
-    out = []
-    for turn in turns:
-        role = str(turn.get("role", "?"))
-        body = _content_text(turn.get("content"))
-        calls = turn.get("tool_calls")
-        if calls:
-            body += ("\n" if body else "") + "tool calls: " + json.dumps(calls, ensure_ascii=False)
-        role_cls = role if role in ("user", "assistant", "system", "tool") else "other"
-        out.append(
-            f'<div class="enb-turn enb-{role_cls}"><div class="enb-role">{html.escape(role)}</div>'
-            f"<pre>{html.escape(body)}</pre></div>"
-        )
-    return "".join(out)
-
-
-def _fmt(value: Any, unit: str = "") -> str:
-    if _is_missing(value):
-        return "-"
-    if isinstance(value, float):
-        return f"{value:,.4g}{unit}"
-    if isinstance(value, int):
-        return f"{value:,}{unit}"
-    return f"{value}{unit}"
-
-
-def _dl(items: list[tuple[str, Any]]) -> str:
-    rows = "".join(
-        f'<tr><th>{html.escape(k)}</th><td class="num">'
-        f"{html.escape(v if isinstance(v, str) else _fmt(v))}</td></tr>"
-        for k, v in items
-    )
-    return f'<table class="enb-kv">{rows}</table>'
-
-
-def attempt_detail_html(detail: dict[str, Any]) -> str:
-    """One attempt in full: conversation, output, reference, judge, figures. Escaped.
-
-    Examples
-    --------
-    >>> d = {"task": "T<1>", "attempt": 1, "status": "failed", "input": "hi", "output": "=cmd",
-    ...      "error": "<boom>", "dimensions": {"style": 0.5}}
-    >>> out = attempt_detail_html(d)
-    >>> "T&lt;1&gt;" in out and "&lt;boom&gt;" in out and "style" in out
-    True
-    """
-    g = detail.get
-    head = (
-        f"<h4>task {html.escape(str(g('task')))} · attempt {html.escape(_fmt(g('attempt')))} · "
-        f'<span class="enb-st-{html.escape(str(g("status")))}">{html.escape(str(g("status")))}</span>'
-        f" · reward {html.escape(_fmt(g('reward')))}</h4>"
-    )
-    tokens = [g("input_tokens"), g("output_tokens"), g("cache_tokens")]
-    figures = _dl(
-        [
-            ("reward", _fmt(g("reward"))),
-            ("composite", _fmt(g("composite"))),
-            ("exit code", _fmt(g("exit_code"))),
-            ("error type", _fmt(g("error_type"))),
-            ("turns", _fmt(g("turns"))),
-            ("tokens in / out / cache", " / ".join(_fmt(t) for t in tokens)),
-            ("duration", _fmt(g("duration_s"), " s")),
-            ("started / finished", f"{_fmt(g('started_at'))} / {_fmt(g('finished_at'))}"),
-            ("cost", _fmt(g("cost_usd"), " USD")),
-            ("logprob mean", _fmt(g("logprob_mean"))),
-            ("trials for this slot", _fmt(g("n_trials"))),
-            ("trial id", _fmt(g("trial_id"))),
-            ("source", _fmt(g("source_place"))),
-        ]
-    )
-    parts = [head, '<div class="enb-cases-detail-grid">', figures, "</div>"]
-    dims = g("dimensions") or {}
-    if dims:
-        parts.append("<h5>score dimensions</h5>" + _dl([(k, _fmt(v)) for k, v in dims.items()]))
-    if not _is_missing(g("judge_summary")):
-        parts.append(f"<h5>judge summary</h5><pre>{html.escape(str(g('judge_summary')))}</pre>")
-    if not _is_missing(g("error")):
-        parts.append(f"<h5>error</h5><pre>{html.escape(str(g('error')))}</pre>")
-    parts.append("<h5>input</h5>" + chat_html(g("input"), g("input_is_chat")))
-    out_text = g("output")
-    parts.append(
-        "<h5>output</h5>"
-        + ('<span class="enb-dim">none</span>' if _is_missing(out_text)
-           else f"<pre>{html.escape(str(out_text))}</pre>")
-    )  # fmt: skip
-    ref = g("reference")
-    if not _is_missing(ref):
-        parts.append(f"<h5>reference</h5><pre>{html.escape(str(ref))}</pre>")
-    artifacts = g("artifacts") or []
-    if isinstance(artifacts, list) and artifacts:
-        items = "".join(
-            "<li>" + html.escape(
-                f"{a.get('name', '?')} · {a.get('uri', '')}"
-                + (f" · {a['bytes']:,} bytes" if isinstance(a.get("bytes"), int) else "")
-                if isinstance(a, dict) else str(a)
-            ) + "</li>"
-            for a in artifacts
-        )  # fmt: skip
-        parts.append(f"<h5>artifacts</h5><ul>{items}</ul>")
-    return CASES_CSS + f'<div class="enb-detail">{"".join(parts)}</div>'
-
-
-def task_detail_html(detail: dict[str, Any]) -> str:
-    """One task: its tags, per-task numbers and a table of all its attempts. Escaped."""
-    numbers = detail["numbers"]
-    k = detail["k"]
-    tags = ", ".join(f"{key}={value}" for key, value in detail["tags"].items()) or "-"
-    items = [
-        ("tags", tags),
-        ("attempts scored", f"{int(numbers['scored']):,}/{int(numbers['n']):,}"),
-        ("passes", _fmt(numbers.get("passes"))),
-        ("pass rate", format_pct(numbers.get("pass_rate"))),
-        (f"pass@{k}", format_metric(numbers.get(f"pass@{k}"))),
-        (f"pass^{k}", format_metric(numbers.get(f"pass^{k}"))),
-        ("reward mean", format_metric(numbers.get("reward_mean"))),
-    ]
-    attempts = detail["attempts"]
-    page = CasePage(attempts, len(attempts), CaseQuery(page_size=max(len(attempts), 1)),
-                    tuple(attempts.columns))  # fmt: skip
-    table = page_html(page).replace(CASES_CSS, "")
-    return (
-        CASES_CSS + '<div class="enb-detail">'
-        f"<h4>task {html.escape(str(detail['task']))}</h4>{_dl(items)}"
-        f"<h5>attempts</h5>{table}</div>"
-    )
+    return table_html(page.frame, first_row=page.first_row, selected=selected)

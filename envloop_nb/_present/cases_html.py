@@ -1,0 +1,353 @@
+"""The Cases view as HTML (pure): the rows table, an attempt's and a task's detail.
+
+Frames and plain dicts in, HTML out; everything that came from a model, a user or a
+file is escaped. The rows come from :mod:`envloop_nb._ui.cases_query` (which pages them
+in DuckDB); the boxes a panel shows for an error or a done export are here too, since
+their style lives in :data:`CASES_CSS`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import TYPE_CHECKING, Any
+
+from .display import format_metric, format_pct
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "CASES_CSS",
+    "SNIPPET",
+    "attempt_detail_html",
+    "chat_html",
+    "chat_snippet",
+    "error_box",
+    "is_missing",
+    "ok_box",
+    "table_html",
+    "task_detail_html",
+]
+
+#: Characters of input, output and error a table cell shows (the rest is in its title).
+SNIPPET = 80
+
+CASES_CSS = """
+<style>
+.enb-cases{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
+  color:var(--jp-ui-font-color1,inherit);line-height:1.45;overflow-x:auto}
+.enb-cases table{border-collapse:collapse;width:100%;table-layout:auto}
+.enb-cases th{text-align:left;font-weight:600;color:var(--jp-ui-font-color2,inherit);
+  border-bottom:1px solid var(--jp-border-color1,#8888);padding:3px 6px;white-space:nowrap}
+.enb-cases td{padding:2px 6px;border-bottom:1px solid var(--jp-border-color3,#8883);
+  vertical-align:top;max-width:240px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.enb-cases td.num,.enb-cases th.num{text-align:right;font-variant-numeric:tabular-nums}
+.enb-cases tr.enb-selected td{background:var(--jp-layout-color2,#8882)}
+.enb-cases tbody tr[data-row]{cursor:pointer}
+.enb-cases tbody tr[data-row]:hover td{background:var(--jp-layout-color2,#8881)}
+.enb-cases .enb-dim{color:var(--jp-ui-font-color3,#888)}
+.enb-cases .enb-st-failed,.enb-cases .enb-st-cancelled{color:var(--jp-error-color1,#c62828)}
+.enb-cases .enb-st-running,.enb-cases .enb-st-pending{color:var(--jp-warn-color1,#b45309)}
+.enb-detail{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
+  line-height:1.45;color:var(--jp-ui-font-color1,inherit);border:1px solid var(--jp-border-color2,#8884);
+  border-radius:6px;padding:8px 10px;margin-top:6px}
+.enb-detail h4{margin:2px 0 6px 0;font-size:13px}
+.enb-detail h5{margin:8px 0 3px 0;font-size:12px;color:var(--jp-ui-font-color2,inherit)}
+.enb-detail table.enb-kv{border-collapse:collapse}
+.enb-detail table.enb-kv th{text-align:left;font-weight:400;color:var(--jp-ui-font-color2,inherit);
+  padding:0 16px 0 0;white-space:nowrap;vertical-align:top}
+.enb-detail table.enb-kv td{text-align:left;padding:0;font-variant-numeric:tabular-nums}
+.enb-detail pre{white-space:pre-wrap;word-break:break-word;max-height:240px;overflow:auto;margin:0;
+  padding:4px 6px;background:var(--jp-layout-color2,#8881);border-radius:4px;
+  font-family:var(--jp-code-font-family,monospace);font-size:11px}
+.enb-turn{margin:3px 0;padding:4px 6px;border-left:3px solid var(--jp-border-color1,#888);
+  background:var(--jp-layout-color2,#8881);border-radius:0 4px 4px 0}
+.enb-turn .enb-role{font-weight:600;font-size:11px;color:var(--jp-ui-font-color2,inherit)}
+.enb-turn.enb-user{border-left-color:var(--jp-brand-color1,#4a90c8)}
+.enb-turn.enb-assistant{border-left-color:var(--jp-success-color1,#4c9f70)}
+.enb-turn.enb-tool{border-left-color:var(--jp-warn-color1,#c9a227)}
+.enb-turn pre{background:none;padding:0;max-height:200px}
+.enb-error-box{border:1px solid var(--jp-error-color1,#c62828);color:var(--jp-error-color1,#c62828);
+  border-radius:4px;padding:4px 8px;font-family:var(--jp-ui-font-family,system-ui,sans-serif);
+  font-size:12px;line-height:1.45;background:var(--jp-layout-color1,transparent)}
+.enb-ok-box{border:1px solid var(--jp-success-color1,#4c9f70);border-radius:4px;padding:4px 8px;
+  line-height:1.45;
+  font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
+  color:var(--jp-ui-font-color1,inherit)}
+</style>
+"""
+
+_RATE_COLUMNS = ("pass_rate", "reward_mean")
+
+
+def is_missing(value: Any) -> bool:
+    """Whether a cell holds no value (``None``, NaN, ``pd.NA``)."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # NaN, NA
+    except (TypeError, ValueError):
+        return False
+
+
+def _cell(column: str, value: Any) -> tuple[str, bool]:
+    """Text of one cell and whether it is numeric (right-aligned)."""
+    if is_missing(value):
+        return "-", True
+    if isinstance(value, bool):
+        return ("yes" if value else "no"), False
+    if isinstance(value, int | float) or hasattr(value, "dtype"):
+        v = float(value)
+        if column.startswith(("pass@", "pass^")) or column in _RATE_COLUMNS:
+            return format_metric(v), True
+        if column in ("n", "scored", "passes", "attempt", "turns", "tokens", "exit_code"):
+            return f"{int(v):,}", True
+        if column == "duration_s":
+            return f"{v:,.1f}", True
+        return f"{v:.4g}", True
+    text = str(value)
+    if column in ("input", "output", "error") and len(text) > SNIPPET:
+        text = text[:SNIPPET] + "…"
+    return text, False
+
+
+def table_html(frame: pd.DataFrame, *, first_row: int = 1, selected: int | None = None) -> str:
+    """Rows of a frame as the Cases table (escaped; numbers right-aligned, rates as %).
+
+    ``first_row`` numbers the first row (the ``#`` column); ``selected`` marks a row.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> f = pd.DataFrame({"task": ["<b>x</b>"], "pass_rate": [0.5]})
+    >>> "&lt;b&gt;x&lt;/b&gt;" in table_html(f) and ">50%<" in table_html(f)
+    True
+    """
+    cols = list(frame.columns)
+    numeric = {
+        c for c in cols
+        if c not in ("task", "subset", "status", "bucket", "input", "output", "error")
+    }  # fmt: skip
+    head = "".join(
+        f'<th class="{"num" if c in numeric else ""}">{html.escape(c)}</th>' for c in ["#", *cols]
+    )
+    body = []
+    for i, row in enumerate(frame.itertuples(index=False)):
+        cells = [f'<td class="num enb-dim">{first_row + i:,}</td>']
+        for col, value in zip(cols, row, strict=True):
+            text, is_num = _cell(col, value)
+            cls = "num" if is_num and col in numeric else ""
+            if col == "status":
+                cls += f" enb-st-{html.escape(str(value))}"
+            title = "" if col not in ("input", "output", "error") or is_missing(value) else (
+                f' title="{html.escape(str(value), quote=True)}"'
+            )  # fmt: skip
+            cells.append(f'<td class="{cls.strip()}"{title}>{html.escape(text)}</td>')
+        sel = ' class="enb-selected"' if selected == i else ""
+        body.append(f'<tr data-row="{i}"{sel}>{"".join(cells)}</tr>')
+    if not body:
+        body.append(f'<tr><td colspan="{len(cols) + 1}" class="enb-dim">no rows match</td></tr>')
+    return (
+        f'{CASES_CSS}<div class="enb-cases"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def chat_snippet(text: str) -> str:
+    """One line for a ChatML input: its last user turn (else its last turn).
+
+    Examples
+    --------
+    >>> chat_snippet('[{"role": "system", "content": "be brief"}, {"role": "user", "content": "Hi  there"}]')
+    'Hi there'
+    """
+    try:
+        turns = json.loads(text)
+    except ValueError:
+        return " ".join(text.split())[: SNIPPET + 1]
+    if not isinstance(turns, list) or not turns:
+        return " ".join(text.split())[: SNIPPET + 1]
+    users = [t for t in turns if isinstance(t, dict) and t.get("role") == "user"]
+    turn = users[-1] if users else turns[-1]
+    body = _content_text(turn.get("content")) if isinstance(turn, dict) else str(turn)
+    return " ".join(body.split())[: SNIPPET + 1]
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict):
+                if "text" in part:
+                    parts.append(str(part["text"]))
+                else:
+                    parts.append(f"[{part.get('type', 'part')}]")
+            else:
+                parts.append(str(part))
+        return "\n".join(parts)
+    return json.dumps(content, ensure_ascii=False)
+
+
+def chat_html(text: str | None, is_chat: bool | None = None) -> str:
+    """An input as a conversation (ChatML list of turns) or as plain text, escaped.
+
+    Examples
+    --------
+    >>> out = chat_html('[{"role": "user", "content": "<script>x</script>"}]', True)
+    >>> "enb-turn enb-user" in out and "&lt;script&gt;" in out and "<script>" not in out
+    True
+    """
+    if text is None:
+        return '<span class="enb-dim">none</span>'
+    turns = None
+    if is_chat or (is_chat is None and text.lstrip().startswith("[")):
+        try:
+            parsed = json.loads(text)
+            if isinstance(parsed, list) and all(isinstance(t, dict) for t in parsed):
+                turns = parsed
+        except ValueError:
+            turns = None
+    if turns is None:
+        return f"<pre>{html.escape(text)}</pre>"
+    out = []
+    for turn in turns:
+        role = str(turn.get("role", "?"))
+        body = _content_text(turn.get("content"))
+        calls = turn.get("tool_calls")
+        if calls:
+            body += ("\n" if body else "") + "tool calls: " + json.dumps(calls, ensure_ascii=False)
+        role_cls = role if role in ("user", "assistant", "system", "tool") else "other"
+        out.append(
+            f'<div class="enb-turn enb-{role_cls}"><div class="enb-role">{html.escape(role)}</div>'
+            f"<pre>{html.escape(body)}</pre></div>"
+        )
+    return "".join(out)
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if is_missing(value):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.4g}{unit}"
+    if isinstance(value, int):
+        return f"{value:,}{unit}"
+    return f"{value}{unit}"
+
+
+def _dl(items: list[tuple[str, Any]]) -> str:
+    rows = "".join(
+        f'<tr><th>{html.escape(k)}</th><td class="num">'
+        f"{html.escape(v if isinstance(v, str) else _fmt(v))}</td></tr>"
+        for k, v in items
+    )
+    return f'<table class="enb-kv">{rows}</table>'
+
+
+def attempt_detail_html(detail: dict[str, Any]) -> str:
+    """One attempt in full: conversation, output, reference, judge, figures. Escaped.
+
+    Examples
+    --------
+    >>> d = {"task": "T<1>", "attempt": 1, "status": "failed", "input": "hi", "output": "=cmd",
+    ...      "error": "<boom>", "dimensions": {"style": 0.5}}
+    >>> out = attempt_detail_html(d)
+    >>> "T&lt;1&gt;" in out and "&lt;boom&gt;" in out and "style" in out
+    True
+    """
+    g = detail.get
+    head = (
+        f"<h4>task {html.escape(str(g('task')))} · attempt {html.escape(_fmt(g('attempt')))} · "
+        f'<span class="enb-st-{html.escape(str(g("status")))}">{html.escape(str(g("status")))}</span>'
+        f" · reward {html.escape(_fmt(g('reward')))}</h4>"
+    )
+    tokens = [g("input_tokens"), g("output_tokens"), g("cache_tokens")]
+    figures = _dl(
+        [
+            ("reward", _fmt(g("reward"))),
+            ("composite", _fmt(g("composite"))),
+            ("exit code", _fmt(g("exit_code"))),
+            ("error type", _fmt(g("error_type"))),
+            ("turns", _fmt(g("turns"))),
+            ("tokens in / out / cache", " / ".join(_fmt(t) for t in tokens)),
+            ("duration", _fmt(g("duration_s"), " s")),
+            ("started / finished", f"{_fmt(g('started_at'))} / {_fmt(g('finished_at'))}"),
+            ("cost", _fmt(g("cost_usd"), " USD")),
+            ("logprob mean", _fmt(g("logprob_mean"))),
+            ("trials for this slot", _fmt(g("n_trials"))),
+            ("trial id", _fmt(g("trial_id"))),
+            ("source", _fmt(g("source_place"))),
+        ]
+    )
+    parts = [head, '<div class="enb-cases-detail-grid">', figures, "</div>"]
+    dims = g("dimensions") or {}
+    if dims:
+        parts.append("<h5>score dimensions</h5>" + _dl([(k, _fmt(v)) for k, v in dims.items()]))
+    if not is_missing(g("judge_summary")):
+        parts.append(f"<h5>judge summary</h5><pre>{html.escape(str(g('judge_summary')))}</pre>")
+    if not is_missing(g("error")):
+        parts.append(f"<h5>error</h5><pre>{html.escape(str(g('error')))}</pre>")
+    parts.append("<h5>input</h5>" + chat_html(g("input"), g("input_is_chat")))
+    out_text = g("output")
+    parts.append(
+        "<h5>output</h5>"
+        + ('<span class="enb-dim">none</span>' if is_missing(out_text)
+           else f"<pre>{html.escape(str(out_text))}</pre>")
+    )  # fmt: skip
+    ref = g("reference")
+    if not is_missing(ref):
+        parts.append(f"<h5>reference</h5><pre>{html.escape(str(ref))}</pre>")
+    artifacts = g("artifacts") or []
+    if isinstance(artifacts, list) and artifacts:
+        items = "".join(
+            "<li>" + html.escape(
+                f"{a.get('name', '?')} · {a.get('uri', '')}"
+                + (f" · {a['bytes']:,} bytes" if isinstance(a.get("bytes"), int) else "")
+                if isinstance(a, dict) else str(a)
+            ) + "</li>"
+            for a in artifacts
+        )  # fmt: skip
+        parts.append(f"<h5>artifacts</h5><ul>{items}</ul>")
+    return CASES_CSS + f'<div class="enb-detail">{"".join(parts)}</div>'
+
+
+def task_detail_html(detail: dict[str, Any]) -> str:
+    """One task: its tags, per-task numbers and a table of all its attempts. Escaped."""
+    numbers = detail["numbers"]
+    k = detail["k"]
+    tags = ", ".join(f"{key}={value}" for key, value in detail["tags"].items()) or "-"
+    items = [
+        ("tags", tags),
+        ("attempts scored", f"{int(numbers['scored']):,}/{int(numbers['n']):,}"),
+        ("passes", _fmt(numbers.get("passes"))),
+        ("pass rate", format_pct(numbers.get("pass_rate"))),
+        (f"pass@{k}", format_metric(numbers.get(f"pass@{k}"))),
+        (f"pass^{k}", format_metric(numbers.get(f"pass^{k}"))),
+        ("reward mean", format_metric(numbers.get("reward_mean"))),
+    ]
+    table = table_html(detail["attempts"]).replace(CASES_CSS, "")
+    return (
+        CASES_CSS + '<div class="enb-detail">'
+        f"<h4>task {html.escape(str(detail['task']))}</h4>{_dl(items)}"
+        f"<h5>attempts</h5>{table}</div>"
+    )
+
+
+def error_box(message: str) -> str:
+    """A message in the red error box (escaped).
+
+    Examples
+    --------
+    >>> "⚠ a &lt;b&gt;" in error_box("a <b>")
+    True
+    """
+    return f'{CASES_CSS}<div class="enb-error-box">⚠ {html.escape(message)}</div>'
+
+
+def ok_box(message: str) -> str:
+    """A message in the green done box (escaped)."""
+    return f'{CASES_CSS}<div class="enb-ok-box">✓ {html.escape(message)}</div>'

@@ -1,0 +1,264 @@
+"""The panel's HTML (pure): job facts, platform agreement, group tables, diagnosis, buckets.
+
+Frames, dicts and plain values in, HTML out; every text is escaped. The tabs of
+:mod:`envloop_nb._ui` put these strings into their ``HTML`` widgets.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import TYPE_CHECKING, Any
+
+from .display import format_metric, format_pct
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "PANEL_CSS",
+    "agreement_html",
+    "bucket_counts_html",
+    "facts_html",
+    "findings_html",
+    "groups_html",
+    "note_html",
+    "rows_table",
+    "verdict_html",
+]
+
+PANEL_CSS = """
+<style>
+.enb-panel{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
+  color:var(--jp-ui-font-color1,inherit);line-height:1.45}
+.enb-panel h4{margin:6px 0 4px 0;font-size:13px;font-weight:600}
+.enb-panel table{border-collapse:collapse}
+.enb-panel th{text-align:left;font-weight:600;color:var(--jp-ui-font-color2,inherit);
+  border-bottom:1px solid var(--jp-border-color1,#8888);padding:2px 8px;white-space:nowrap}
+.enb-panel td{padding:2px 8px;border-bottom:1px solid var(--jp-border-color3,#8883);white-space:nowrap}
+.enb-panel .num{text-align:right;font-variant-numeric:tabular-nums}
+.enb-panel .enb-dim{color:var(--jp-ui-font-color3,#888)}
+.enb-facts td:first-child{color:var(--jp-ui-font-color2,inherit)}
+.enb-flag{margin:2px 0;padding:3px 8px;border-left:3px solid var(--jp-warn-color1,#c9a227);
+  background:var(--jp-layout-color2,#8881)}
+.enb-flag.enb-sev-error,.enb-flag.enb-sev-high{border-left-color:var(--jp-error-color1,#c62828)}
+.enb-agree{color:var(--jp-success-color1,#2e7d32)}
+.enb-disagree{color:var(--jp-error-color1,#c62828);font-weight:600}
+</style>
+"""
+
+
+def rows_table(header: list[str], rows: list[list[str]], numeric: set[int]) -> str:
+    """A small table of text cells; columns in ``numeric`` are right-aligned (escaped)."""
+    head = "".join(
+        f'<th class="{"num" if i in numeric else ""}">{html.escape(h)}</th>'
+        for i, h in enumerate(header)
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="{"num" if i in numeric else ""}">{html.escape(c)}</td>'
+            for i, c in enumerate(row)
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def facts_html(info: dict[str, Any], status_counts: dict[str, int]) -> str:
+    """Job facts and attempt states as a compact table (pure; escaped)."""
+
+    def when(v: Any) -> str:
+        return "-" if v is None else str(v)[:19].replace("T", " ")
+
+    dataset = f"{info.get('dataset_name') or '-'}@{info.get('dataset_version') or '-'}"
+    profile = info.get("profile_name") or "-"
+    if info.get("profile_version"):
+        profile += f" v{info['profile_version']}"
+    rows = [
+        ("job", info.get("job_id")),
+        ("model", info.get("model")),
+        ("profile", profile),
+        ("dataset", dataset),
+        ("revision", info.get("dataset_revision")),
+        ("runner", info.get("runner")),
+        ("attempts per task", info.get("attempts")),
+        ("status", info.get("status")),
+        ("created", when(info.get("created_at"))),
+        ("finished", when(info.get("finished_at"))),
+    ]
+    facts = "".join(
+        f"<tr><td>{html.escape(k)}</td><td>{html.escape('-' if v is None else str(v))}</td></tr>"
+        for k, v in rows
+    )
+    states = "".join(
+        f'<tr><td>{html.escape(k)}</td><td class="num">{v:,}</td></tr>'
+        for k, v in status_counts.items()
+    )
+    return (
+        f'{PANEL_CSS}<div class="enb-panel" style="display:flex;gap:24px">'
+        f'<div><h4>Job</h4><table class="enb-facts">{facts}</table></div>'
+        f'<div><h4>Attempt slots</h4><table class="enb-facts">{states}</table></div></div>'
+    )
+
+
+def agreement_html(platform: dict[str, Any] | None, ours: dict[str, Any]) -> str:
+    """Whether the source's own metrics block agrees with the recomputed one (pure).
+
+    Examples
+    --------
+    >>> ours = {"score": 0.6, "pass": 0.6, "pass@k": 1.0, "pass^k": 0.5, "total": 6}
+    >>> "numbers agree" in agreement_html({"score": 0.6, "score_counts": {"total": 6}}, ours)
+    True
+    >>> "numbers disagree" in agreement_html({"score": 0.7}, ours)
+    True
+    """
+    if not platform:
+        return (
+            f'{PANEL_CSS}<div class="enb-panel enb-dim">The source carried no platform '
+            "metrics to compare with.</div>"
+        )
+    flat: dict[str, Any] = {k: v for k, v in platform.items() if k != "score_counts"}
+    flat.update(platform.get("score_counts") or {})
+    diffs = []
+    checked = 0
+    for key, theirs in flat.items():
+        if key not in ours or isinstance(theirs, dict | list):
+            continue
+        mine = ours[key]
+        checked += 1
+        same = (theirs is None and mine is None) or (
+            isinstance(theirs, int | float)
+            and isinstance(mine, int | float)
+            and math.isclose(float(theirs), float(mine), rel_tol=1e-9, abs_tol=1e-9)
+        )
+        if not same:
+            diffs.append(f"{key}: platform {theirs!r}, recomputed {mine!r}")
+    if diffs:
+        items = "".join(f"<li>{html.escape(d)}</li>" for d in diffs)
+        return (
+            f'{PANEL_CSS}<div class="enb-panel"><span class="enb-disagree">✗ The platform\'s '
+            f"numbers disagree with the recomputed ones (policy unknown, no threshold):</span>"
+            f"<ul>{items}</ul></div>"
+        )
+    return (
+        f'{PANEL_CSS}<div class="enb-panel"><span class="enb-agree">✓ The platform\'s own '
+        f"numbers agree with the recomputed ones</span> "
+        f'<span class="enb-dim">({checked} values checked, policy unknown)</span></div>'
+    )
+
+
+def verdict_html(
+    verdict: str, *, compared: bool, agrees: bool, checked: int, diffs: dict[str, tuple[Any, Any]]
+) -> str:
+    """Whether a source's own numbers agree with the recomputed ones, as one verdict (pure).
+
+    ``compared`` is false when the source had no numbers; ``diffs`` maps a metric to
+    ``(theirs, recomputed)``.
+
+    Examples
+    --------
+    >>> "numbers agree" in verdict_html("Harbor's numbers agree", compared=True, agrees=True,
+    ...                                  checked=3, diffs={})
+    True
+    """
+    if not compared:
+        return f'{PANEL_CSS}<div class="enb-panel enb-dim">{html.escape(verdict)}.</div>'
+    if agrees:
+        return (
+            f'{PANEL_CSS}<div class="enb-panel"><span class="enb-agree">✓ '
+            f"{html.escape(verdict)}</span> "
+            f'<span class="enb-dim">({checked} values checked)</span></div>'
+        )
+    items = "".join(
+        f"<li>{html.escape(f'{key}: Harbor {theirs!r}, recomputed {mine!r}')}</li>"
+        for key, (theirs, mine) in diffs.items()
+    )
+    return (
+        f'{PANEL_CSS}<div class="enb-panel"><span class="enb-disagree">✗ '
+        f"{html.escape(verdict)}:</span><ul>{items}</ul></div>"
+    )
+
+
+def groups_html(frame: Any, label: str) -> str:
+    """A per-group table: score, pass@k, coverage, bad cases (pure; from ``job.groups``)."""
+    if frame is None or len(frame) == 0:
+        return ""
+    cols = list(frame.columns)
+    k = int(frame["k"].iloc[0]) if "k" in cols and len(frame) else 0
+    name_col = "value" if "value" in cols else "dimension"
+    rows = []
+    for r in frame.to_dict("records"):
+        score = r.get("score")
+        is_rate = score is None or score != score or 0 <= float(score) <= 1
+        rows.append(
+            [
+                str(r.get(name_col)),
+                f"{int(r['tasks']):,}",
+                format_metric(score) if is_rate else f"{float(score):.4g}",
+                format_metric(r.get("pass@k")),
+                format_metric(r.get("pass^k")),
+                f"{int(r['scored']):,}/{int(r['total']):,}",
+                format_pct(r.get("coverage")),
+                f"{int(r['complete_members']):,}/{int(r['tasks']):,}",
+                f"{int(r['bad_cases']):,}" if r.get("bad_cases") == r.get("bad_cases") else "-",
+            ]
+        )
+    header = [label, "tasks", "score", f"pass@{k}", f"pass^{k}", "scored", "coverage"]
+    header += ["complete", "bad cases"]
+    bad = frame["bad_below"].iloc[0] if "bad_below" in cols else None
+    note = "" if bad is None or bad != bad else f" (bad case: task score below {bad:g})"
+    return (
+        f'{PANEL_CSS}<div class="enb-panel"><h4>By {html.escape(label)}'
+        f'<span class="enb-dim" style="font-weight:400">{html.escape(note)}</span></h4>'
+        f"{rows_table(header, rows, set(range(1, 9)))}</div>"
+    )
+
+
+def findings_html(findings: Any) -> str:
+    """Diagnosis flags with their evidence (pure)."""
+    items = list(findings or [])
+    if not items:
+        return f'{PANEL_CSS}<div class="enb-panel enb-dim">No diagnosis flags.</div>'
+    out = []
+    for f in items:
+        sev = str(getattr(f, "severity", "warning"))
+        title = str(getattr(f, "title", None) or getattr(f, "kind", None) or f)
+        evidence = getattr(f, "evidence", None) or getattr(f, "message", None) or ""
+        if isinstance(evidence, dict):
+            evidence = ", ".join(f"{k}: {v}" for k, v in evidence.items())
+        out.append(
+            f'<div class="enb-flag enb-sev-{html.escape(sev)}"><b>{html.escape(title)}</b>'
+            f"<div>{html.escape(str(evidence))}</div></div>"
+        )
+    return f'{PANEL_CSS}<div class="enb-panel"><h4>Diagnosis</h4>{"".join(out)}</div>'
+
+
+def bucket_counts_html(counts: pd.DataFrame, head: str, what: str) -> str:
+    """A bucket result's counts table (``bucket``, ``range``, ``count``, ``share``, ``note``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> f = pd.DataFrame({"bucket": ["hard"], "range": ["[0, 0.5)"], "count": [3],
+    ...                   "share": [0.75], "note": [None]})
+    >>> out = bucket_counts_html(f, "Buckets of j on pass_rate", "tasks")
+    >>> ">3<" in out and ">75%<" in out
+    True
+    """
+    rows = []
+    for r in counts.to_dict("records"):
+        share = r.get("share")
+        rows.append(
+            [str(r["bucket"]), str(r.get("range", "")), f"{int(r['count']):,}",
+             "" if share is None or share != share else format_pct(share),
+             str(r.get("note") or "")]
+        )  # fmt: skip
+    table = rows_table(["bucket", "range", what, "share", "note"], rows, {2, 3})
+    return f'{PANEL_CSS}<div class="enb-panel"><h4>{html.escape(head)}</h4>{table}</div>'
+
+
+def note_html(text: str) -> str:
+    """A dim note in the panel's style (``text`` is HTML, written by the panel itself)."""
+    return f'{PANEL_CSS}<div class="enb-panel enb-dim">{text}</div>'

@@ -1,0 +1,296 @@
+"""The Cases tab: per-attempt / per-task rows with filters, sort, paging and a detail view.
+
+The rows come from :class:`~envloop_nb._ui.cases_query.CaseSource` (paged in DuckDB),
+the detail from :mod:`envloop_nb._ui.cases_detail`, the HTML from
+:mod:`envloop_nb._present.cases_html`. The tab follows the panel's
+:class:`~envloop_nb._ui.state.PanelState`: a new policy/threshold or bucket result
+re-queries the rows (lazily while the tab is hidden, see :meth:`CasesTab.policy_changed`).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from .._metrics.facts import reward_range
+from .._present.cases_html import attempt_detail_html, task_detail_html
+from .._types import Policy
+from .cases_detail import attempt_detail, task_detail
+from .cases_query import CasePage, CaseQuery, CaseSource, page_html
+from .state import Guard
+
+if TYPE_CHECKING:
+    from .state import PanelState
+
+__all__ = ["CasesTab"]
+
+
+class CasesTab:
+    """Per-attempt / per-task rows with filters, sort, paging and a detail view."""
+
+    ALL = "__all__"
+    DEFAULT_SORT = ""
+
+    def __init__(self, state: PanelState, page_size: int = 20) -> None:
+        import ipywidgets as w
+
+        self.state = state
+        self.source = CaseSource(state.con, state.job_id)
+        self.query = CaseQuery(page_size=page_size, policy=state.policy, threshold=state.threshold)
+        lo, hi = reward_range(state.con, state.job_id)
+        self.reward_bounds = (
+            min(0.0, lo) if lo is not None else 0.0,
+            max(1.0, hi) if hi is not None else 1.0,
+        )
+        small = w.Layout(width="auto")
+        self.view = w.ToggleButtons(
+            options=[("per attempt", "attempt"), ("per task", "task")], value="attempt"
+        )
+        self.view.style.button_width = "110px"
+        self.status = w.Dropdown(
+            options=[("all states", self.ALL)]
+            + [(s, s) for s in ("completed", "failed", "cancelled", "running", "pending")],
+            value=self.ALL,
+            description="status",
+            layout=w.Layout(width="190px"),
+        )
+        subsets = self.source.tag_values("subset")
+        self.subset = w.Dropdown(
+            options=[("all subsets", self.ALL)] + [(s, s) for s in subsets],
+            value=self.ALL,
+            description="subset",
+            layout=w.Layout(width="190px"),
+        )
+        self.bucket = w.Dropdown(
+            options=[("all buckets", self.ALL)],
+            value=self.ALL,
+            description="bucket",
+            layout=w.Layout(width="220px"),
+            disabled=True,
+        )
+        self.value_range = w.FloatRangeSlider(
+            value=self.reward_bounds,
+            min=self.reward_bounds[0],
+            max=self.reward_bounds[1],
+            step=0.05,
+            description="reward",
+            continuous_update=False,
+            readout_format=".2f",
+            layout=w.Layout(width="330px"),
+        )
+        self.search = w.Text(
+            placeholder="search input, output, error…",
+            continuous_update=False,
+            layout=w.Layout(width="240px"),
+        )
+        self.sort_by = w.Dropdown(description="sort", layout=w.Layout(width="200px"))
+        self.descending = w.Checkbox(value=False, description="descending", indent=False,
+                                     layout=small)  # fmt: skip
+        self.page_size = w.Dropdown(
+            options=[10, 20, 50, 100],
+            value=page_size,
+            description="rows",
+            layout=w.Layout(width="130px"),
+        )
+        self.prev_page = w.Button(description="‹ prev", layout=w.Layout(width="70px"))
+        self.next_page = w.Button(description="next ›", layout=w.Layout(width="70px"))
+        self.page_label = w.HTML()
+        from .clicktable import ClickableTable
+
+        self.table = ClickableTable()  # click a row to open its detail
+        self.row = w.Dropdown(description="details", layout=w.Layout(width="420px"))
+        self.detail = w.HTML()
+        self.error = w.HTML()
+        self.guard = Guard(self.error)
+        self._page: CasePage | None = None
+        self._stale = False
+        self.selected: int | None = None
+        self._quiet = False
+        self._set_sort_options()
+        self.refresh()
+        for control in (self.status, self.subset, self.bucket, self.value_range, self.search,
+                        self.sort_by, self.descending, self.page_size):  # fmt: skip
+            control.observe(lambda _: self._on_filter(), names="value")
+        self.view.observe(lambda _: self._on_view(), names="value")
+        self.prev_page.on_click(lambda _: self.go_to_page(self.query.page - 1))
+        self.next_page.on_click(lambda _: self.go_to_page(self.query.page + 1))
+        self.row.observe(lambda _: self._on_row(), names="value")
+        self.table.observe(lambda _: self.select_row(self.table.clicked), names="clicks")
+        filters = w.HBox(
+            [self.status, self.subset, self.bucket], layout=w.Layout(flex_flow="row wrap")
+        )
+        filters2 = w.HBox([self.value_range, self.search], layout=w.Layout(flex_flow="row wrap"))
+        paging = w.HBox(
+            [self.sort_by, self.descending, self.page_size, self.prev_page, self.next_page,
+             self.page_label],
+            layout=w.Layout(align_items="center", flex_flow="row wrap"),
+        )  # fmt: skip
+        self.widget = w.VBox(
+            [self.view, filters, filters2, paging, self.error, self.table, self.row, self.detail]
+        )
+
+    @contextmanager
+    def _quietly(self) -> Iterator[None]:
+        old, self._quiet = self._quiet, True
+        try:
+            yield
+        finally:
+            self._quiet = old
+
+    @property
+    def page(self) -> CasePage | None:
+        """The current page (re-queried first if a policy change was deferred)."""
+        if self._stale:
+            self.refresh()
+        return self._page
+
+    @property
+    def frame(self) -> Any:
+        """The rows of the current page (a pandas frame)."""
+        return None if self.page is None else self.page.frame
+
+    def _set_sort_options(self) -> None:
+        cols = self.source.sortable(self.view.value)
+        current = self.sort_by.value if self.sort_by.value in cols else self.DEFAULT_SORT
+        with self._quietly():
+            self.sort_by.options = [("default order", self.DEFAULT_SORT)] + [(c, c) for c in cols]
+            self.sort_by.value = current
+
+    def _query_from_controls(self) -> CaseQuery:
+        task_view = self.view.value == "task"
+        bounds = (0.0, 1.0) if task_view else self.reward_bounds
+        lo, hi = self.value_range.value
+        full = math.isclose(lo, bounds[0]) and math.isclose(hi, bounds[1])
+        return self.query.replace(
+            view=self.view.value,
+            status=() if self.status.value == self.ALL else (self.status.value,),
+            tag_value=None if self.subset.value == self.ALL else self.subset.value,
+            bucket=None if self.bucket.value == self.ALL else self.bucket.value,
+            low=None if full else float(lo),
+            high=None if full else float(hi),
+            search=self.search.value,
+            sort=self.sort_by.value or None,
+            descending=bool(self.descending.value),
+            page_size=int(self.page_size.value),
+        )
+
+    def _on_filter(self) -> None:
+        if self._quiet:
+            return
+        self.guard.run(lambda: self._show(self._query_from_controls()))
+
+    def _on_view(self) -> None:
+        if self._quiet:
+            return
+
+        def change() -> None:
+            task_view = self.view.value == "task"
+            bounds = (0.0, 1.0) if task_view else self.reward_bounds
+            with self._quietly():
+                self._set_sort_options()
+                self.value_range.min, self.value_range.max = -1e9, 1e9
+                self.value_range.value = bounds
+                self.value_range.min, self.value_range.max = bounds
+                self.value_range.description = "pass rate" if task_view else "reward"
+            self._show(self._query_from_controls())
+
+        self.guard.run(change)
+
+    def go_to_page(self, page: int) -> None:
+        """Show page ``page`` (0-based; clipped to the pages there are)."""
+        pages = self.page.pages if self.page is not None else 1
+        page = max(0, min(int(page), pages - 1))
+        self.guard.run(lambda: self._show(self.query.replace(page=page)))
+
+    def refresh(self) -> None:
+        """Re-run the current query (after policy, threshold or bucket changes)."""
+        self.guard.run(lambda: self._show(self.query))
+
+    def policy_changed(
+        self, policy: Policy, threshold: float | None, *, defer: bool = False
+    ) -> None:
+        """Use a new missing-value policy / threshold for the per-task numbers.
+
+        ``defer=True`` (the tab is hidden) only records it; the rows are re-queried when
+        the tab is shown or the page is read.
+        """
+        query = self.query.replace(policy=policy, threshold=threshold, page=self.query.page)
+        if defer:
+            self.query, self._stale = query, True
+            return
+        self.guard.run(lambda: self._show(query))
+
+    def buckets_changed(self, names: list[str] | None = None) -> None:
+        """Bucket assignment changed: refresh the bucket filter and the rows."""
+        names = self.source.bucket_names() if names is None else names
+        with self._quietly():
+            self.bucket.options = [("all buckets", self.ALL)] + [(n, n) for n in names]
+            self.bucket.value = self.ALL
+            self.bucket.disabled = not self.source.has_buckets
+            self._set_sort_options()
+        self.guard.run(lambda: self._show(self._query_from_controls()))
+
+    def use_buckets(self, state: PanelState) -> None:
+        """Filter and sort by the panel's current bucket result (a ``PanelState`` listener).
+
+        Raises (leaving the rows as they were) when the assignment cannot be stored.
+        """
+        result = state.buckets
+        self.source.set_buckets(None if result is None else result.frame)
+        self.buckets_changed(None if result is None else list(result.rules.names))
+
+    def _show(self, query: CaseQuery) -> None:
+        page = self.source.fetch(query)  # raises before anything changes
+        self.query, self._page, self.selected, self._stale = query, page, None, False
+        self.table.value = page_html(page)
+        self.page_label.value = (
+            f'<span style="font-variant-numeric:tabular-nums">{html.escape(page.describe())}</span>'
+        )
+        self.prev_page.disabled = query.page <= 0
+        self.next_page.disabled = query.page >= page.pages - 1
+        options: list[tuple[str, int]] = [("— choose a row —", -1)]
+        for i, r in enumerate(page.frame.itertuples(index=False)):
+            label = f"{page.first_row + i}. {r.task}"
+            if query.view == "attempt":
+                label += f" · attempt {r.attempt} · {r.status}"
+            options.append((label, i))
+        with self._quietly():
+            self.row.options = options
+            self.row.value = -1
+        self.detail.value = ""
+
+    def select_row(self, index: int) -> None:
+        """Open the detail of row ``index`` of the current page (0-based)."""
+        self.row.value = int(index)
+
+    def _on_row(self) -> None:
+        if self._quiet or self.page is None:
+            return
+        index = self.row.value
+        if index is None or index < 0:
+            self.selected = None
+            self.detail.value = ""
+            self.table.value = page_html(self.page)
+            return
+
+        def show() -> None:
+            assert self.page is not None
+            record = self.page.frame.iloc[int(index)]
+            con, job_id = self.state.con, self.state.job_id
+            if self.query.view == "attempt":
+                detail = attempt_detail(con, job_id, str(record["task"]), int(record["attempt"]))
+                text = attempt_detail_html(detail)
+            else:
+                detail = task_detail(
+                    con, job_id, str(record["task"]),
+                    policy=self.query.policy, threshold=self.query.threshold,
+                )  # fmt: skip
+                text = task_detail_html(detail)
+            self.selected = int(index)
+            self.detail.value = text
+            self.table.value = page_html(self.page, selected=int(index))
+
+        self.guard.run(show)

@@ -1,0 +1,227 @@
+"""The Overview tab: facts, metric cards with coverage, policy/threshold, groups, charts.
+
+Every number comes from a metric function called with the panel's ``(con, job_id)``
+(:func:`~envloop_nb._metrics.facts.noted_summary`, ``group_summaries``, ``curve``,
+``diagnose``, Harbor's ``check``) and every chart from a pure spec builder of
+:mod:`envloop_nb._present.charts`. Its policy and threshold controls write the panel's
+:class:`~envloop_nb._ui.state.PanelState`; the other tabs follow from there.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from .._metrics.facts import has_dimensions, loaded_at, noted_summary
+from .._present.panel_html import (
+    PANEL_CSS,
+    agreement_html,
+    facts_html,
+    findings_html,
+    groups_html,
+    note_html,
+    verdict_html,
+)
+from .._store.ref import job_info, job_k
+from .state import Guard
+
+if TYPE_CHECKING:
+    from .._metrics.harbor import HarborCheck
+    from .._metrics.summary import JobSummary
+    from .state import PanelState
+
+__all__ = ["OverviewTab", "harbor_agreement_html"]
+
+#: The distribution charts of the tab: chart name and measure.
+DISTRIBUTIONS = (("reward", "reward"), ("turns", "turns"), ("tokens", "tokens"),
+                 ("duration", "duration"))  # fmt: skip
+
+
+def harbor_agreement_html(check: HarborCheck) -> str:
+    """Whether Harbor's ``result.json`` numbers agree, under its version's policy (pure).
+
+    Examples
+    --------
+    >>> from envloop_nb._metrics.harbor import HarborCheck
+    >>> c = HarborCheck({"version": "0.22.0"}, "failure", {"mean": 0.5},
+    ...                 {"failure": {"mean": 0.5}}, ("failure",))
+    >>> out = harbor_agreement_html(c)
+    >>> "numbers agree" in out and "policy=&#x27;failure&#x27;" in out
+    True
+    """
+    compared = bool(check.platform)
+    return verdict_html(
+        check.verdict(),
+        compared=compared,
+        agrees=compared and check.agrees,
+        checked=check.checked if compared else 0,
+        diffs=check.diffs(check.compared_policy) if compared and not check.agrees else {},
+    )
+
+
+class OverviewTab:
+    """Facts, metric cards with coverage, policy/threshold, groups, charts, diagnosis."""
+
+    def __init__(self, state: PanelState) -> None:
+        import ipywidgets as w
+
+        from .._present import charts as _charts
+        from .._present.render import chart_widget
+
+        self.state = state
+        con, job_id = state.con, state.job_id
+        self.facts = w.HTML()
+        self.policy = w.Dropdown(
+            options=[("unknown (platform)", "unknown"), ("failure (missing = 0)", "failure")],
+            value=state.policy,
+            description="missing:",
+            layout=w.Layout(width="240px"),
+        )
+        self.use_threshold = w.Checkbox(
+            value=state.threshold is not None,
+            description="pass = reward ≥",
+            indent=False,
+            layout=w.Layout(width="auto"),
+        )
+        self.threshold = w.FloatText(
+            value=0.5 if state.threshold is None else state.threshold,
+            step=0.05,
+            layout=w.Layout(width="80px"),
+        )
+        self.cards = w.HTML()
+        self.agreement = w.HTML()
+        self.groups = w.HTML()
+        self.dimensions = w.HTML()
+        self.diagnosis = w.HTML()
+        self.error = w.HTML()
+        self.guard = Guard(self.error)
+        self.summary: JobSummary | None = None
+        self.has_dimensions = has_dimensions(con, job_id)
+        self._cache: dict[tuple[Any, ...], tuple[Any, str, str, Any, Any | None]] = {}
+        status = _charts.status_frame(con, job_id)
+        self.status_counts = {str(s): int(c) for s, c in status.itertuples(index=False)}
+        self.charts: dict[str, Any] = {}
+        for name, measure in DISTRIBUTIONS:
+            frame = _charts.distribution_frame(con, job_id, measure)
+            if len(frame):
+                title = _charts.DISTRIBUTIONS[measure][1]
+                self.charts[name] = _charts.distribution_chart(frame, title=title, x_title=title)
+        self.charts["status"] = _charts.status_chart(status)
+        self.chart_widgets: dict[str, Any] = {}
+        info = job_info(con, job_id)
+        self.facts.value = facts_html(info, self.status_counts)
+        # policy-independent: the platform comparison uses the platform's own rule
+        self.platform_metrics = info.get("platform_metrics")
+        if info.get("source_format") == "harbor":  # its rule depends on its version
+            from .._metrics.harbor import check
+
+            harbor = check(state.ref)
+            assert harbor is not None
+            self.agreement.value = harbor_agreement_html(harbor)
+        else:
+            ours = noted_summary(con, job_id).to_dict()
+            self.agreement.value = agreement_html(self.platform_metrics, ours)
+        self.diagnosis.value = self._diagnosis()
+        self._recompute()
+        for name, chart in self.charts.items():
+            self.chart_widgets[name] = chart_widget(chart)
+        self.policy.observe(lambda _: self._on_change(), names="value")
+        self.use_threshold.observe(lambda _: self._on_change(), names="value")
+        self.threshold.observe(lambda _: self._on_change(), names="value")
+        controls = w.HBox(
+            [self.policy, self.use_threshold, self.threshold],
+            layout=w.Layout(align_items="center"),
+        )
+        chart_box = w.Box(
+            list(self.chart_widgets.values()),
+            layout=w.Layout(display="flex", flex_flow="row wrap"),
+        )
+        self.widget = w.VBox(
+            [
+                self.facts,
+                controls,
+                self.error,
+                self.cards,
+                self.agreement,
+                self.groups,
+                self.dimensions,
+                chart_box,
+                self.diagnosis,
+            ]
+        )
+
+    @property
+    def threshold_value(self) -> float | None:
+        """The threshold the controls ask for (``None`` when unticked; raises if not finite)."""
+        if not self.use_threshold.value:
+            return None
+        value = float(self.threshold.value)
+        if not math.isfinite(value):
+            raise ValueError("the pass threshold must be a finite number")
+        return value
+
+    def _on_change(self) -> None:
+        if self.guard.run(self._recompute):
+            self.state.set_metric(self.policy.value, self.threshold_value)
+
+    def _compute(
+        self, policy: Any, threshold: float | None
+    ) -> tuple[Any, str, str, Any, Any | None]:
+        """Summary, group tables and curve chart under one policy/threshold (cached).
+
+        The cache is keyed by the job's ``loaded_at`` too, so a reloaded job is recomputed.
+        """
+        from .._metrics.groups import group_summaries
+        from .._metrics.passk_views import curve
+        from .._present import charts as _charts
+
+        con, job_id = self.state.con, self.state.job_id
+        key = (policy, threshold, loaded_at(con, job_id))
+        if key not in self._cache:
+            summary = noted_summary(con, job_id, policy=policy, threshold=threshold)
+            dims = ""
+            subset_chart = None
+            by_subset = group_summaries(
+                con, job_id, by="subset", policy=policy, threshold=threshold
+            )
+            groups = groups_html(by_subset, "subset")
+            if self.has_dimensions:  # else it would repeat the cards' reward row
+                by_dimension = group_summaries(
+                    con, job_id, by="dimension", policy=policy, threshold=threshold
+                )
+                dims = groups_html(by_dimension, "dimension")
+            if len(by_subset):
+                scores = by_subset[["value", "score"]].rename(columns={"value": "subset"})
+                rate = bool(scores["score"].dropna().between(0, 1).all())
+                subset_chart = _charts.bar_chart(
+                    scores, category="subset", value="score", title="score by subset",
+                    percent=rate,
+                )  # fmt: skip
+            points = curve(con, job_id, policy=policy, threshold=threshold)
+            title = f"pass@k / pass^k, k = 1..{job_k(con, job_id)}"
+            chart = _charts.curve_chart(points, title=title)
+            self._cache[key] = (summary, groups, dims, chart, subset_chart)
+        return self._cache[key]
+
+    def _recompute(self) -> None:
+        """Compute everything first, then assign: a failure leaves the tab as it was."""
+        policy, threshold = self.policy.value, self.threshold_value
+        summary, groups, dims, curve_chart, subset_chart = self._compute(policy, threshold)
+        # assign
+        self.summary = summary
+        self.cards.value = f'{PANEL_CSS}<div class="enb-panel">{summary._repr_html_()}</div>'
+        self.groups.value = groups
+        self.dimensions.value = dims
+        self.charts["curve"] = curve_chart
+        if subset_chart is not None:
+            self.charts["subset"] = subset_chart
+        for name in ("curve", "subset"):
+            if name in self.chart_widgets and name in self.charts:
+                self.chart_widgets[name].chart = self.charts[name]
+
+    def _diagnosis(self) -> str:
+        try:
+            from .._metrics.diagnosis import diagnose
+        except ImportError:
+            return note_html("Diagnosis is not available in this version.")
+        return findings_html(diagnose(self.state.ref))
