@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._store.frames import to_frame
+from ._store.ref import job_info
 from ._types import FrameKind, Policy
 
 if TYPE_CHECKING:
-    from ._metrics.counts import JobSummary
-    from ._workspace import Workspace
+    import duckdb
+
+    from ._buckets.apply import BucketResult
+    from ._buckets.rules import BucketRules
+    from ._datasets.dataset import Dataset
+    from ._datasets.heldout import HeldOutResult, ReferenceFill
+    from ._export.job_xlsx import ExportResult
+    from ._metrics.diagnosis import DiagnosisOptions, Findings
+    from ._metrics.groups import PerName
+    from ._metrics.summary import JobSummary
+    from ._store.ref import WorkspaceRef
+    from ._ui.panel import JobPanel
 
 __all__ = ["Job"]
 
@@ -28,12 +38,13 @@ class Job:
     <envloop_nb.Job job_abc0001 · my-endpoint/sft · tiny-agent@1 · k=2>
     """
 
-    def __init__(self, workspace: Workspace, job_id: str) -> None:
+    def __init__(self, workspace: WorkspaceRef, job_id: str) -> None:
         self.workspace = workspace
         self.id = job_id
 
     @property
-    def con(self) -> Any:
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The workspace's DuckDB connection."""
         return self.workspace.con
 
     def __repr__(self) -> str:
@@ -50,16 +61,7 @@ class Job:
     @property
     def info(self) -> dict[str, Any]:
         """The job's row in ``jobs`` as a dict (JSON columns decoded)."""
-        cur = self.con.execute("SELECT * FROM jobs WHERE job_id = ?", [self.id])
-        names = [d[0] for d in cur.description]
-        row = cur.fetchone()
-        if row is None:
-            raise KeyError(f"job {self.id!r} is no longer in the workspace")
-        info = dict(zip(names, row, strict=True))
-        for key in ("profile_params", "labels", "platform_metrics", "extra"):
-            if isinstance(info.get(key), str):
-                info[key] = json.loads(info[key])
-        return info
+        return job_info(self.con, self.id)
 
     @property
     def k(self) -> int:
@@ -114,19 +116,9 @@ class Job:
         score 25.0% · 8/8 attempts scored · 4/4 members complete
         Harbor before 0.26 (sandboxes layout: verifier_result.reward): trials without a reward count as 0 (policy='failure' reproduces its result.json)
         """
-        from ._metrics.counts import job_summary
+        from ._metrics.facts import noted_summary
 
-        s = job_summary(self.con, self.id, policy=policy, threshold=threshold)
-        row = self.con.execute(
-            "SELECT source_format, extra FROM jobs WHERE job_id = ?", [self.id]
-        ).fetchone()
-        if row is not None and row[0] == "harbor":
-            from ._metrics.harbor import summary_note
-
-            extra = json.loads(row[1]) if isinstance(row[1], str) else row[1]
-            harbor = extra.get("harbor") if isinstance(extra, dict) else None
-            s = replace(s, note=summary_note(harbor if isinstance(harbor, dict) else None))
-        return s
+        return noted_summary(self.con, self.id, policy=policy, threshold=threshold)
 
     def samples(
         self,
@@ -164,8 +156,8 @@ class Job:
         self,
         by: str = "subset",
         policy: Policy = "unknown",
-        threshold: Any = None,
-        bad_below: Any = 0.5,
+        threshold: PerName = None,
+        bad_below: PerName = 0.5,
         frame: FrameKind = "pandas",
     ) -> Any:
         """Summaries by task tag (``"subset"``, ``"tag:<key>"``) or by ``"dimension"``.
@@ -197,7 +189,12 @@ class Job:
 
         return rollout_stats(self.con, self.id, frame=frame)
 
-    def diagnose(self, against: Job | None = None, options: Any = None, **overrides: Any) -> Any:
+    def diagnose(
+        self,
+        against: Job | None = None,
+        options: DiagnosisOptions | None = None,
+        **overrides: Any,
+    ) -> Findings:
         """Flag suspicious patterns with their evidence: a list of :class:`envloop_nb.Finding`.
 
         ``options`` is a :class:`envloop_nb.DiagnosisOptions`; keyword ``overrides`` replace
@@ -246,13 +243,13 @@ class Job:
     # -- buckets and held-out checks (see _buckets.py, _heldout.py) ---------------
     def buckets(
         self,
-        rules: Any,
+        rules: BucketRules,
         policy: Policy = "unknown",
         threshold: float | None = None,
         *,
         allow_partial: bool = False,
         frame: FrameKind = "pandas",
-    ) -> Any:
+    ) -> BucketResult:
         """Apply hard-case bucket rules (see :class:`envloop_nb.BucketRules`).
 
         Refuses a pending or running job unless ``allow_partial=True`` (the result is
@@ -269,33 +266,92 @@ class Job:
             frame=frame,
         )
 
-    def heldout_check(self, *, warn: bool = True) -> Any:
+    def heldout_check(self, *, warn: bool = True) -> HeldOutResult:
         """Overlap of this job's inputs with training datasets (see :func:`envloop_nb.check_heldout`)."""
         from ._datasets.heldout import check_heldout
 
         return check_heldout(self.workspace, self, warn=warn)
 
-    def fill_references(self, dataset: Any) -> Any:
-        """Fill missing reference answers from a dataset by stripped-exact input match."""
+    def fill_references(self, dataset: Dataset | str) -> ReferenceFill:
+        """Fill missing reference answers from a dataset by stripped-exact input match.
+
+        ``dataset`` is a :class:`envloop_nb.Dataset` or ``"name@version"``.
+        """
         from ._datasets.heldout import fill_references
 
         return fill_references(self, dataset)
 
     # -- views and exports (each lives in its own module) ------------------------
-    def panel(self, **options: Any) -> Any:
-        """The interactive panel of this job (overview, cases, buckets & export)."""
+    def panel(
+        self,
+        *,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        page_size: int = 20,
+    ) -> JobPanel:
+        """The interactive panel of this job (overview, cases, buckets & export).
+
+        ``policy`` and ``threshold`` are the initial settings (both can be changed in the
+        panel); ``page_size`` is the rows per page of the Cases tab.
+        """
         from ._ui.panel import job_panel
 
-        return job_panel(self, **options)
+        return job_panel(self, policy=policy, threshold=threshold, page_size=page_size)
 
-    def export_xlsx(self, path: Any, **options: Any) -> Any:
+    def export_xlsx(
+        self,
+        path: str | Path,
+        *,
+        rules: BucketRules | None = None,
+        buckets: Sequence[str] | str | None = None,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        sheet_per_bucket: bool = False,
+        allow_partial: bool = False,
+    ) -> ExportResult:
         """Write an XLSX workbook for reviewers (see :func:`envloop_nb.export_xlsx`)."""
         from ._export.job_xlsx import export_xlsx
 
-        return export_xlsx(self, path, **options)
+        return export_xlsx(
+            self,
+            path,
+            rules=rules,
+            buckets=buckets,
+            policy=policy,
+            threshold=threshold,
+            sheet_per_bucket=sheet_per_bucket,
+            allow_partial=allow_partial,
+        )
 
-    def export_dataset(self, folder: Any, **options: Any) -> Any:
+    def export_dataset(
+        self,
+        folder: str | Path,
+        *,
+        name: str,
+        version: str,
+        rules: BucketRules | None = None,
+        buckets: Sequence[str] | str | None = None,
+        format: Literal["jsonl", "parquet"] = "jsonl",
+        purpose: Literal["train", "eval"] | None = None,
+        overwrite: bool = False,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        allow_partial: bool = False,
+    ) -> Dataset:
         """Write a new dataset from chosen buckets (see :func:`envloop_nb.export_dataset`)."""
         from ._datasets.export import export_dataset
 
-        return export_dataset(self, folder, **options)
+        return export_dataset(
+            self,
+            folder,
+            name=name,
+            version=version,
+            rules=rules,
+            buckets=buckets,
+            format=format,
+            purpose=purpose,
+            overwrite=overwrite,
+            policy=policy,
+            threshold=threshold,
+            allow_partial=allow_partial,
+        )
