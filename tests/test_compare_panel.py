@@ -51,7 +51,7 @@ def test_baseline_selector_recomputes(panel: ComparisonPanel) -> None:
     before_table, before_paired = panel.table.value, panel.paired.value
     panel.baseline.value = "job_new"
     assert panel.message.value == ""
-    assert panel.cmp.baseline.id == "job_new"
+    assert panel.state.baseline == "job_new"
     assert panel.table.value != before_table and panel.paired.value != before_paired
     assert "(baseline)" in panel.table.value
     assert panel.transition_buttons[("job_base", "broken")].description == "broken: 30"
@@ -91,12 +91,14 @@ def test_export_button_writes_xlsx(panel: ComparisonPanel, tmp_path: Path) -> No
     assert "Transitions" in wb.sheetnames and "Buckets job_new" in wb.sheetnames
 
 
-def test_errors_show_as_a_message_not_a_traceback(panel: ComparisonPanel, tmp_path: Path) -> None:
+def test_errors_show_as_a_message_not_a_traceback(
+    panel: ComparisonPanel, ws: enb.Workspace, tmp_path: Path
+) -> None:
     (tmp_path / "blocker").write_text("a file, not a folder")
     panel.export_path.value = str(tmp_path / "blocker" / "c.xlsx")
     panel.export_button.click()
     assert "⚠" in panel.message.value
     assert "Traceback" not in panel.message.value
-    panel.cmp.workspace.remove("job_mid")  # the job disappears under the panel
+    ws.remove("job_mid")  # the job disappears under the panel
     panel.baseline.value = "job_mid"
     assert "⚠" in panel.message.value and "job_mid" in panel.message.value

@@ -1,11 +1,12 @@
-"""The comparison panel: thin ipywidgets wiring over :class:`envloop_nb.Comparison`.
+"""The comparison panel: thin ipywidgets wiring over a comparison's :class:`CompareState`.
 
-Every number comes from the comparison object; this module only lays out its results
-and routes events. Errors raised while reacting to a click show as a readable line in
+Every number comes from the ``_compare`` functions of the state (``Comparison.panel()``
+builds the panel from its state); this module only lays out their results and routes
+events. Errors raised while reacting to a click show as a readable line in
 the panel (``panel.message``), never as a traceback.
 
 Drive it from Python (tests do): ``panel.baseline.value = "job_b"`` recomputes against
-another baseline; ``panel.transition_buttons[("job_b", "fixed")].click()`` shows those
+another baseline (``panel.state`` becomes the state with that baseline); ``panel.transition_buttons[("job_b", "fixed")].click()`` shows those
 tasks' attempts in every job in ``panel.detail``; ``panel.export_button.click()``
 writes the XLSX named in ``panel.export_path``.
 """
@@ -17,13 +18,19 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from .._compare.charts import bars, curves, radar
+from .._compare.guard import differences
+from .._compare.leaderboard import leaderboard
+from .._compare.paired import attempts_of, paired, transitions
+from .._compare.state import CompareState, colors, others, with_baseline
+from .._compare.tables import groups, strengths, table_html
+from .._export.compare_xlsx import export_compare_xlsx
+from .._present.compare_html import guard_html
 from .._present.display import format_metric, format_pct
 from .._present.render import chart_widget
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from .._comparison import Comparison
 
 __all__ = ["ComparisonPanel", "compare_panel"]
 
@@ -181,15 +188,15 @@ class ComparisonPanel(widgets.VBox):
     """The comparison panel widget (see the module docstring for how to drive it)."""
 
     def __init__(
-        self, cmp: Comparison, *, rules: Any = None, export_path: str = "comparison.xlsx"
+        self, state: CompareState, *, rules: Any = None, export_path: str = "comparison.xlsx"
     ) -> None:
-        self.cmp = cmp
+        self.state = state
         self.rules = rules
         self.message = widgets.HTML()
         self.guard = widgets.HTML()
         self.baseline = widgets.Dropdown(
-            options=cmp.job_ids,
-            value=cmp.baseline.id,
+            options=list(state.job_ids),
+            value=state.baseline,
             description="baseline",
             layout={"width": "320px"},
         )
@@ -257,7 +264,7 @@ class ComparisonPanel(widgets.VBox):
         self._safely(self._refresh_all)
 
     def __repr__(self) -> str:
-        return f"<ComparisonPanel {', '.join(self.cmp.job_ids)} · baseline {self.cmp.baseline.id}>"
+        return f"<ComparisonPanel {', '.join(self.state.job_ids)} · baseline {self.state.baseline}>"
 
     # -- plumbing ---------------------------------------------------------------------
     def _safely(self, action: Any, *args: Any) -> None:
@@ -275,43 +282,41 @@ class ComparisonPanel(widgets.VBox):
             )
 
     def _refresh_all(self) -> None:
-        from .._comparison import _guard_html
-
-        self.guard.value = _guard_html(self.cmp)
+        self.guard.value = guard_html(differences(self.state), len(self.state.job_ids))
         self._refresh_charts()
         self._refresh_baseline_views()
 
     def _refresh_charts(self) -> None:
         by = self.by.value
         shown: list[Any] = []
-        if len(self.cmp.groups(by)):
-            shown = [chart_widget(self.cmp.bars(by)), chart_widget(self.cmp.radar(by))]
+        if len(groups(self.state, by)):
+            shown = [chart_widget(bars(self.state, by)), chart_widget(radar(self.state, by))]
         else:
             what = "subsets" if by == "subset" else "score dimensions"
             shown = [widgets.HTML(f'<div style="{_FONT}"><i>the jobs have no {what}</i></div>')]
         if by == "subset":
-            shown.append(chart_widget(self.cmp.curves()))
+            shown.append(chart_widget(curves(self.state)))
         self.charts.children = shown
 
     def _refresh_tables(self) -> None:
         by = self.by.value
-        self.table.value = self.cmp.table_html(by)
-        self.strengths.value = strengths_html(self.cmp.strengths(by))
+        self.table.value = table_html(self.state, by)
+        self.strengths.value = strengths_html(strengths(self.state, by))
 
     def _refresh_baseline_views(self) -> None:
-        cmp = self.cmp
-        self.leaderboard.value = leaderboard_html(cmp.leaderboard(), cmp.colors, cmp.baseline.id)
+        state = self.state
+        self.leaderboard.value = leaderboard_html(leaderboard(state), colors(state), state.baseline)
         self._refresh_tables()
-        self.paired.value = paired_html(cmp.paired())
+        self.paired.value = paired_html(paired(state))
         self._refresh_transitions()
 
     def _refresh_transitions(self) -> None:
-        cmp = self.cmp
-        frame = cmp.transitions()
+        state = self.state
+        frame = transitions(state)
         self.transition_buttons = {}
         rows: list[Any] = [
             widgets.HTML(
-                f'<div style="{_FONT}">Per task, from baseline <b>{html.escape(cmp.baseline.id)}</b>: '
+                f'<div style="{_FONT}">Per task, from baseline <b>{html.escape(state.baseline)}</b>: '
                 f"{html.escape(str(frame['basis'].iloc[0]) if len(frame) else '')}. "
                 "Click a count to see those tasks' attempts in every job.</div>"
             )
@@ -344,27 +349,27 @@ class ComparisonPanel(widgets.VBox):
                 )
             )
         self.transitions.children = rows
-        others = [j.id for j in cmp.others]
+        rest = others(state)
         if self.rules is None:
             self.bucket_other.layout.display = "none"
             self.bucket_matrix.children = []
             return
         self.bucket_other.layout.display = None
-        keep = self.bucket_other.value if self.bucket_other.value in others else others[0]
+        keep = self.bucket_other.value if self.bucket_other.value in rest else rest[0]
         self.bucket_other.unobserve(self._on_bucket_other, names="value")
-        self.bucket_other.options = others
+        self.bucket_other.options = rest
         self.bucket_other.value = keep
         self.bucket_other.observe(self._on_bucket_other, names="value")
         self._refresh_bucket_matrix()
 
     def _refresh_bucket_matrix(self) -> None:
         other = self.bucket_other.value
-        matrix = self.cmp.transitions(other, self.rules)
+        matrix = transitions(self.state, other, self.rules)
         cells: dict[tuple[str, str], list[str]] = matrix.attrs["tasks"]
         self.bucket_buttons = {}
         header = [
             widgets.HTML(
-                f"<small>{html.escape(self.cmp.baseline.id)} ↓ · {html.escape(str(other))} →</small>"
+                f"<small>{html.escape(self.state.baseline)} ↓ · {html.escape(str(other))} →</small>"
             )
         ]
         header += [widgets.HTML(f"<b>{html.escape(str(c))}</b>") for c in matrix.columns]
@@ -396,7 +401,7 @@ class ComparisonPanel(widgets.VBox):
 
     def _show(self, title: str, tasks: list[str]) -> None:
         shown = tasks[:_MAX_DETAIL_TASKS]
-        frame = self.cmp.attempts_of(shown)
+        frame = attempts_of(self.state, shown)
         more = f" (first {_MAX_DETAIL_TASKS} of {len(tasks)})" if len(tasks) > len(shown) else ""
         self.detail_title.value = (
             f'<div style="{_FONT}"><b>{html.escape(title)}</b>: {len(tasks)} task(s){more}, '
@@ -407,7 +412,7 @@ class ComparisonPanel(widgets.VBox):
     # -- events -------------------------------------------------------------------------
     def _on_baseline(self, change: dict[str, Any]) -> None:
         def apply() -> None:
-            self.cmp = self.cmp.with_baseline(change["new"])
+            self.state = with_baseline(self.state, change["new"])
             self._refresh_baseline_views()
 
         self._safely(apply)
@@ -425,16 +430,16 @@ class ComparisonPanel(widgets.VBox):
 
     def _on_export(self, _button: Any) -> None:
         def apply() -> None:
-            out = self.cmp.export_xlsx(self.export_path.value, rules=self.rules)
+            out = export_compare_xlsx(self.state, self.export_path.value, rules=self.rules)
             self.export_status.value = f'<div style="{_FONT}">✓ wrote {html.escape(str(out))}</div>'
 
         self._safely(apply)
 
 
 def compare_panel(
-    cmp: Comparison, *, rules: Any = None, export_path: str = "comparison.xlsx"
+    state: CompareState, *, rules: Any = None, export_path: str = "comparison.xlsx"
 ) -> ComparisonPanel:
-    """The interactive comparison panel of ``cmp``.
+    """The interactive comparison panel of a comparison's state (``Comparison.panel()``).
 
     Parameters
     ----------
@@ -453,4 +458,4 @@ def compare_panel(
     >>> panel.baseline.value, sorted(panel.transition_buttons)[0]
     ('job_abc0001', ('b', 'broken'))
     """
-    return ComparisonPanel(cmp, rules=rules, export_path=export_path)
+    return ComparisonPanel(state, rules=rules, export_path=export_path)

@@ -1,0 +1,136 @@
+"""Per-task rows of the compared jobs, derived from the one per-task count definition.
+
+The attempt counts (dispatched, scored, passes, nonbinary, reward sums) are
+:func:`envloop_nb._metrics.counts.task_counts` of each job — the same memoized table its
+summary reads; this module only adds the task's digest and group (a tag's value) and the
+comparison's per-task values: ``n`` (scored attempts, or requested ones under
+``policy="failure"``), ``complete``, ``binary`` (per job), ``task_score`` and
+``pass_rate``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .._metrics.counts import task_counts
+from .state import CompareState
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    from .state import pandas as pd
+
+__all__ = ["dimension_labels", "dimension_tasks", "label_dimensions", "task_frame"]
+
+_COUNTS = ("task", "position", "k", "dispatched", "scored", "passes", "nonbinary", "reward_sum")
+
+
+def task_frame(state: CompareState, tag: str = "subset") -> pd.DataFrame:
+    """Per job and task: counts, n, complete, task_score, pass_rate, grp (memoized).
+
+    Rows are ordered by job id, then task position. ``grp`` is the task's ``tag`` value
+    (``"(no <tag>)"`` without one), ``digest`` its digest (``""`` without one).
+    """
+    key = ("tasks", tag)
+    if key not in state.data:
+        state.data[key] = _task_frame(state, tag)
+    frame: pd.DataFrame = state.data[key]
+    return frame
+
+
+def _task_frame(state: CompareState, tag: str) -> pd.DataFrame:
+    jobs = list(state.job_ids)
+    meta = state.con.execute(
+        """SELECT t.job_id, t.task, coalesce(t.digest, '') AS digest,
+                  coalesce(tt.value, '(no ' || $tag || ')') AS grp
+           FROM tasks t
+           LEFT JOIN task_tags tt ON tt.job_id = t.job_id AND tt.task = t.task AND tt.key = $tag
+           WHERE list_contains($jobs, t.job_id)""",
+        {"jobs": jobs, "tag": tag},
+    ).df()
+    parts = []
+    for job_id in sorted(set(jobs)):
+        counts = task_counts(state.con, job_id, state.threshold).select(list(_COUNTS))
+        part = counts.to_pandas()
+        part.insert(0, "job_id", job_id)
+        parts.append(part)
+    rows = pd.concat(parts, ignore_index=True)
+    rows = rows.merge(meta, on=["job_id", "task"], how="left")
+    rows = rows.sort_values(["job_id", "position"], kind="stable").reset_index(drop=True)
+    failure = state.policy == "failure"
+    n = rows["k"] if failure else rows["scored"]
+    complete = pd.Series(True, index=rows.index) if failure else rows["scored"] == rows["k"]
+    if state.threshold is not None:
+        binary = pd.Series(True, index=rows.index)
+    else:
+        binary = rows.groupby("job_id")["nonbinary"].transform("sum") == 0
+    has_n = (n > 0).to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = rows["reward_sum"].to_numpy(float) / n.to_numpy(float)
+        rate = rows["passes"].to_numpy(float) / n.to_numpy(float)
+    out = rows[["job_id", "task", "position", "digest", "k", "grp", *_COUNTS[3:]]].copy()
+    out["n"] = n.to_numpy()
+    out["complete"] = complete.to_numpy(bool)
+    out["binary"] = binary.to_numpy(bool)
+    out["task_score"] = np.where(has_n, score, np.nan)
+    out["pass_rate"] = np.where(has_n & out["complete"] & out["binary"], rate, np.nan)
+    return out
+
+
+def label_dimensions(meta: pd.DataFrame) -> pd.DataFrame:
+    """Give each (name, unit, direction) variant its own label when jobs disagree."""
+    from .guard import direction_word
+
+    meta = meta.copy()
+    labels = []
+    for _, row in meta.iterrows():
+        same = meta[meta["name"] == row["name"]]
+        units = set(same["unit"].fillna("no unit"))
+        dirs = set(same["higher_is_better"].map(direction_word))
+        parts = []
+        if len(units) > 1:
+            parts.append(row["unit"] if isinstance(row["unit"], str) else "no unit")
+        if len(dirs) > 1:
+            parts.append(direction_word(row["higher_is_better"]))
+        labels.append(f"{row['name']} [{', '.join(parts)}]" if parts else row["name"])
+    meta["label"] = labels
+    return meta
+
+
+def dimension_labels(state: CompareState) -> pd.DataFrame:
+    """job_id, name, label, unit, higher_is_better for every dimension of the jobs."""
+    if "dim_labels" not in state.data:
+        meta = state.con.execute(
+            """SELECT job_id, name, any_value(unit) AS unit,
+                      any_value(higher_is_better) AS higher_is_better
+               FROM dimension_meta WHERE list_contains($jobs, job_id)
+               GROUP BY job_id, name ORDER BY name, job_id""",
+            {"jobs": list(state.job_ids)},
+        ).df()
+        state.data["dim_labels"] = label_dimensions(meta)
+    labels: pd.DataFrame = state.data["dim_labels"]
+    return labels
+
+
+def dimension_tasks(state: CompareState) -> pd.DataFrame:
+    """Per job, task and dimension label: mean value over scored attempts (SQL)."""
+    if "dim_tasks" not in state.data:
+        frame = state.con.execute(
+            """SELECT job_id, task, name,
+                      fsum(value ORDER BY attempt) / count(value) AS value, count(value) AS n
+               FROM (SELECT job_id, task, attempt, name, value FROM dimensions
+                     WHERE list_contains($jobs, job_id)
+                     UNION ALL
+                     SELECT job_id, task, attempt, 'composite', composite FROM attempts
+                     WHERE list_contains($jobs, job_id) AND composite IS NOT NULL)
+               GROUP BY job_id, task, name""",
+            {"jobs": list(state.job_ids)},
+        ).df()
+        labels = dimension_labels(state)[["job_id", "name", "label"]]
+        frame = frame.merge(labels, on=["job_id", "name"], how="left")
+        frame["label"] = frame["label"].fillna(frame["name"])
+        state.data["dim_tasks"] = frame
+    result: pd.DataFrame = state.data["dim_tasks"]
+    return result
