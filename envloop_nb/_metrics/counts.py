@@ -1,4 +1,10 @@
-"""Job metrics with the platform's exact semantics, computed in DuckDB per task.
+"""The per-task counts: the one definition every job metric derives from.
+
+Per task of a job: dispatched, scored, invalid, passes, nonbinary and the reward sums
+(:func:`task_counts`, :func:`task_counts_sql`; the count columns themselves are
+:func:`count_columns_sql`, which the dimension groups reuse for their values). The
+summary (:mod:`.summary`), the per-task table and curve (:mod:`.passk_views`), the groups
+and the diagnosis read these counts.
 
 Per job, ``k`` attempts are requested for every requested task. A slot is *scored* when
 its attempt of record has a numeric reward; an unscored slot whose attempt ended is
@@ -9,13 +15,13 @@ depend on the policy; metrics do. ``threshold=t`` makes ``reward >= t`` a pass. 
 even with a threshold <= 0.
 
 Aggregation groups by task in SQL, so work on the Python side scales with tasks, not
-attempts; the combinatorics run vectorized on the per-task counts (``_passk``), once per
-distinct (n, c) pair: with k attempts per task there are at most (k+1)² of them.
+attempts; the combinatorics run vectorized on the per-task counts (:mod:`.passk`), once
+per distinct (n, c) pair: with k attempts per task there are at most (k+1)² of them.
 
 One scan per (job, threshold): the per-task counts are memoized per connection (a small
-LRU, weakly keyed by the connection) and keyed by ``jobs.loaded_at``, so a reload or a
-removal of the job is never answered from the cache. The policy never changes the counts,
-so switching it never rescans the attempts.
+LRU, weakly keyed by the connection: :mod:`envloop_nb._store.memo`) and keyed by
+``jobs.loaded_at``, so a reload or a removal of the job is never answered from the cache.
+The policy never changes the counts, so switching it never rescans the attempts.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ __all__ = [
     "cached",
     "check_options",
     "clear_cache",
+    "count_columns_sql",
     "fixed_sum",
     "job_row",
     "pass_sql",
@@ -72,16 +79,33 @@ def pass_sql(threshold: float | None) -> str:
     return "reward = 1" if threshold is None else f"reward >= {number(threshold)}"
 
 
+def count_columns_sql(value: str, status: str, passed: str, attempt: str = "attempt") -> str:
+    """The per-task count columns, written once: ``dispatched, scored, invalid, passes,
+    nonbinary`` of the rows grouped by task.
+
+    ``value`` is the attempt's value (the reward, or a dimension's value), ``status`` its
+    status column, ``passed`` the SQL condition of a pass and ``attempt`` the column that
+    is null for a task's row without an attempt (a left join). A slot is *scored* when the
+    value is not null; an unscored attempt that ended is *invalid*.
+
+    Examples
+    --------
+    >>> print(count_columns_sql("reward", "status", "reward = 1").splitlines()[1].strip())
+    count(reward)::INTEGER AS scored,
+    """
+    return f"""count({attempt})::INTEGER AS dispatched,
+               count({value})::INTEGER AS scored,
+               count(*) FILTER (WHERE {value} IS NULL AND {status} IN {ENDED!r})::INTEGER
+                   AS invalid,
+               count(*) FILTER (WHERE {passed})::INTEGER AS passes,
+               count(*) FILTER (WHERE {value} IS NOT NULL AND {value} NOT IN (0, 1))::INTEGER
+                   AS nonbinary"""
+
+
 def _attempts_by_task_sql(job_id_param: str, threshold: float | None) -> str:
     return f"""
         SELECT task,
-               count(attempt)::INTEGER AS dispatched,
-               count(reward)::INTEGER AS scored,
-               count(*) FILTER (WHERE reward IS NULL AND status IN {ENDED!r})::INTEGER
-                   AS invalid,
-               count(*) FILTER (WHERE {pass_sql(threshold)})::INTEGER AS passes,
-               count(*) FILTER (WHERE reward IS NOT NULL AND reward NOT IN (0, 1))::INTEGER
-                   AS nonbinary,
+               {count_columns_sql("reward", "status", pass_sql(threshold))},
                {fixed_sum("reward", "$rscale")} AS reward_sum,
                {fixed_sum("reward * reward", "$qscale")} AS reward_sumsq,
                min(reward) AS reward_min, max(reward) AS reward_max

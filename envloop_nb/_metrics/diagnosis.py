@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._present.display import format_metric, format_pct
 from .._store.ref import job_info
-from .._store.sql import number
+from .counts import pass_sql, task_counts
 from .summary import job_summary
 
 if TYPE_CHECKING:
@@ -190,29 +190,49 @@ _TIMEOUT = (
 )
 
 
-def _pass_expr(job: JobRef, options: DiagnosisOptions) -> str:
+def _pass_threshold(job: JobRef, options: DiagnosisOptions) -> float | None:
+    """The threshold of a pass: the option, else none for binary rewards (a pass is a 1),
+    else ``graded_pass``."""
     if options.threshold is not None:
-        return f"reward >= {number(options.threshold)}"
-    binary = job.con.execute(
-        "SELECT count(*) FILTER (WHERE reward NOT IN (0, 1)) = 0 FROM attempts WHERE job_id = ?",
-        [job.id],
-    ).fetchone()
-    if binary and binary[0]:
-        return "reward = 1"
-    return f"reward >= {number(options.graded_pass)}"
+        return float(options.threshold)
+    counts = task_counts(job.con, job.id)
+    if sum(counts.column("nonbinary").to_pylist()) == 0:
+        return None
+    return float(options.graded_pass)
+
+
+def _pass_expr(job: JobRef, options: DiagnosisOptions) -> str:
+    return pass_sql(_pass_threshold(job, options))
 
 
 def _per_task(job: JobRef, options: DiagnosisOptions) -> list[dict[str, Any]]:
+    """Per task with an attempt (by name): its counts (the job's per-task counts) and the
+    mean turns, output tokens and output length of its attempts."""
+    counts = task_counts(job.con, job.id, _pass_threshold(job, options))
+    by_task = dict(
+        zip(
+            counts.column("task").to_pylist(),
+            zip(
+                counts.column("scored").to_pylist(),
+                counts.column("passes").to_pylist(),
+                strict=True,
+            ),
+            strict=True,
+        )
+    )
     cur = job.con.execute(
-        f"""SELECT task, count(reward) AS scored,
-                   count(*) FILTER (WHERE {_pass_expr(job, options)}) AS passes,
-                   avg(turns) AS turns, avg(output_tokens) AS out_tokens,
-                   avg(length(output)) AS out_chars, count(output) AS n_output
-            FROM attempts WHERE job_id = ? GROUP BY task ORDER BY task""",
+        """SELECT task, avg(turns) AS turns, avg(output_tokens) AS out_tokens,
+                  avg(length(output)) AS out_chars, count(output) AS n_output
+           FROM attempts WHERE job_id = ? GROUP BY task ORDER BY task""",
         [job.id],
     )
     names = [d[0] for d in cur.description]
-    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    rows = []
+    for r in cur.fetchall():
+        row = dict(zip(names, r, strict=True))
+        scored, passes = by_task.get(row["task"], (0, 0))
+        rows.append({"task": row["task"], "scored": scored, "passes": passes, **row})
+    return rows
 
 
 def _quantile(values: Sequence[float], q: float) -> float:
@@ -226,15 +246,16 @@ def _quantile(values: Sequence[float], q: float) -> float:
 
 
 def _all_zero(job: JobRef) -> list[Finding]:
-    row = job.con.execute(
-        """SELECT count(reward), count(*) FILTER (WHERE reward = 0), count(DISTINCT task)
-                  FILTER (WHERE reward IS NOT NULL)
-           FROM attempts WHERE job_id = ?""",
-        [job.id],
-    ).fetchone()
-    assert row is not None
-    scored, zeros, tasks = (int(x) for x in row)
-    if scored == 0 or zeros != scored:
+    counts = task_counts(job.con, job.id)
+    per_task = zip(
+        counts.column("scored").to_pylist(),
+        counts.column("reward_min").to_pylist(),
+        counts.column("reward_max").to_pylist(),
+        strict=True,
+    )
+    rewarded = [(n, lo, hi) for n, lo, hi in per_task if n > 0]
+    scored, tasks = sum(n for n, _, _ in rewarded), len(rewarded)
+    if scored == 0 or any(lo != 0 or hi != 0 for _, lo, hi in rewarded):
         return []
     return [
         Finding(

@@ -7,7 +7,7 @@ job's k, plus a *bad case* count: tasks whose per-task pass rate (binary) or mea
 
 Attempts are grouped by (value name, task) first, then by group; the few group rows are
 finished by a pure function (:func:`finish_rows`). The per-task step never depends on the
-policy and is memoized like the job's per-task counts (:func:`envloop_nb._metrics.counts.cached`,
+policy and is memoized like the job's per-task counts (:func:`envloop_nb._store.memo.cached`,
 keyed by ``jobs.loaded_at``): by tag it *is* the job's per-task counts
 (:func:`envloop_nb._metrics.counts.task_counts`, shared with the summary, samples and curve),
 summed per tag value in numpy; by dimension the reward's rows are those counts too and
@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from .._store.frames import to_frame
 from .._store.memo import cached
-from .counts import ENDED, check_options, task_counts
+from .counts import check_options, count_columns_sql, task_counts
 
 if TYPE_CHECKING:
     import duckdb
@@ -57,6 +57,13 @@ def _for(option: PerName, name: str) -> float | None:
     return None if value is None else float(value)
 
 
+#: A pass of a value under its options: ``thr``, ``hib`` (higher is better) per name.
+_PASSED = """CASE
+               WHEN s.thr IS NULL THEN v.value = CASE WHEN s.hib IS FALSE THEN 0 ELSE 1 END
+               WHEN s.hib IS FALSE THEN v.value <= s.thr
+               ELSE v.value >= s.thr END"""
+
+
 def _per_task_sql(values_sql: str) -> str:
     """One row per (name, task): counts and sums of ``values_sql`` (name, task, attempt, value).
 
@@ -72,16 +79,7 @@ def _per_task_sql(values_sql: str) -> str:
         FROM tasks t JOIN jobs j ON j.job_id = t.job_id CROSS JOIN opts o
         WHERE t.job_id = $job_id)
     SELECT s.name, s.task, s.position, s.k, s.thr, s.hib, s.bad,
-           count(a.attempt)::INTEGER AS dispatched,
-           count(v.value)::INTEGER AS scored,
-           count(*) FILTER (WHERE a.attempt IS NOT NULL AND v.value IS NULL
-                            AND a.status IN {ENDED!r})::INTEGER AS invalid,
-           count(*) FILTER (WHERE CASE
-               WHEN s.thr IS NULL THEN v.value = CASE WHEN s.hib IS FALSE THEN 0 ELSE 1 END
-               WHEN s.hib IS FALSE THEN v.value <= s.thr
-               ELSE v.value >= s.thr END)::INTEGER AS passes,
-           count(*) FILTER (WHERE v.value IS NOT NULL AND v.value NOT IN (0, 1))::INTEGER
-               AS nonbinary,
+           {count_columns_sql("v.value", "a.status", _PASSED, attempt="a.attempt")},
            coalesce(fsum(v.value), 0)::DOUBLE AS vsum
     FROM slots s
     LEFT JOIN attempts a ON a.job_id = $job_id AND a.task = s.task
