@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from .._store.memo import CACHE, CACHE_SIZE, cached, clear_cache, job_row
+from .._store.memo import CACHE_SIZE, cached, clear_cache, job_row
 from .._store.sql import number
 from .._types import Policy
 
@@ -204,12 +204,6 @@ def task_counts_sql(job_id_param: str = "$job_id", threshold: float | None = Non
 
 _COUNT_NAMES = ("dispatched", "scored", "invalid", "passes", "nonbinary", "reward_sum",
                 "reward_sumsq", "reward_min", "reward_max")  # fmt: skip
-
-
-#: The memo's table, under its old name (tests and callers read it).
-_CACHE = CACHE
-#: The old private name of :func:`check_options`.
-_check_options = check_options
 
 
 def task_counts(
