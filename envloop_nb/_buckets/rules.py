@@ -291,8 +291,13 @@ class BucketRules:
         pct = self._pct
         rng = self.range
         out: list[str] = []
-        fmt = lambda v: _fmt_bound(v, pct)  # noqa: E731
-        rtext = lambda b: b.range_text(pct)  # noqa: E731
+
+        def fmt(v: float) -> str:
+            return _fmt_bound(v, pct)
+
+        def rtext(b: Bucket) -> str:
+            return b.range_text(pct)
+
         never: set[str] = set()
         for i, b in enumerate(self.buckets):
             label = f"bucket {b.name!r} {rtext(b)}"

@@ -70,7 +70,9 @@ def _task_frame(state: CompareState, tag: str) -> pd.DataFrame:
     with np.errstate(invalid="ignore", divide="ignore"):
         score = rows["reward_sum"].to_numpy(float) / n.to_numpy(float)
         rate = rows["passes"].to_numpy(float) / n.to_numpy(float)
-    out = rows[["job_id", "task", "position", "digest", "k", "grp", *_COUNTS[3:]]].copy()
+    out: pd.DataFrame = rows[
+        ["job_id", "task", "position", "digest", "k", "grp", *_COUNTS[3:]]
+    ].copy()
     out["n"] = n.to_numpy()
     out["complete"] = complete.to_numpy(bool)
     out["binary"] = binary.to_numpy(bool)

@@ -138,8 +138,8 @@ def read_rows(folder: Path, manifest: dict[str, Any]) -> list[dict[str, Any]]:
     path = rows_path(folder, manifest)
     if not path.is_file():
         raise EnvloopError(f"{path}: the manifest names this rows file but it is missing")
+    rows: list[dict[str, Any]] = []
     if fmt == "jsonl":
-        rows = []
         with path.open(encoding="utf-8") as f:
             for i, line in enumerate(f, 1):
                 if not line.strip():

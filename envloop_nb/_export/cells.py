@@ -218,7 +218,7 @@ def _fast_cell_class() -> Any:
     """An openpyxl ``Cell`` whose style id was registered once for its whole style."""
     from openpyxl.cell.cell import Cell
 
-    class _FastCell(Cell):
+    class _FastCell(Cell):  # type: ignore[misc]  # openpyxl ships no types
         __slots__ = ("sid",)
 
         @property

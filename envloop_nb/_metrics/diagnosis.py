@@ -467,9 +467,9 @@ def _differs(a: Any, b: Any, tol: float) -> bool:
     if a is None or b is None:
         return (a is None) != (b is None)
     try:
-        return abs(float(a) - float(b)) > tol
+        return bool(abs(float(a) - float(b)) > tol)
     except (TypeError, ValueError):
-        return a != b
+        return bool(a != b)
 
 
 def _harbor_platform(job: JobRef, tol: float) -> list[Finding]:

@@ -184,7 +184,7 @@ def strengths_html(frame: pd.DataFrame) -> str:
     return f'<ul style="{_FONT};margin:2px 0">{items}</ul>'
 
 
-class ComparisonPanel(widgets.VBox):
+class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
     """The comparison panel widget (see the module docstring for how to drive it)."""
 
     def __init__(
