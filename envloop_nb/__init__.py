@@ -22,9 +22,9 @@ from ._datasets.heldout import (
 from ._errors import EnvloopError, LoadError, LoadWarning
 from ._export.job_xlsx import ExportResult, export_xlsx
 from ._job import Job
-from ._metrics.counts import JobSummary
 from ._metrics.diagnosis import DiagnosisOptions, Finding, Findings
 from ._metrics.passk import pass_at_k, pass_hat_k
+from ._metrics.summary import JobSummary
 from ._metrics.uncertainty import (
     Interval,
     bootstrap_mean_ci,

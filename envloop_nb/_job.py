@@ -127,8 +127,8 @@ class Job:
         threshold: float | None = None,
         frame: FrameKind = "pandas",
     ) -> Any:
-        """The per-task table (see :func:`envloop_nb._metrics.counts.samples`)."""
-        from ._metrics.counts import samples
+        """The per-task table (see :func:`envloop_nb._metrics.passk_views.samples`)."""
+        from ._metrics.passk_views import samples
 
         return samples(self.con, self.id, ks=ks, policy=policy, threshold=threshold, frame=frame)
 
@@ -148,7 +148,7 @@ class Job:
         >>> job.curve()[["k", "pass@k", "pass^k", "tasks"]].values.tolist()
         [[1.0, 0.5, 0.5, 3.0], [2.0, 1.0, 0.5, 2.0]]
         """
-        from ._metrics.counts import curve
+        from ._metrics.passk_views import curve
 
         return curve(self.con, self.id, ks=ks, policy=policy, threshold=threshold, frame=frame)
 

@@ -13,6 +13,7 @@ import pytest
 
 import envloop_nb as enb
 from envloop_nb._metrics import counts as _metrics
+from envloop_nb._metrics import summary
 from envloop_nb._store import memo
 
 from .conftest import SAMPLE_DATA, THREE_TASKS
@@ -75,7 +76,7 @@ def test_remove_invalidates(ws: enb.Workspace) -> None:
     ws.remove(job)
     assert len(_metrics.task_counts(ws.con, job.id)) == 0
     with pytest.raises(ValueError, match="no job"):
-        _metrics.job_summary(ws.con, job.id)
+        summary.job_summary(ws.con, job.id)
     again = ws.load(THREE_TASKS)
     assert again.summary().score == pytest.approx(0.6)
 

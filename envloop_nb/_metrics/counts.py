@@ -27,7 +27,7 @@ The policy never changes the counts, so switching it never rescans the attempts.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -260,21 +260,3 @@ def per_task_arrays(counts: pa.Table, policy: Policy) -> dict[str, np.ndarray]:
     passes = np.asarray(counts.column("passes"), dtype=np.int64)
     n = k.copy() if policy == "failure" else scored
     return {"k": k, "scored": scored, "n": n, "c": passes}
-
-
-#: Names that lived here before the split (``summary`` and ``passk_views``).
-_MOVED = {
-    "JobSummary": "summary",
-    "job_summary": "summary",
-    "samples": "passk_views",
-    "curve": "passk_views",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """``counts.JobSummary``, ``counts.samples``...: the names that moved, still found."""
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__package__}.{_MOVED[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
