@@ -11,8 +11,10 @@ Ten million rows never become Python objects.
 from __future__ import annotations
 
 import json
+import os
+import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,16 @@ import duckdb
 from .._errors import LoadError, LoadWarning
 from .._sql import ident, json_pointer, literal
 from ._common import INT32_MAX, INT64_MAX, fits, physical_place
-from ._read import check_gzip, decode_utf8, explain_bad_line, is_gzip, parse_json, read_bytes
+from ._read import (
+    bad_path_name,
+    check_gzip,
+    decode_utf8,
+    explain_bad_line,
+    is_gzip,
+    parse_json,
+    read_bytes,
+    shown_path,
+)
 from ._stage import begin_job, restart, stage_name
 
 __all__ = ["DEFAULT_MAPPING", "load_table"]
@@ -65,7 +76,14 @@ _DOUBLE_FIELDS = ("cost_usd", "duration_s")
 _TEXT_FIELDS = ("trial_id", "output", "reference", "error", "error_type")
 _TIME_FIELDS = ("started_at", "finished_at")
 _DEFAULT_TAGS = ("subset", "difficulty")
-_INTERNAL = ("_enb_ord", "_enb_file", "file_row_number")
+#: Columns every staged view ``_tb_src`` adds to the source's own.
+_INTERNAL = ("_enb_ord", "_enb_place")
+#: Names the reader adds while reading, per source kind (compared ignoring ASCII case,
+#: as DuckDB compares column names): a source column of that name would be renamed,
+#: dropped or taken for ours.
+_RESERVED_FRAME = frozenset(_INTERNAL)
+_RESERVED_CSV = _RESERVED_FRAME | {"ordinality"}  # WITH ORDINALITY
+_RESERVED_PARQUET = _RESERVED_FRAME | {"_enb_file", "file_row_number"}
 
 
 @dataclass
@@ -143,18 +161,9 @@ def _open_frame(con: duckdb.DuckDBPyConnection, source: Any) -> _Source:
             None,
             "expected a file path, a pandas/polars DataFrame or an Arrow table",
         )
-    names = table.column_names
-    if len(set(names)) < len(names):
-        twice = next(n for n in names if names.count(n) > 1)
-        raise LoadError(
-            label,
-            f"column {twice!r}",
-            f"appears {names.count(twice)} times: column names must be unique",
-        )
-    if "_enb_ord" in table.column_names:
-        raise LoadError(label, None, "column name _enb_ord is reserved")
     for col in table.column_names:  # DuckDB would cut a name at a NUL: refuse it here
         _check_name(label, f"column {col!r}", col)
+    _refuse_name_clashes(label, [(None, table.column_names)], {}, _RESERVED_FRAME)
     table = table.append_column("_enb_ord", pa.array(np.arange(table.num_rows, dtype=np.int64)))
     con.register("_tb_frame", table)
     con.execute(
@@ -221,7 +230,149 @@ def _object_column_problem(column: Any) -> tuple[int, str] | None:
 def _describe(con: duckdb.DuckDBPyConnection, src: _Source) -> None:
     rows = con.execute("DESCRIBE SELECT * FROM _tb_src").fetchall()
     src.types = {str(r[0]): str(r[1]) for r in rows}
-    src.columns = [c for c in src.types if c not in (*_INTERNAL, "_enb_place")]
+    src.columns = [c for c in src.types if c not in _INTERNAL]
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _fold(name: str) -> str:
+    """``name`` as DuckDB compares column names: ASCII letters without case (``É`` and
+    ``é`` stay two names, ``X`` and ``x`` are one)."""
+    return name.translate(_ASCII_LOWER)
+
+
+def _refuse_name_clashes(
+    label: str,
+    units: Sequence[tuple[str | None, Sequence[str]]],
+    hive: Mapping[str, str],
+    reserved: frozenset[str],
+) -> None:
+    """Refuse column names that DuckDB would rename, merge or replace without a word.
+
+    DuckDB compares column names ignoring ASCII case: within one file or frame, of
+    ``dim_X`` and ``dim_x`` (or ``a`` twice) it renames the second (``dim_x_1``), so a
+    dimension would be stored under a made-up name; across Parquet files read by name it
+    merges ``dim_X`` and ``dim_x`` into one column; a hive partition folder
+    (``Task=9/``) replaces a file's column of that name (``task``); a column named like
+    one the reader adds (``_reserved``) would be taken for it. ``units`` are
+    ``(where, column names)``: ``where`` is None for the one source, else a file's name;
+    ``hive`` maps each partition key to a folder that sets it.
+    """
+    for where, names in units:
+        at = f" ({where})" if where else ""
+        for name in names:
+            if _fold(name) in reserved:
+                raise LoadError(
+                    label,
+                    f"column {name!r}{at}",
+                    f"the name is reserved: envloop_nb adds a column {_fold(name)!r} to read "
+                    "the source (DuckDB column names ignore case); rename the column",
+                )
+    first: dict[str, tuple[str, str | None]] = {}  # folded name -> (name, where) first seen
+    for where, names in units:
+        mine: dict[str, str] = {}
+        for name in names:
+            folded = _fold(name)
+            if folded in mine:
+                at = f" ({where})" if where else ""
+                if mine[folded] == name:
+                    raise LoadError(
+                        label,
+                        f"column {name!r}{at}",
+                        f"appears {list(names).count(name)} times: column names must be unique",
+                    )
+                raise LoadError(
+                    label,
+                    f"columns {mine[folded]!r} and {name!r}{at}",
+                    "the names differ only in case: DuckDB column names ignore case, so it "
+                    "would load one under a made-up name; rename one of them",
+                )
+            mine[folded] = name
+            seen = first.setdefault(folded, (name, where))
+            if seen[0] != name:
+                raise LoadError(
+                    label,
+                    f"columns {seen[0]!r} ({seen[1]}) and {name!r} ({where})",
+                    "the names differ only in case: DuckDB column names ignore case, so it "
+                    "would merge them into one column; write the name one way",
+                )
+    for key, folder in hive.items():
+        column = first.get(_fold(key))
+        if column is not None:
+            at = f" ({column[1]})" if column[1] else ""
+            raise LoadError(
+                label,
+                f"column {column[0]!r}{at} and hive partition key {key!r} ({folder})",
+                "the same name, ignoring case: DuckDB would replace the file's column with "
+                "the folder's value; rename one of them",
+            )
+        first[_fold(key)] = (key, folder)
+
+
+def _parquet_names(
+    con: duckdb.DuckDBPyConnection, files: list[str], root: Path | None
+) -> tuple[list[tuple[str | None, list[str]]], dict[str, str]]:
+    """Each Parquet file's own top-level column names (``DESCRIBE`` shows DuckDB's,
+    after renaming and merging), and the hive partition keys of the files' folders."""
+    rows = con.execute(
+        "SELECT file_name, name, num_children FROM parquet_schema($files)", {"files": files}
+    ).fetchall()
+    schemas: dict[str, list[tuple[str, int]]] = {}
+    for file, name, children in rows:
+        schemas.setdefault(str(file), []).append((str(name), int(children or 0)))
+
+    def shown(file: str) -> str | None:
+        if len(files) == 1:
+            return None  # the error already names the file
+        if root is not None and file.startswith(str(root)):
+            return file[len(str(root)) :].lstrip("/\\")
+        return file
+
+    units: list[tuple[str | None, list[str]]] = []
+    for file, schema in schemas.items():
+        names, i = [], 1  # schema[0] is the root; each top-level field is one subtree
+        while i < len(schema):
+            names.append(schema[i][0])
+            pending = 1
+            while pending:
+                pending += schema[i][1] - 1
+                i += 1
+        units.append((shown(file), names))
+    hive: dict[str, str] = {}
+    for file in files:
+        for part in re.split(r"[/\\]", file)[:-1]:
+            if "=" in part:
+                hive.setdefault(part.split("=", 1)[0], part)
+    return units, hive
+
+
+def _csv_first_record(path: Path) -> list[str]:
+    """The CSV file's first record, read in Python (microseconds; DuckDB would sniff the
+    file again): its header, unless DuckDB skips lines before the header."""
+    import csv
+    import io
+
+    try:
+        with _open_bytes(path) as f:
+            text = io.TextIOWrapper(f, encoding="utf-8-sig", errors="replace", newline="")
+            return next(csv.reader(text, delimiter=_csv_delim(path)), [])
+    except (OSError, EOFError, csv.Error):
+        return []
+
+
+def _csv_header(con: duckdb.DuckDBPyConnection, path: Path, first: list[str], n: int) -> list[str]:
+    """The CSV file's own header names (``DESCRIBE`` shows DuckDB's, after renaming):
+    its ``first`` record when that holds DuckDB's ``n`` fields, else (DuckDB skipped
+    lines before the header) DuckDB's own first row, read without a header."""
+    if len(first) == n:
+        return first
+    delim = _csv_delim(path)
+    row = con.execute(
+        f"""SELECT * FROM read_csv({literal(str(path))}, header = false,
+                                   delim = {literal(delim)}, all_varchar = true) LIMIT 1"""
+    ).fetchone()
+    return ["" if v is None else str(v) for v in row or ()]
 
 
 def _is_csv(source: Any) -> bool:
@@ -230,8 +381,12 @@ def _is_csv(source: Any) -> bool:
     )
 
 
+def _csv_delim(path: Path) -> str:
+    return "\t" if ".tsv" in path.name.lower() else ","
+
+
 def _csv_read(path: Path, skip_bad: bool) -> str:
-    delim = "\t" if ".tsv" in path.name.lower() else ","
+    delim = _csv_delim(path)
     rejects = (
         ", store_rejects = true, rejects_table = '_tb_rej', rejects_scan = '_tb_rejscan'"
         if skip_bad
@@ -268,12 +423,18 @@ def _open_path(
         pattern = text
         if not is_glob and path.is_dir():
             pattern = str(path / "**" / "*.parquet")
-        files = [
-            r[0]
-            for r in con.execute("SELECT file FROM glob(?) ORDER BY file", [pattern]).fetchall()
-        ]
+        try:
+            files = [
+                r[0]
+                for r in con.execute("SELECT file FROM glob(?) ORDER BY file", [pattern]).fetchall()
+            ]
+        except duckdb.InvalidInputException:
+            _refuse_bad_file_name(source, pattern, path if path.is_dir() else None)
+            raise
         if not files:
             raise LoadError(source, None, f"no Parquet file matches {pattern}")
+        units, hive = _parquet_names(con, files, path if path.is_dir() else None)
+        _refuse_name_clashes(text, units, hive, _RESERVED_PARQUET)
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _tb_files AS "
             "SELECT unnest($files) AS _enb_file, generate_subscripts($files, 1) AS _enb_idx",
@@ -301,6 +462,8 @@ def _open_path(
     if name.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")):
         # After skipping malformed lines the ordinal is no longer the line: say "row".
         place = "'row ' || ordinality" if skip_bad_csv else "'line ' || (ordinality + 1)"
+        first = _csv_first_record(path)  # a column "ordinality" would break the view
+        _refuse_name_clashes(str(path), [(None, first)], {}, _RESERVED_CSV)
         con.execute(
             f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
                 SELECT * EXCLUDE (ordinality), ordinality AS _enb_ord, {place} AS _enb_place
@@ -308,6 +471,9 @@ def _open_path(
         )
         src = _Source(str(path), [], json=False)
         _describe(con, src)
+        header = _csv_header(con, path, first, len(src.columns))
+        if header is not first:
+            _refuse_name_clashes(src.label, [(None, header)], {}, _RESERVED_CSV)
         return src
     # JSON lines (or a JSON array of records): one JSON object per row.
     fmt = "newline_delimited"
@@ -332,6 +498,25 @@ def _open_path(
            GROUP BY k ORDER BY first"""
     ).fetchall()
     return _Source(str(path), [str(r[0]) for r in keys], json=True)
+
+
+def _refuse_bad_file_name(source: Any, pattern: str, root: Path | None) -> None:
+    """Raise a LoadError naming a file that matches ``pattern`` and whose path is not
+    UTF-8 (DuckDB's glob only says "Invalid unicode"); else return. ``root``: the folder
+    the source names, which the file is named relative to."""
+    import glob
+
+    for found in sorted(glob.glob(os.fsencode(pattern), recursive=True)):
+        name = os.fsdecode(found)
+        problem = bad_path_name(name)
+        if problem is not None:
+            if root is not None:
+                name = os.path.relpath(name, root)
+            raise LoadError(
+                shown_path(source),
+                f"file {shown_path(name)}",
+                f"the path is {problem}: DuckDB cannot open it; rename it",
+            )
 
 
 def _explain_json_array(path: Path) -> None:
@@ -503,12 +688,16 @@ def _typed_view(
             )
         else:
             sel.append(f"NULL::BIGINT AS {ours}")
-    for ours in _DOUBLE_FIELDS:
+    for ours in _DOUBLE_FIELDS:  # NaN is not recorded, as for the reward; infinity is refused
         if ours in fields:
             col = fields[ours]
-            sel.append(f"{src.number(col)} AS {ours}")
+            num = src.number(col)
+            sel.append(f"CASE WHEN isnan({num}) THEN NULL ELSE {num} END AS {ours}")
             checks.append(
                 f"WHEN NOT ({src.number_ok(col)}) THEN '{ours} must be a number, got ' || {src.shown(col)}"
+            )
+            checks.append(
+                f"WHEN isinf({num}) THEN '{ours} must be finite, got ' || {src.text(col)}"
             )
         else:
             sel.append(f"NULL::DOUBLE AS {ours}")
@@ -556,6 +745,10 @@ def _typed_view(
         checks.append(
             f"WHEN NOT ({src.number_ok(col)}) "
             f"THEN {literal(f'dimension {name} must be a number, got ')} || {src.shown(col)}"
+        )
+        checks.append(
+            f"WHEN isinf({src.number(col)}) "
+            f"THEN {literal(f'dimension {name} must be finite, got ')} || {src.text(col)}"
         )
     used = set(fields.values()) | set(tags.values()) | set(dims.values())
     rest = [c for c in src.columns if c not in used]
@@ -609,7 +802,11 @@ def load_table(
     job_id
         Default ``"table:<file stem>"``; required for an in-memory frame.
 
-    Rules: an empty reward (or NaN) is no reward, never 0. Without a status column every
+    Rules: an empty reward (or NaN) is no reward, never 0; so is a NaN cost or duration
+    (infinity is refused). Column names that differ only in case (``dim_X`` and
+    ``dim_x``), or that a hive folder (``Task=9/``) would overwrite, are refused naming
+    both: DuckDB compares column names ignoring ASCII case and would rename, merge or
+    replace one quietly (JSON keys are never renamed: JSONL is not refused). Without a status column every
     row is ``completed`` (an empty status too). Without an attempt column, a task's rows
     are its attempts 1, 2, ... in the order they appear (file order; for Parquet, files
     in name order, then row order). The requested tasks are the distinct task values, in
