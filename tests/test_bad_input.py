@@ -19,11 +19,12 @@ import pandas as pd
 import pytest
 
 import envloop_nb as enb
-from tests.conftest import HARBOR, TAU_BENCH, THREE_TASKS
+from tests.conftest import HARBOR, ROOT, TAU_BENCH, THREE_TASKS
 from tests.test_loaders_envloop import load_job, to_jsonl
 
 TABLES = ["jobs", "tasks", "task_tags", "attempts", "dimensions", "dimension_meta"]
 CURRENT = HARBOR / "2026-03-02__14-05-11"
+TAU2 = ROOT / "tests" / "data" / "tau2" / "results.json"
 
 
 def _doc() -> dict[str, Any]:
@@ -454,12 +455,237 @@ def tau_task_number_and_string(tmp: Path) -> Path:
     return path
 
 
+# -- column names DuckDB would rename, merge or replace (table loader) ---------------
+
+
+def _text_file(tmp: Path, text: str, name: str = "t.csv") -> Path:
+    path = tmp / name
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    return path
+
+
+def csv_dims_differ_in_case(tmp: Path) -> Path:
+    """DuckDB read dim_x as dim_x_1: dimension "x_1", made up."""
+    return _text_file(tmp, "task,reward,dim_X,dim_x\nA,1,0.5,0.7\n")
+
+
+def csv_gz_rewards_differ_in_case(tmp: Path) -> Path:
+    return _text_file(tmp, "task,Reward,reward\nA,1,0\n", "t.csv.gz")
+
+
+def csv_title_line_then_clash(tmp: Path) -> Path:
+    """DuckDB skips the title line and reads the header on line 2."""
+    return _text_file(tmp, "report of run 7\ntask,reward,dim_X,dim_x\nA,1,0.5,0.7\nB,0,1,1\n")
+
+
+def csv_header_twice(tmp: Path) -> Path:
+    return _text_file(tmp, "task,reward,note,note\nA,1,x,y\n")
+
+
+def csv_reserved_ordinality(tmp: Path) -> Path:
+    """The loader reads CSV WITH ORDINALITY: this column became the row number."""
+    return _text_file(tmp, "task,reward,Ordinality\nA,1,x\nB,0,y\n")
+
+
+def _parquet(path: Path, **columns: list[Any]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = pa.BufferOutputStream()  # pyarrow opens only UTF-8 paths: write the bytes here
+    pq.write_table(pa.table(columns), out)
+    path.write_bytes(out.getvalue().to_pybytes())
+
+
+def parquet_dims_differ_in_case(tmp: Path) -> Path:
+    path = tmp / "t.parquet"
+    _parquet(path, task=["A"], reward=[1.0], **{"dim_X": [0.5], "dim_x": [0.7]})
+    return path
+
+
+def parquet_files_differ_in_case(tmp: Path) -> Path:
+    """Read by name, DuckDB merged b's dim_x into a's dim_X."""
+    _parquet(tmp / "runs" / "a.parquet", task=["A"], reward=[1.0], dim_X=[0.5])
+    _parquet(tmp / "runs" / "b.parquet", task=["B"], reward=[0.0], dim_x=[0.7])
+    return tmp / "runs"
+
+
+def hive_key_shadows_column(tmp: Path) -> Path:
+    """The folder Task=9 replaced every task id in the file with 9."""
+    _parquet(tmp / "runs" / "Task=9" / "a.parquet", task=["A", "B"], reward=[1.0, 0.0])
+    return tmp / "runs"
+
+
+def parquet_reserved_file_row_number(tmp: Path) -> Path:
+    path = tmp / "t.parquet"
+    _parquet(path, task=["A"], reward=[1.0], File_Row_Number=[7])
+    return path
+
+
+# -- bad costs, logprobs and other fields that were dropped quietly ------------------
+
+
+def _usage_line(tmp: Path, usage: bytes) -> Path:
+    return _trial_line(tmp, b"{" + _TRIAL_2 + b', "reward": 0, "usage": ' + usage + b"}")
+
+
+def cost_usd_string(tmp: Path) -> Path:
+    return _json_doc(tmp, lambda d: d["trials"][1]["usage"].update(cost_usd="0.01"))
+
+
+def cost_usd_nan_jsonl(tmp: Path) -> Path:
+    return _usage_line(tmp, b'{"turns": 3, "cost_usd": NaN}')
+
+
+def cost_usd_boolean(tmp: Path) -> Path:
+    return _json_doc(tmp, lambda d: d["trials"][1]["usage"].update(cost_usd=True))
+
+
+def cost_usd_object_jsonl(tmp: Path) -> Path:
+    return _usage_line(tmp, b'{"cost_usd": {"usd": 0.01}}')
+
+
+def usage_not_an_object(tmp: Path) -> Path:
+    return _json_doc(tmp, lambda d: d["trials"][1].update(usage="lots"))
+
+
+def logprob_not_an_object(tmp: Path) -> Path:
+    return _json_doc(tmp, lambda d: d["trials"][1].update(logprob=-0.5))
+
+
+def logprob_mean_infinite_jsonl(tmp: Path) -> Path:
+    return _trial_line(tmp, b"{" + _TRIAL_2 + b', "reward": 0, "logprob": {"mean": -Infinity}}')
+
+
+def logprob_std_string(tmp: Path) -> Path:
+    return _json_doc(tmp, lambda d: d["trials"][1].update(logprob={"mean": -0.2, "std": "high"}))
+
+
+def higher_is_better_string(tmp: Path) -> Path:
+    return _json_doc(
+        tmp, lambda d: d["trials"][2]["metrics"].update(higher_is_better={"style": "yes"})
+    )
+
+
+def units_value_number(tmp: Path) -> Path:
+    return _json_doc(tmp, lambda d: d["trials"][2]["metrics"].update(units={"style": 100}))
+
+
+def header_profile_string(tmp: Path) -> Path:
+    return _json_doc(tmp, lambda d: d["job"].update(profile="team/eval"))
+
+
+def header_model_object(tmp: Path) -> Path:
+    return _json_doc(tmp, lambda d: d["job"].update(model={"name": "m"}))
+
+
+def header_created_at_bad(tmp: Path) -> Path:
+    return _json_doc(tmp, lambda d: d["job"].update(created_at="yesterday"))
+
+
+def header_revision_number(tmp: Path) -> Path:
+    return _json_doc(tmp, lambda d: d["job"]["dataset"].update(revision=3))
+
+
+def _harbor_edit(tmp: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+    folder = _harbor_copy(tmp)
+    path = folder / "hello-world__E4MNpbM" / "result.json"
+    result = json.loads(path.read_text())
+    edit(result)
+    path.write_text(json.dumps(result))
+    return folder
+
+
+def harbor_phase_string(tmp: Path) -> Path:
+    return _harbor_edit(tmp, lambda r: r.update(agent_execution="3 minutes"))
+
+
+def harbor_agent_info_list(tmp: Path) -> Path:
+    return _harbor_edit(tmp, lambda r: r.update(agent_info=["claude-code"]))
+
+
+def harbor_exception_type_number(tmp: Path) -> Path:
+    return _harbor_edit(
+        tmp, lambda r: r.update(exception_info={"exception_type": 3, "exception_message": "x"})
+    )
+
+
+def harbor_dataset_string(tmp: Path) -> Path:
+    folder = _harbor_copy(tmp)
+    config = json.loads((folder / "config.json").read_text())
+    config["datasets"] = ["terminal-bench"]
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def _tau_rows(tmp: Path, edit: Callable[[list[Any]], None]) -> Path:
+    rows = json.loads(TAU_BENCH.read_text())[:3]
+    edit(rows)
+    path = tmp / "tau.json"
+    path.write_text(json.dumps(rows))
+    return path
+
+
+def tau_info_zero(tmp: Path) -> Path:
+    return _tau_rows(tmp, lambda rows: rows[1].update(info=0))
+
+
+def tau_traj_object(tmp: Path) -> Path:
+    return _tau_rows(tmp, lambda rows: rows[1].update(traj={}))
+
+
+def _tau2(tmp: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+    doc = json.loads(TAU2.read_text())
+    edit(doc)
+    path = tmp / "run" / "results.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def tau2_reward_info_list(tmp: Path) -> Path:
+    """`[] or {}` made the reward "not recorded"."""
+    return _tau2(tmp, lambda d: d["simulations"][0].update(reward_info=[]))
+
+
+def tau2_breakdown_list(tmp: Path) -> Path:
+    """A breakdown that is not an object dropped the dimensions."""
+    return _tau2(
+        tmp, lambda d: d["simulations"][0]["reward_info"].update(reward_breakdown=["DB", 1.0])
+    )
+
+
+def tau2_messages_string(tmp: Path) -> Path:
+    return _tau2(tmp, lambda d: d["simulations"][0].update(messages=""))
+
+
+def tau2_agent_info_string(tmp: Path) -> Path:
+    return _tau2(tmp, lambda d: d["info"].update(agent_info="gpt-4.1-mini"))
+
+
+def table_cost_infinite(tmp: Path) -> Path:
+    text = '{"task": "A", "reward": 1, "cost_usd": 0.5}\n{"task": "A", "reward": 0, "cost_usd": Infinity}\n'
+    return _text_file(tmp, text, "t.jsonl")
+
+
+def table_dimension_infinite(tmp: Path) -> Path:
+    return _text_file(tmp, '{"task": "A", "reward": 1, "dim_x": -Infinity}\n', "t.jsonl")
+
+
 _TRUNCATED = re.escape(
     "truncated gzip file: the compressed stream ends without its end marker and CRC "
     "trailer (the file was cut short)"
 )
 _ONCE = re.escape("one trial would count as two attempts")
 _MERGED = re.escape("would be merged into one task '1': write every task id the same way")
+_CASE = re.escape(
+    "the names differ only in case: DuckDB column names ignore case, so it would load one "
+    "under a made-up name; rename one of them"
+)
+_RESERVED = re.escape("to read the source (DuckDB column names ignore case); rename the column")
+_TRIAL = r"bad\.json, trials\[1\] \(id tr_2\)"
+_HELLO = r"harbor-job, trial hello-world__E4MNpbM"
+_SIM = r"run/results\.json, simulations\[0\] \(id s-0-0\)"
 
 #: name, builder, load options, the exact message after the source's folder (a regex).
 LOSS_CASES: list[tuple[str, Callable[[Path], Path], dict[str, Any], str]] = [
@@ -615,6 +841,232 @@ LOSS_CASES: list[tuple[str, Callable[[Path], Path], dict[str, Any], str]] = [
         {},
         rf"tau\.json, \[1\] and \[2\]: task 1 \(a number\) and task '1' \(a string\) "
         rf"{_MERGED}",
+    ),
+]
+
+#: Names DuckDB would rename, merge or replace; costs, logprobs and other fields that
+#: were dropped (or stored as NaN) quietly. Exact messages, as for LOSS_CASES.
+LOSS_CASES += [
+    (
+        "CSV dim_X and dim_x",
+        csv_dims_differ_in_case,
+        {},
+        rf"t\.csv, columns 'dim_X' and 'dim_x': {_CASE}",
+    ),
+    (
+        "CSV.gz Reward and reward",
+        csv_gz_rewards_differ_in_case,
+        {},
+        rf"t\.csv\.gz, columns 'Reward' and 'reward': {_CASE}",
+    ),
+    (
+        "CSV header after a title line",
+        csv_title_line_then_clash,
+        {},
+        rf"t\.csv, columns 'dim_X' and 'dim_x': {_CASE}",
+    ),
+    (
+        "CSV column named twice",
+        csv_header_twice,
+        {},
+        r"t\.csv, column 'note': appears 2 times: column names must be unique",
+    ),
+    (
+        "CSV column named like the reader's row number",
+        csv_reserved_ordinality,
+        {},
+        r"t\.csv, column 'Ordinality': the name is reserved: envloop_nb adds a column "
+        rf"'ordinality' {_RESERVED}",
+    ),
+    (
+        "Parquet dim_X and dim_x",
+        parquet_dims_differ_in_case,
+        {},
+        rf"t\.parquet, columns 'dim_X' and 'dim_x': {_CASE}",
+    ),
+    (
+        "Parquet files spelling a column two ways",
+        parquet_files_differ_in_case,
+        {},
+        r"runs, columns 'dim_X' \(a\.parquet\) and 'dim_x' \(b\.parquet\): the names differ "
+        r"only in case: DuckDB column names ignore case, so it would merge them into one "
+        r"column; write the name one way",
+    ),
+    (
+        "hive folder Task=9 over a task column",
+        hive_key_shadows_column,
+        {},
+        r"runs, column 'task' and hive partition key 'Task' \(Task=9\): the same name, "
+        r"ignoring case: DuckDB would replace the file's column with the folder's value; "
+        r"rename one of them",
+    ),
+    (
+        "Parquet column named like the reader's row number",
+        parquet_reserved_file_row_number,
+        {},
+        r"t\.parquet, column 'File_Row_Number': the name is reserved: envloop_nb adds a column "
+        rf"'file_row_number' {_RESERVED}",
+    ),
+    (
+        "usage.cost_usd a string",
+        cost_usd_string,
+        {},
+        rf"{_TRIAL}: usage\.cost_usd must be a number or null, got varchar \"0\.01\"",
+    ),
+    (
+        "usage.cost_usd NaN (JSONL)",
+        cost_usd_nan_jsonl,
+        {},
+        r"run\.jsonl, line 3: usage\.cost_usd must be finite, got NaN",
+    ),
+    (
+        "usage.cost_usd a boolean",
+        cost_usd_boolean,
+        {},
+        rf"{_TRIAL}: usage\.cost_usd must be a number or null, got boolean true",
+    ),
+    (
+        "usage.cost_usd an object (JSONL)",
+        cost_usd_object_jsonl,
+        {},
+        r'run\.jsonl, line 3: usage\.cost_usd must be a number or null, got object \{"usd":0\.01\}',
+    ),
+    (
+        "usage not an object",
+        usage_not_an_object,
+        {},
+        rf"{_TRIAL}: usage must be an object or null, got varchar \"lots\"",
+    ),
+    (
+        "logprob not an object",
+        logprob_not_an_object,
+        {},
+        rf"{_TRIAL}: logprob must be an object or null, got double -0\.5",
+    ),
+    (
+        "logprob.mean -Infinity (JSONL)",
+        logprob_mean_infinite_jsonl,
+        {},
+        r"run\.jsonl, line 3: logprob\.mean must be finite, got -Infinity",
+    ),
+    (
+        "logprob.std a string",
+        logprob_std_string,
+        {},
+        rf"{_TRIAL}: logprob\.std must be a number or null, got varchar \"high\"",
+    ),
+    (
+        "metrics.higher_is_better not a boolean",
+        higher_is_better_string,
+        {},
+        r"bad\.json, trials\[2\] \(id tr_3\): metrics\.higher_is_better values must be "
+        r'booleans, got \{"style":"yes"\}',
+    ),
+    (
+        "metrics.units value not a string",
+        units_value_number,
+        {},
+        r"bad\.json, trials\[2\] \(id tr_3\): metrics\.units values must be strings, got "
+        r'\{"style":100\}',
+    ),
+    (
+        "job.profile a string",
+        header_profile_string,
+        {},
+        r"bad\.json, \$\.job\.profile: expected an object or null, got 'team/eval'",
+    ),
+    (
+        "job.model an object",
+        header_model_object,
+        {},
+        r"bad\.json, \$\.job\.model: expected a string or null, got \{'name': 'm'\}",
+    ),
+    (
+        "job.created_at not a time",
+        header_created_at_bad,
+        {},
+        r"bad\.json, \$\.job\.created_at: created_at is not an RFC 3339 time: 'yesterday'",
+    ),
+    (
+        "job.dataset.revision a number",
+        header_revision_number,
+        {},
+        r"bad\.json, \$\.job\.dataset\.revision: expected a string, got 3",
+    ),
+    (
+        "Harbor phase timing not an object",
+        harbor_phase_string,
+        {},
+        rf"{_HELLO}: agent_execution must be an object \{{started_at, finished_at\}} or null, "
+        r"got '3 minutes'",
+    ),
+    (
+        "Harbor agent_info a list",
+        harbor_agent_info_list,
+        {},
+        rf"{_HELLO}: agent_info must be an object or null, got \['claude-code'\]",
+    ),
+    (
+        "Harbor exception_type a number",
+        harbor_exception_type_number,
+        {},
+        rf"{_HELLO}: exception_info\.exception_type must be a string or null, got 3",
+    ),
+    (
+        "Harbor dataset a string",
+        harbor_dataset_string,
+        {},
+        r"harbor-job/config\.json, \$\.datasets: expected one dataset \{name, version\}, got "
+        r"\['terminal-bench'\]",
+    ),
+    (
+        "τ-bench info 0",
+        tau_info_zero,
+        {},
+        r"tau\.json, \[1\] \(task_id 1, trial 0\): info must be an object, got 0",
+    ),
+    (
+        "τ-bench traj an object",
+        tau_traj_object,
+        {},
+        r"tau\.json, \[1\] \(task_id 1, trial 0\): traj must be a list of messages, got \{\}",
+    ),
+    (
+        "τ²-bench reward_info a list",
+        tau2_reward_info_list,
+        {},
+        rf"{_SIM}: reward_info must be an object or null, got \[\]",
+    ),
+    (
+        "τ²-bench reward_breakdown a list",
+        tau2_breakdown_list,
+        {},
+        rf"{_SIM}: reward_info\.reward_breakdown must be an object of numbers or null, got "
+        r"\['DB', 1\.0\]",
+    ),
+    (
+        "τ²-bench messages a string",
+        tau2_messages_string,
+        {},
+        rf"{_SIM}: messages must be a list, got ''",
+    ),
+    (
+        "τ²-bench info.agent_info a string",
+        tau2_agent_info_string,
+        {},
+        r"run/results\.json, \$\.info\.agent_info: expected an object, got 'gpt-4\.1-mini'",
+    ),
+    (
+        "table cost_usd Infinity",
+        table_cost_infinite,
+        {},
+        r"t\.jsonl, line 2: cost_usd must be finite, got Infinity",
+    ),
+    (
+        "table dimension -Infinity",
+        table_dimension_infinite,
+        {},
+        r"t\.jsonl, line 1: dimension x must be finite, got -Infinity",
     ),
 ]
 
@@ -954,21 +1406,29 @@ def test_lenient_csv_skips_ragged_lines(ws: enb.Workspace, tmp_path: Path) -> No
     assert a["source_place"].tolist() == ["row 1", "row 2"]  # data rows once lines are skipped
 
 
-def test_lenient_skips_a_non_finite_reward_and_counts_it(
-    loaded: enb.Workspace, tmp_path: Path
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (reward_infinity_jsonl, r"reward must be finite, got Infinity"),
+        (cost_usd_nan_jsonl, r"usage\.cost_usd must be finite, got NaN"),
+    ],
+    ids=["non-finite reward", "NaN cost"],
+)
+def test_lenient_skips_a_bad_trial_and_counts_it(
+    loaded: enb.Workspace, tmp_path: Path, make: Callable[[Path], Path], problem: str
 ) -> None:
-    path = reward_infinity_jsonl(tmp_path)
+    path = make(tmp_path)
     before = _snapshot(loaded)
     with pytest.raises(enb.LoadError):
         load_job(loaded, path)
     assert _snapshot(loaded) == before
     with pytest.warns(
         enb.LoadWarning,
-        match=r"run\.jsonl: skipped 1 unusable trial\(s\); first at line 3: reward must be "
-        r"finite, got Infinity$",
+        match=rf"run\.jsonl: skipped 1 unusable trial\(s\); first at line 3: {problem}$",
     ):
         job = load_job(loaded, path, lenient=True)
     assert len(job.attempts()) == 5
+    assert "tr_2" not in set(job.attempts()["trial_id"])
     assert job.summary().score == 0.75  # tr_1, tr_3, tr_4 pass; tr_5 fails; no NaN
 
 
@@ -1011,6 +1471,27 @@ def _frame_int_overflow() -> pd.DataFrame:
     return pd.DataFrame({"task": ["a", "b"], "reward": [1.0, 0.0], "turns": turns})
 
 
+def _frame_dims_differ_in_case() -> pd.DataFrame:
+    """DuckDB registered dim_x as dim_x_1: dimension "x_1", made up."""
+    return pd.DataFrame({"task": ["a"], "reward": [1.0], "dim_X": [0.5], "dim_x": [0.7]})
+
+
+def _polars_rewards_differ_in_case() -> Any:
+    import polars as pl
+
+    return pl.DataFrame({"task": ["a"], "Reward": [0.0], "reward": [1.0]})
+
+
+def _arrow_dims_differ_in_case() -> Any:
+    import pyarrow as pa
+
+    return pa.table({"task": ["a"], "reward": [1.0], "dim_Speed": [1.0], "dim_speed": [2.0]})
+
+
+def _frame_reserved_place() -> pd.DataFrame:
+    return pd.DataFrame({"task": ["a"], "reward": [1.0], "_ENB_PLACE": ["x"]})
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [
@@ -1033,11 +1514,37 @@ def _frame_int_overflow() -> pd.DataFrame:
             rf"<pandas DataFrame>, row 1, column 'turns': {2**70} is out of range: it must "
             r"fit a 64-bit integer",
         ),
+        (
+            _frame_dims_differ_in_case,
+            rf"<pandas DataFrame>, columns 'dim_X' and 'dim_x': {_CASE}",
+        ),
+        (
+            _polars_rewards_differ_in_case,
+            rf"<polars DataFrame>, columns 'Reward' and 'reward': {_CASE}",
+        ),
+        (
+            _arrow_dims_differ_in_case,
+            rf"<pyarrow Table>, columns 'dim_Speed' and 'dim_speed': {_CASE}",
+        ),
+        (
+            _frame_reserved_place,
+            r"<pandas DataFrame>, column '_ENB_PLACE': the name is reserved: envloop_nb adds a "
+            rf"column '_enb_place' {_RESERVED}",
+        ),
     ],
-    ids=["duplicated columns", "mixed-type object column", "lone surrogate", "int beyond 64 bits"],
+    ids=[
+        "duplicated columns",
+        "mixed-type object column",
+        "lone surrogate",
+        "int beyond 64 bits",
+        "dimensions differ in case",
+        "polars rewards differ in case",
+        "Arrow dimensions differ in case",
+        "reserved name",
+    ],
 )
 def test_frames_arrow_cannot_hold(
-    loaded: enb.Workspace, make: Callable[[], pd.DataFrame], message: str
+    loaded: enb.Workspace, make: Callable[[], Any], message: str
 ) -> None:
     before = _snapshot(loaded)
     with pytest.raises(enb.LoadError) as info:
@@ -1079,3 +1586,141 @@ def test_workspace_file_from_a_newer_schema_is_refused_and_left_alone(tmp_path: 
             "upgrade envloop_nb to open it (the file was not changed)"
         )
         assert content() == before  # not reset to 1, no table re-created
+
+
+def test_names_duckdb_keeps_apart_still_load(ws: enb.Workspace, tmp_path: Path) -> None:
+    """Only names DuckDB would rename are refused: JSON keys are never renamed, DuckDB
+    compares only ASCII letters without case (É and é are two names), and a column named
+    like one the Parquet reader adds is kept in ``extra`` from CSV and frames (it was
+    dropped)."""
+    jsonl = _text_file(
+        tmp_path, '{"task": "A", "reward": 1, "dim_X": 0.5, "dim_x": 0.7}\n', "t.jsonl"
+    )
+    dims = load_job(ws, jsonl).dimensions()
+    assert sorted(zip(dims["name"], dims["value"], strict=True)) == [("X", 0.5), ("x", 0.7)]
+    csv = _text_file(tmp_path, "task,reward,dim_É,dim_é,file_row_number\nA,1,0.5,0.7,9\n")
+    job = load_job(ws, csv)
+    assert sorted(job.dimensions()["name"]) == ["É", "é"]
+    assert json.loads(job.attempts()["extra"][0]) == {"file_row_number": 9}
+    frame = pd.DataFrame({"task": ["A"], "reward": [1.0], "file_row_number": [3]})
+    extra = load_job(ws, frame, job_id="frame").attempts()["extra"][0]
+    assert json.loads(extra) == {"file_row_number": 3}
+
+
+def test_null_cost_and_logprob_are_not_recorded(ws: enb.Workspace, tmp_path: Path) -> None:
+    """The spec: every usage and logprob key is optional; null is "not recorded"."""
+    usage = b'{"turns": 3, "cost_usd": null}, "logprob": {"mean": null, "min": -2}'
+    path = _trial_line(tmp_path, b"{" + _TRIAL_2 + b', "reward": 0, "usage": ' + usage + b"}")
+    job = load_job(ws, path)
+    row = job.con.execute(
+        "SELECT cost_usd, logprob_mean, logprob_min, turns FROM attempts WHERE trial_id = 'tr_2'"
+    ).fetchone()
+    assert row == (None, None, -2.0, 3)
+
+
+def test_table_nan_cost_is_not_recorded(ws: enb.Workspace, tmp_path: Path) -> None:
+    """A NaN cost or duration in a table is "not recorded" (as for the reward, and as
+    pandas' NaN already was): NULL, not a NaN that turns every sum into NaN."""
+    text = (
+        '{"task": "A", "reward": 1, "cost_usd": NaN, "duration_s": NaN}\n'
+        '{"task": "B", "reward": 0, "cost_usd": 0.5, "duration_s": 2}\n'
+    )
+    job = load_job(ws, _text_file(tmp_path, text, "t.jsonl"))
+    rows = job.con.execute(
+        "SELECT task, cost_usd, duration_s FROM attempts WHERE job_id = ? ORDER BY task",
+        [job.id],
+    ).fetchall()
+    assert rows == [("A", None, None), ("B", 0.5, 2.0)]
+
+
+# -- paths that are not UTF-8 (os.fsdecode of bytes: a str with surrogate escapes) ----
+
+_NOT_UTF8 = "DuckDB cannot open it and the workspace cannot record it; rename it"
+
+
+def _not_utf8(folder: Path, name: bytes) -> Path:
+    path = folder / os.fsdecode(name)
+    try:
+        path.touch()
+        path.unlink()
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system refuses names that are not UTF-8")
+    return path
+
+
+def _copy_of(source: Path) -> Callable[[Path], Any]:
+    if source.is_dir():
+        return lambda path: shutil.copytree(source, path)
+    return lambda path: shutil.copy(source, path)
+
+
+def _text(text: str) -> Callable[[Path], Any]:
+    return lambda path: path.write_text(text)
+
+
+@pytest.mark.parametrize(
+    ("name", "write"),
+    [
+        (b"\xff.json", _copy_of(THREE_TASKS)),
+        (b"run-\xfe.jsonl", lambda path: to_jsonl(_doc(), path)),
+        (b"tau-\xff.json", _copy_of(TAU_BENCH)),
+        (b"results-\xff.json", _copy_of(TAU2)),
+        (b"job-\xff", _copy_of(CURRENT)),
+        (b"t-\xff.csv", _text("task,reward\nA,1\n")),
+        (b"t-\xff.parquet", lambda path: _parquet(path, task=["A"], reward=[1.0])),
+        (b"t-\xff.jsonl", _text('{"task": "A", "reward": 1}\n')),
+    ],
+    ids=[
+        "EnvLoop .json",
+        "EnvLoop .jsonl",
+        "τ-bench",
+        "τ²-bench",
+        "Harbor",
+        "CSV",
+        "Parquet",
+        "JSONL table",
+    ],
+)
+def test_path_not_utf8_is_refused_by_every_loader(
+    loaded: enb.Workspace, tmp_path: Path, name: bytes, write: Callable[[Path], Any]
+) -> None:
+    """DuckDB takes paths as UTF-8 text (it cannot open such a name: the old loaders
+    raised a raw UnicodeEncodeError or RuntimeError), so each loader names the path, its
+    bad byte written \\xff so that the message prints."""
+    source = _not_utf8(tmp_path, name)
+    write(source)
+    shown = name.decode("utf-8", "backslashreplace")
+    byte = next(b for b in name if b >= 0x80)
+    before = _snapshot(loaded)
+    with pytest.raises(enb.LoadError) as info:
+        load_job(loaded, source)
+    assert str(info.value) == (
+        f"{tmp_path}/{shown}: the path is not valid UTF-8 (byte 0x{byte:02x}): {_NOT_UTF8}"
+    )
+    assert _snapshot(loaded) == before
+    with pytest.raises(enb.LoadError, match=re.escape(f"{tmp_path}/{shown}: the path")):
+        load_job(loaded, source, format="table", job_id="x")  # with the format given too
+
+
+def test_names_not_utf8_inside_a_folder(loaded: enb.Workspace, tmp_path: Path) -> None:
+    """A Harbor trial folder, or a Parquet file in a hive folder, named with bytes that
+    are not UTF-8: named by place (a raw UnicodeEncodeError; DuckDB's "Invalid unicode")."""
+    folder = _harbor_copy(tmp_path)
+    trial = _not_utf8(folder, b"hello-\xff")
+    (folder / "hello-world__E4MNpbM").rename(trial)
+    parquet = tmp_path / "runs" / os.fsdecode(b"subset=\xfe") / "a.parquet"
+    _parquet(parquet, task=["A"], reward=[1.0])
+    before = _snapshot(loaded)
+    with pytest.raises(enb.LoadError) as info:
+        load_job(loaded, folder)
+    assert str(info.value) == (
+        f"{folder}, trial hello-\\xff: the folder name is not valid UTF-8 (byte 0xff): the "
+        "workspace cannot record it; rename it"
+    )
+    with pytest.raises(enb.LoadError) as info:
+        load_job(loaded, tmp_path / "runs")
+    assert str(info.value) == (
+        f"{tmp_path / 'runs'}, file subset=\\xfe/a.parquet: the path is not valid UTF-8 "
+        "(byte 0xfe): DuckDB cannot open it; rename it"
+    )
+    assert _snapshot(loaded) == before

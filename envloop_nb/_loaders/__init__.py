@@ -17,6 +17,7 @@ import duckdb
 
 from .._errors import LoadError
 from .._store.sql import ident
+from ._read import check_path_name
 from ._stage import commit_stage, staging, validate_stage
 
 __all__ = ["LOADERS", "detect_format", "load_source"]
@@ -142,6 +143,8 @@ def load_source(
     **options: Any,
 ) -> str:
     """Load ``source`` into the workspace on ``con``; return the job id."""
+    if isinstance(source, str | Path):
+        check_path_name(source)  # DuckDB cannot open a name that is not UTF-8
     fmt = format or detect_format(source)
     if fmt == "dataset":
         raise LoadError(source, None, "a dataset folder, not a job: use ws.load_dataset(path)")

@@ -13,6 +13,11 @@ Every loader reads its files through these checks:
   surrogate escapes (``"\\ud800"``, which Python's parser accepts but no UTF-8 text can
   hold) and nesting deeper than the parser's recursion limit are refused by place.
 
+* **Path names** must be valid UTF-8 (:func:`check_path_name`): DuckDB takes paths as
+  UTF-8 text and the workspace records them as text, so a name such as ``b"\\xff.json"``
+  (a ``str`` with a surrogate escape on POSIX) is refused by name, not with a raw
+  ``UnicodeEncodeError``.
+
 Lines that DuckDB's JSON reader rejects are explained by :func:`explain_bad_line`.
 """
 
@@ -29,7 +34,9 @@ from typing import Any
 from .._errors import LoadError
 
 __all__ = [
+    "bad_path_name",
     "check_gzip",
+    "check_path_name",
     "decode_utf8",
     "explain_bad_line",
     "is_gzip",
@@ -37,10 +44,57 @@ __all__ = [
     "parse_json",
     "read_bytes",
     "read_first_line",
+    "shown_path",
 ]
 
 _CHUNK = 1 << 20  # compressed bytes read at a time
 _OUT = 1 << 22  # most decompressed bytes produced at a time
+
+
+def shown_path(text: object) -> str:
+    """``text`` as printable text: bytes that are not UTF-8 (surrogate escapes) written
+    ``\\xff``, other lone surrogates ``\\ud800``."""
+    text = str(text)
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def bad_path_name(text: str) -> str | None:
+    """Why ``text`` (a file or folder name) is not valid UTF-8, or None when it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        char = ord(text[err.start])
+        if 0xDC80 <= char <= 0xDCFF:  # os.fsdecode's escape of a byte that is not UTF-8
+            return f"not valid UTF-8 (byte 0x{char - 0xDC00:02x})"
+        return f"not valid Unicode (lone surrogate \\u{char:04x})"
+    return None
+
+
+def check_path_name(source: object) -> None:
+    """Refuse a path whose name is not valid UTF-8 (e.g. ``os.fsdecode(b"\\xff.json")``):
+    DuckDB cannot open it and the workspace cannot record it, so every loader stops here
+    with a :class:`LoadError` naming the path (its bad bytes written ``\\xff``).
+
+    Examples
+    --------
+    >>> import os
+    >>> check_path_name("runs/ok.jsonl")
+    >>> check_path_name("runs/" + os.fsdecode(b"\\xff.json"))
+    Traceback (most recent call last):
+    ...
+    envloop_nb._errors.LoadError: runs/\\xff.json: the path is not valid UTF-8 (byte 0xff): DuckDB cannot open it and the workspace cannot record it; rename it
+    """
+    problem = bad_path_name(str(source))
+    if problem is not None:
+        raise LoadError(
+            shown_path(source),
+            None,
+            f"the path is {problem}: DuckDB cannot open it and the workspace cannot "
+            "record it; rename it",
+        )
 
 
 def is_gzip(path: Path) -> bool:

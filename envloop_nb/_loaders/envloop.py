@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from .._errors import LoadError, LoadWarning
 from .._store.sql import json_pointer_sql, literal
-from ._common import INT32_MAX, physical_place
+from ._common import INT32_MAX, parse_time, physical_place
 from ._read import (
     check_gzip,
     decode_utf8,
@@ -111,6 +111,17 @@ def _check_job(source: Path, doc: Any, place: str) -> dict[str, Any]:
         "dataset",
         "an object with string name and version",
     )
+    revision = dataset.get("revision") if isinstance(dataset, dict) else None
+    if revision is not None and not isinstance(revision, str):
+        raise LoadError(
+            source, f"{place}{sep}$.job.dataset.revision", f"expected a string, got {revision!r}"
+        )
+    for field in ("runner", "model", "request_id"):  # never a Python repr of an object
+        need(job.get(field) is None or isinstance(job[field], str), field, "a string or null")
+    profile = job.get("profile")
+    need(profile is None or isinstance(profile, dict), "profile", "an object or null")
+    for field in ("created_at", "finished_at"):
+        parse_time(job.get(field), source, f"{place}{sep}$.job.{field}", field)
     need(isinstance(job.get("tasks"), list), "tasks", "an array of {name, digest, tags}")
     for i, task in enumerate(job["tasks"]):
         where = f"{place}{sep}$.job.tasks[{i}]"
@@ -148,8 +159,8 @@ def _stage_job(
                 "source_format": "envloop",
                 "source_path": str(source),
                 "status": job["status"],
-                "created_at": job.get("created_at"),
-                "finished_at": job.get("finished_at"),
+                "created_at": parse_time(job.get("created_at"), source, "$.job", "created_at"),
+                "finished_at": parse_time(job.get("finished_at"), source, "$.job", "finished_at"),
                 "dataset_name": dataset["name"],
                 "dataset_version": dataset["version"],
                 "dataset_revision": dataset.get("revision"),
@@ -260,9 +271,47 @@ _USAGE_INTS = {
     "turns": ("INTEGER", 32),
 }
 _USAGE_STRUCT = json.dumps({**{name: "JSON" for name in _USAGE_INTS}, "cost_usd": "JSON"})
+# logprob's fields, parsed once per line into ``lp``.
+_LOGPROB_FIELDS = ("mean", "min", "max", "std", "zero_frac")
+_LOGPROB_STRUCT = json.dumps({name: "JSON" for name in _LOGPROB_FIELDS})
+# metrics' checked fields, parsed once per line into ``m`` (not once per check).
+_METRICS_STRUCT = json.dumps(
+    {name: "JSON" for name in ("dimensions", "composite", "units", "higher_is_better")}
+)
+
+
+def _object_problem(value: str, field: str) -> str:
+    """CASE branch: the JSON ``value`` is absent, null or an object, else a problem."""
+    return f"""  WHEN json_type({value}) NOT IN ('OBJECT', 'NULL')
+    THEN '{field} must be an object or null, got ' || lower(json_type({value})) || ' ' || {value}::VARCHAR
+"""
+
+
+def _number_problem(value: str, field: str) -> str:
+    """CASE branches: the JSON ``value`` is absent, null or a finite number, else a
+    problem (a string, boolean, object, NaN or infinity is never dropped quietly)."""
+    return f"""  WHEN json_type({value}) NOT IN ('NULL', 'BIGINT', 'UBIGINT', 'DOUBLE')
+    THEN '{field} must be a number or null, got ' || lower(json_type({value})) || ' ' || {value}::VARCHAR
+  WHEN json_type({value}) = 'DOUBLE' AND NOT isfinite(TRY_CAST({value} AS DOUBLE))
+    THEN '{field} must be finite, got ' || {value}::VARCHAR
+"""
+
+
+def _map_problem(key: str, kinds: str, what: str) -> str:
+    """CASE branches: ``metrics.<key>`` is absent, null or an object whose values are of
+    the JSON types ``kinds`` (or null), else a problem (a value would be dropped)."""
+    values = f"map_values(json_transform(m.{key}, '\"MAP(VARCHAR, JSON)\"'))"
+    return f"""  WHEN json_type(m.{key}) NOT IN ('OBJECT', 'NULL')
+    THEN 'metrics.{key} must be an object of {what}, got ' || m.{key}::VARCHAR
+  WHEN json_type(m.{key}) = 'OBJECT' AND coalesce(list_bool_or(list_transform(
+         {values}, v -> coalesce(json_type(v), 'NULL') NOT IN {kinds})), false)
+    THEN 'metrics.{key} values must be {what}, got ' || m.{key}::VARCHAR
+"""
+
+
 # A whole number written as a float (3.0, 1e3) is taken; 2.5 or "3" is not (it used to
-# be rounded, or dropped, quietly).
-_USAGE_PROBLEMS = "".join(
+# be rounded, or dropped, quietly). So is a cost or a logprob that is not a finite number.
+_USAGE_PROBLEMS = _object_problem("t.usage", "usage") + "".join(
     f"""  WHEN json_type(u.{name}) NOT IN ('NULL', 'BIGINT', 'UBIGINT') AND NOT {_digits(f"u.{name}")}
        AND NOT (json_type(u.{name}) = 'DOUBLE' AND {_whole(f"TRY_CAST(u.{name} AS DOUBLE)")})
     THEN 'usage.{name} must be an integer or null, got ' || u.{name}::VARCHAR
@@ -270,6 +319,14 @@ _USAGE_PROBLEMS = "".join(
     THEN 'usage.{name} ' || u.{name}::VARCHAR || ' is out of range: it must fit a {bits}-bit integer'
 """
     for name, (sql_type, bits) in _USAGE_INTS.items()
+)
+_USAGE_PROBLEMS += _number_problem("u.cost_usd", "usage.cost_usd")
+_USAGE_PROBLEMS += _object_problem("t.logprob", "logprob")
+_USAGE_PROBLEMS += "".join(_number_problem(f"lp.{n}", f"logprob.{n}") for n in _LOGPROB_FIELDS)
+_USAGE_PROBLEMS = _USAGE_PROBLEMS.rstrip("\n")
+_METRICS_PROBLEMS = (
+    _map_problem("units", "('VARCHAR', 'NULL')", "strings")
+    + _map_problem("higher_is_better", "('BOOLEAN', 'NULL')", "booleans")
 ).rstrip("\n")
 
 # Why a trial line cannot be used, or NULL. Evaluated once per line in SQL.
@@ -304,21 +361,21 @@ CASE
     THEN 'task ' || t.task::VARCHAR || ' is not among the job''s requested tasks'
   WHEN t.metrics IS NOT NULL AND json_type(t.metrics) NOT IN ('OBJECT', 'NULL')
     THEN 'metrics must be an object or null'
-  WHEN json_type(t.metrics, '$.dimensions') NOT IN ('OBJECT', 'NULL')
+  WHEN json_type(m.dimensions) NOT IN ('OBJECT', 'NULL')
     THEN 'metrics.dimensions must be an object of numbers'
-  WHEN json_type(t.metrics, '$.dimensions') = 'OBJECT' AND coalesce(list_bool_or(list_transform(
-         map_values(json_transform(t.metrics->'$.dimensions', '"MAP(VARCHAR, JSON)"')),
+  WHEN json_type(m.dimensions) = 'OBJECT' AND coalesce(list_bool_or(list_transform(
+         map_values(json_transform(m.dimensions, '"MAP(VARCHAR, JSON)"')),
          v -> coalesce(json_type(v), 'NULL') NOT IN ('BIGINT', 'UBIGINT', 'DOUBLE', 'NULL'))), false)
-    THEN 'metrics.dimensions values must be numbers, got ' || (t.metrics->'$.dimensions')::VARCHAR
-  WHEN json_type(t.metrics, '$.dimensions') = 'OBJECT' AND coalesce(list_bool_or(list_transform(
-         map_values(json_transform(t.metrics->'$.dimensions', '"MAP(VARCHAR, JSON)"')),
+    THEN 'metrics.dimensions values must be numbers, got ' || m.dimensions::VARCHAR
+  WHEN json_type(m.dimensions) = 'OBJECT' AND coalesce(list_bool_or(list_transform(
+         map_values(json_transform(m.dimensions, '"MAP(VARCHAR, JSON)"')),
          v -> NOT isfinite(coalesce(TRY_CAST(v AS DOUBLE), 0)))), false)
-    THEN 'metrics.dimensions values must be finite, got ' || (t.metrics->'$.dimensions')::VARCHAR
-  WHEN json_type(t.metrics, '$.composite') NOT IN ('NULL', 'BIGINT', 'UBIGINT', 'DOUBLE')
+    THEN 'metrics.dimensions values must be finite, got ' || m.dimensions::VARCHAR
+  WHEN json_type(m.composite) NOT IN ('NULL', 'BIGINT', 'UBIGINT', 'DOUBLE')
     THEN 'metrics.composite must be a number'
-  WHEN json_type(t.metrics, '$.composite') = 'DOUBLE'
-       AND NOT isfinite(TRY_CAST(t.metrics->'$.composite' AS DOUBLE))
-    THEN 'metrics.composite must be finite, got ' || (t.metrics->'$.composite')::VARCHAR
+  WHEN json_type(m.composite) = 'DOUBLE' AND NOT isfinite(TRY_CAST(m.composite AS DOUBLE))
+    THEN 'metrics.composite must be finite, got ' || m.composite::VARCHAR
+{_METRICS_PROBLEMS}
   ELSE NULL
 END
 """
@@ -337,9 +394,14 @@ def load_envloop(
     ``finished_at``, then latest ``started_at``, then the later one in the file.
 
     Nothing is lost or invented quietly: a ``.gz`` file must hold its whole gzip
-    stream; a reward (or composite, or dimension value) must be finite; integers must
-    fit their columns; only the last line of a JSONL file may be the platform's
-    ``{"metrics": ...}`` line (any other line without ``task`` is a bad trial).
+    stream; a reward (or composite, dimension value, ``usage.cost_usd`` or ``logprob``
+    field) must be a finite number or null (null: not recorded); ``usage`` and
+    ``logprob`` must be objects or null, ``metrics.units`` map to strings and
+    ``metrics.higher_is_better`` to booleans; integers must fit their columns; the
+    header's ``runner``/``model``/``request_id`` are strings or null, its times RFC 3339;
+    only the last line of a JSONL file may be the platform's ``{"metrics": ...}`` line
+    (any other line without ``task`` is a bad trial). ``lenient=True`` skips a bad trial
+    and counts it in a :class:`~envloop_nb.LoadWarning`.
     """
     path = Path(source)
     jsonl = _is_jsonl(path)
@@ -366,12 +428,17 @@ def load_envloop(
                TRY_CAST(t.exit_code AS INTEGER) AS exit_code,
                t.error AS error,
                TRY_CAST(t.reward AS DOUBLE) AS reward,
-               t.metrics, t.usage, t.logprob, t.input, t.output, t.reference, t.artifacts,
+               t.metrics, t.usage, t.input, t.output, t.reference, t.artifacts,
                TRY_CAST(u.input_tokens AS BIGINT) AS input_tokens,
                TRY_CAST(u.output_tokens AS BIGINT) AS output_tokens,
                TRY_CAST(u.cache_tokens AS BIGINT) AS cache_tokens,
                TRY_CAST(u.turns AS INTEGER) AS turns,
                TRY_CAST(u.cost_usd AS DOUBLE) AS cost_usd,
+               TRY_CAST(lp.mean AS DOUBLE) AS logprob_mean,
+               TRY_CAST(lp.min AS DOUBLE) AS logprob_min,
+               TRY_CAST(lp.max AS DOUBLE) AS logprob_max,
+               TRY_CAST(lp.std AS DOUBLE) AS logprob_std,
+               TRY_CAST(lp.zero_frac AS DOUBLE) AS logprob_zero_frac,
                CASE WHEN problem LIKE 'a line holding only "metrics"%'
                     THEN no_task->'$.metrics' END AS metrics_line,
                TRY_CAST(t.started_at AS TIMESTAMPTZ) AS started_at,
@@ -381,9 +448,11 @@ def load_envloop(
                    slot ORDER BY TRY_CAST(t.finished_at AS TIMESTAMPTZ) DESC NULLS LAST,
                                  TRY_CAST(t.started_at AS TIMESTAMPTZ) DESC NULLS LAST, ord DESC
                ) AS rank_of_record
-        FROM (SELECT ord, place, t, u, {_PROBLEM} AS problem,
+        FROM (SELECT ord, place, t, u, lp, {_PROBLEM} AS problem,
                      CASE WHEN t.task IS NULL THEN j END AS no_task
-              FROM (SELECT ord, place, j, t, json_transform(t.usage, '{_USAGE_STRUCT}') AS u
+              FROM (SELECT ord, place, j, t, json_transform(t.usage, '{_USAGE_STRUCT}') AS u,
+                           json_transform(t.logprob, '{_LOGPROB_STRUCT}') AS lp,
+                           json_transform(t.metrics, '{_METRICS_STRUCT}') AS m
                     FROM (SELECT ord, place, j, json_transform(j, '{_TRIAL_STRUCT}') AS t
                           FROM _el_raw)))
         WINDOW slot AS (PARTITION BY problem IS NULL, t.task, t.attempt)""",
@@ -448,11 +517,7 @@ def _stage_trials(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
                metrics->>'$.judge_summary' AS judge_summary,
                metrics->>'$.verifier_version' AS verifier_version,
                input_tokens, output_tokens, cache_tokens, turns, cost_usd,
-               TRY_CAST(logprob->'$.mean' AS DOUBLE) AS logprob_mean,
-               TRY_CAST(logprob->'$.min' AS DOUBLE) AS logprob_min,
-               TRY_CAST(logprob->'$.max' AS DOUBLE) AS logprob_max,
-               TRY_CAST(logprob->'$.std' AS DOUBLE) AS logprob_std,
-               TRY_CAST(logprob->'$.zero_frac' AS DOUBLE) AS logprob_zero_frac,
+               logprob_mean, logprob_min, logprob_max, logprob_std, logprob_zero_frac,
                started_at, finished_at,
                epoch(finished_at) - epoch(started_at) AS duration_s,
                CASE json_type(input) WHEN 'VARCHAR' THEN input->>'$'

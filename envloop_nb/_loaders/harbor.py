@@ -37,6 +37,7 @@ from ._common import (
     parse_time,
     read_json_file,
 )
+from ._read import bad_path_name, shown_path
 from ._stage import begin_job, insert_rows
 from .harbor_version import detect_version
 
@@ -126,7 +127,11 @@ def _job_header(folder: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
             f"the job ran {len(agents)} agents; envloop_nb loads one agent/model per job",
         )
     datasets = config.get("datasets") or []
-    if not isinstance(datasets, list) or len(datasets) > 1:
+    if (
+        not isinstance(datasets, list)
+        or len(datasets) > 1
+        or not all(isinstance(d, dict) for d in datasets)
+    ):  # a dataset that is not an object would lose its name quietly
         raise LoadError(
             config_path, "$.datasets", f"expected one dataset {{name, version}}, got {datasets!r}"
         )
@@ -155,6 +160,13 @@ def _read_trials(folder: Path) -> list[dict[str, Any]]:
         result_path = sub / "result.json"
         place = f"trial {sub.name}"
         if result_path.exists() or (sub / "config.json").is_file():
+            bad_name = bad_path_name(sub.name)
+            if bad_name is not None:  # the workspace records the folder name as text
+                raise LoadError(
+                    folder,
+                    f"trial {shown_path(sub.name)}",
+                    f"the folder name is {bad_name}: the workspace cannot record it; rename it",
+                )
             real = sub.resolve()
             if real in folders:
                 raise LoadError(
@@ -323,7 +335,11 @@ def load_harbor(
                         }
                     )
             info = t.get("agent_info")
-            if agent_version is None and isinstance(info, dict):
+            if info is not None and not isinstance(info, dict):
+                raise LoadError(
+                    folder, t["_place"], f"agent_info must be an object or null, got {info!r}"
+                )
+            if agent_version is None and info:
                 agent_version = info.get("version")
 
     jr = job_result or {}
@@ -397,6 +413,12 @@ def _attempt_row(
     if exc is not None and not isinstance(exc, dict):
         raise LoadError(folder, place, f"exception_info must be an object or null, got {exc!r}")
     exc = exc or {}
+    for field in ("exception_type", "exception_message"):
+        value = exc.get(field)
+        if value is not None and not isinstance(value, str):
+            raise LoadError(
+                folder, place, f"exception_info.{field} must be a string or null, got {value!r}"
+            )
     ar = t.get("agent_result") or {}
     if not isinstance(ar, dict):
         raise LoadError(folder, place, f"agent_result must be an object or null, got {ar!r}")
@@ -415,7 +437,13 @@ def _attempt_row(
     phases: dict[str, Any] = {}
     for phase in PHASES:
         span = t.get(phase)
-        if isinstance(span, dict):
+        if span is not None and not isinstance(span, dict):  # its timing would be lost
+            raise LoadError(
+                folder,
+                place,
+                f"{phase} must be an object {{started_at, finished_at}} or null, got {span!r}",
+            )
+        if span is not None:
             start = parse_time(span.get("started_at"), folder, place, f"{phase}.started_at")
             end = parse_time(span.get("finished_at"), folder, place, f"{phase}.finished_at")
             phases[phase] = {

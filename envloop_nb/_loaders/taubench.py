@@ -129,6 +129,16 @@ def _check_trial(path: Path, place: str, trial: Any) -> int:
     return trial
 
 
+def _or_empty(value: Any, kind: type, path: Path, place: str, what: str) -> Any:
+    """``value``, or an empty ``kind`` for null/absent; any other type is refused (an
+    ``x or {}`` would turn ``0``, ``""`` or ``[]`` into "nothing recorded" quietly)."""
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise LoadError(path, place, f"{what}, got {value!r:.60}")
+    return value
+
+
 def _kind(value: Any) -> str:
     if isinstance(value, str):
         return "a string"
@@ -234,12 +244,8 @@ def load_tau_bench(
             raise LoadError(
                 path, place, f"reward must be a number, got {type(reward).__name__} {reward!r}"
             )
-        info = row.get("info") or {}
-        traj = row.get("traj") or []
-        if not isinstance(info, dict):
-            raise LoadError(path, place, f"info must be an object, got {info!r:.60}")
-        if not isinstance(traj, list):
-            raise LoadError(path, place, "traj must be a list of messages")
+        info = _or_empty(row.get("info"), dict, path, place, "info must be an object")
+        traj = _or_empty(row.get("traj"), list, path, place, "traj must be a list of messages")
         parsed.append((task_id, trial, float(reward), info, traj, place))
 
     max_trial = max((p[1] for p in parsed), default=-1)
@@ -329,9 +335,9 @@ def load_tau2_bench(
     doc = read_json_file(path, "a τ²-bench results object")
     if not isinstance(doc, dict):
         raise LoadError(path, "$", "expected a τ²-bench results object {info, tasks, simulations}")
-    info = doc.get("info") or {}
-    if not isinstance(info, dict):
-        raise LoadError(path, "$.info", "expected an object")
+    info = _or_empty(doc.get("info"), dict, path, "$.info", "expected an object")
+    for key in ("environment_info", "agent_info"):
+        _or_empty(info.get(key), dict, path, f"$.info.{key}", "expected an object")
     sims = doc.get("simulations")
     if not isinstance(sims, list):
         raise LoadError(path, "$.simulations", f"expected an array, got {type(sims).__name__}")
@@ -389,9 +395,9 @@ def load_tau2_bench(
         _check_unique(path, seen, (task, trial + 1), place)
         reason = sim.get("termination_reason")
         infra = reason == "infrastructure_error"
-        reward_info = sim.get("reward_info") or {}
-        if not isinstance(reward_info, dict):
-            raise LoadError(path, place, "reward_info must be an object or null")
+        reward_info = _or_empty(
+            sim.get("reward_info"), dict, path, place, "reward_info must be an object or null"
+        )
         raw = reward_info.get("reward")
         if raw is not None and not is_number(raw):
             raise LoadError(
@@ -404,9 +410,7 @@ def load_tau2_bench(
             value = sim.get(field)
             if value is not None and not is_number(value):
                 raise LoadError(path, place, f"{field} must be a number, got {value!r}")
-        messages = sim.get("messages") or []
-        if not isinstance(messages, list):
-            raise LoadError(path, place, "messages must be a list")
+        messages = _or_empty(sim.get("messages"), list, path, place, "messages must be a list")
         extra: dict[str, Any] = {
             "termination_reason": reason,
             "user_cost": sim.get("user_cost"),
@@ -414,8 +418,14 @@ def load_tau2_bench(
         }
         if raw is not None and reward is not None and reward != raw:
             extra["raw_reward"] = raw
-        breakdown = reward_info.get("reward_breakdown") or {}
-        if not infra and isinstance(breakdown, dict):
+        breakdown = _or_empty(
+            reward_info.get("reward_breakdown"),
+            dict,
+            path,
+            place,
+            "reward_info.reward_breakdown must be an object of numbers or null",
+        )
+        if not infra:
             for name, value in breakdown.items():
                 if value is not None and not is_number(value):
                     raise LoadError(
