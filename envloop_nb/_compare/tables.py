@@ -7,6 +7,7 @@ Subset values are reward sums over scored attempts (or requested ones under
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -15,6 +16,7 @@ from .._metrics.paired_stats import PairedDiff, paired_diff_ci, ratio_ci
 from .._present.compare_html import best_jobs, signed_points
 from .._present.compare_html import table_html as render_table_html
 from .._present.display import format_pct
+from .._store.sql import ident
 from .guard import mark, pair_blockers
 from .state import CompareState, colors
 from .tasks import dimension_labels, dimension_tasks, task_frame
@@ -89,16 +91,25 @@ def groups(state: CompareState, by: By = "subset", *, tag: str | None = None) ->
 
 def _subset_groups(state: CompareState, tag: str) -> pd.DataFrame:
     pt = task_frame(state, tag)
-    rel = state.con.from_df(pt)
-    agg = rel.query(
-        "pt",
-        """SELECT job_id AS job, grp AS "group",
-                  fsum(reward_sum ORDER BY task) / nullif(sum(n), 0) AS value,
-                  sum(scored)::BIGINT AS scored, sum(k)::BIGINT AS total,
-                  count(*)::BIGINT AS tasks,
-                  count(*) FILTER (WHERE complete)::BIGINT AS complete_tasks
-           FROM pt GROUP BY job_id, grp ORDER BY grp, job_id""",
-    ).df()
+    # relation.query registers its name as a temporary view: a private name, dropped
+    # after, so the workspace is left as it was (and a user's own "pt" is never shadowed).
+    view = f"_enb_pt_{uuid.uuid4().hex}"
+    try:
+        agg = (
+            state.con.from_df(pt)
+            .query(
+                view,
+                f"""SELECT job_id AS job, grp AS "group",
+                      fsum(reward_sum ORDER BY task) / nullif(sum(n), 0) AS value,
+                      sum(scored)::BIGINT AS scored, sum(k)::BIGINT AS total,
+                      count(*)::BIGINT AS tasks,
+                      count(*) FILTER (WHERE complete)::BIGINT AS complete_tasks
+               FROM {ident(view)} GROUP BY job_id, grp ORDER BY grp, job_id""",
+            )
+            .df()
+        )
+    finally:
+        state.con.execute(f"DROP VIEW IF EXISTS {ident(view)}")
     lows, highs = [], []
     for job, grp in zip(agg["job"], agg["group"], strict=True):
         rows = pt[(pt["job_id"] == job) & (pt["grp"] == grp)]
