@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._store.frames import to_frame
+from ._store.frames import attempts_frame, to_frame
 from ._store.ref import job_info
 from ._types import FrameKind, Policy
 
@@ -71,13 +71,7 @@ class Job:
     # -- frames ----------------------------------------------------------------
     def attempts(self, frame: FrameKind = "pandas") -> Any:
         """One row per attempt of record (dispatched attempts only), in task order."""
-        result = self.con.execute(
-            """SELECT a.* EXCLUDE (job_id) FROM attempts a
-               JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task
-               WHERE a.job_id = ? ORDER BY t.position, a.attempt""",
-            [self.id],
-        )
-        return to_frame(result, frame)
+        return attempts_frame(self.con, self.id, frame)
 
     def tasks(self, frame: FrameKind = "pandas") -> Any:
         """One row per requested task: name, digest, tags (JSON text)."""

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import EnvloopError
 from .._metrics.passk_views import samples
-from .._store.frames import to_frame
+from .._store.frames import attempts_frame, to_frame
 from .._store.ref import job_info
 from .._store.sql import ident
 from .rules import PASS_K, BucketRules, Level
@@ -108,17 +108,6 @@ def _known_dimension(con: duckdb.DuckDBPyConnection, job_id: str, metric: str) -
     return bool(row and row[0])
 
 
-def _attempts(con: duckdb.DuckDBPyConnection, job_id: str) -> Any:
-    """The attempts of record in task order, as ``Job.attempts()`` gives them (pandas)."""
-    result = con.execute(
-        """SELECT a.* EXCLUDE (job_id) FROM attempts a
-           JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task
-           WHERE a.job_id = ? ORDER BY t.position, a.attempt""",
-        [job_id],
-    )
-    return to_frame(result, "pandas")
-
-
 def bucket_frame(
     job: JobRef,
     metric: str = "pass_rate",
@@ -144,7 +133,7 @@ def bucket_frame(
             ks = sorted({int(job_info(con, job_id)["attempts"]), int(m.group(1))})
         base = samples(con, job_id, ks=ks, policy=policy, threshold=threshold, frame="pandas")
     else:
-        base = _attempts(con, job_id)
+        base = attempts_frame(con, job_id)
     if metric in base.columns:
         return base if frame == "pandas" else _to_polars(base)
     if metric != "composite" and not _known_dimension(con, job_id, metric):
