@@ -14,6 +14,7 @@ import duckdb
 from ._errors import EnvloopError, LoadError
 from ._job import Job
 from ._loaders import load_source
+from ._metrics.counts import job_list_sql
 from ._store.frames import to_frame
 from ._store.schema import JOB_TABLES, SCHEMA_SQL, SCHEMA_VERSION
 from ._types import FrameKind
@@ -75,18 +76,7 @@ class Workspace:
         >>> list(enb.open().jobs().columns)[:4]
         ['job_id', 'source_format', 'status', 'model']
         """
-        rel = self.con.sql(
-            """
-            SELECT j.job_id, j.source_format, j.status, j.model,
-                   j.dataset_name, j.dataset_version, j.dataset_revision, j.runner,
-                   j.profile_name, j.attempts AS k,
-                   (SELECT count(*) FROM tasks t WHERE t.job_id = j.job_id) AS tasks,
-                   (SELECT count(*) FROM attempts a WHERE a.job_id = j.job_id) AS dispatched,
-                   (SELECT count(a.reward) FROM attempts a WHERE a.job_id = j.job_id) AS scored,
-                   j.created_at, j.finished_at, j.source_path, j.loaded_at
-            FROM jobs j ORDER BY j.loaded_at, j.job_id
-            """
-        )
+        rel = self.con.sql(job_list_sql())
         return to_frame(rel, frame)
 
     def job(self, job_id: str) -> Job:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._errors import EnvloopError
+from .._metrics.counts import scored_mean
 from .._metrics.passk_views import samples
 from .._store.frames import attempts_frame, to_frame
 from .._store.ref import job_info
@@ -98,7 +99,7 @@ def _metric_columns(metric: str, level: Level) -> str:
         src = "FROM dimensions WHERE job_id = $job_id AND name = $metric"
     if level == "attempt":
         return f"SELECT task, attempt, {value}::DOUBLE AS _bk_value {src}"
-    return f"SELECT task, (fsum({value}) / count({value}))::DOUBLE AS _bk_value {src} GROUP BY task"
+    return f"SELECT task, {scored_mean(value, 'attempt')} AS _bk_value {src} GROUP BY task"
 
 
 def _known_dimension(con: duckdb.DuckDBPyConnection, job_id: str, metric: str) -> bool:

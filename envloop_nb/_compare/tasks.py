@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._metrics.counts import task_counts
+from .._metrics.counts import scored_mean, task_counts
 from .state import CompareState
 
 if TYPE_CHECKING:
@@ -120,8 +120,8 @@ def dimension_tasks(state: CompareState) -> pd.DataFrame:
     """Per job, task and dimension label: mean value over scored attempts (SQL)."""
     if "dim_tasks" not in state.data:
         frame = state.con.execute(
-            """SELECT job_id, task, name,
-                      fsum(value ORDER BY attempt) / count(value) AS value, count(value) AS n
+            f"""SELECT job_id, task, name,
+                      {scored_mean("value", "attempt")} AS value, count(value) AS n
                FROM (SELECT job_id, task, attempt, name, value FROM dimensions
                      WHERE list_contains($jobs, job_id)
                      UNION ALL

@@ -47,10 +47,13 @@ __all__ = [
     "clear_cache",
     "count_columns_sql",
     "fixed_sum",
+    "job_list_sql",
     "job_row",
     "pass_sql",
     "per_task_arrays",
     "reward_scales",
+    "scored_mean",
+    "scored_sum",
     "task_counts",
     "task_counts_sql",
 ]
@@ -113,10 +116,65 @@ def _attempts_by_task_sql(job_id_param: str, threshold: float | None) -> str:
         GROUP BY task"""
 
 
+def job_list_sql() -> str:
+    """SQL giving one row per job of the workspace: its facts and its attempt counts
+    (``tasks``, ``dispatched``, ``scored``; the counts of :func:`count_columns_sql`).
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> ws = enb.open()
+    >>> _ = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> ws.con.sql(f"SELECT tasks, dispatched, scored FROM ({job_list_sql()})").fetchall()
+    [(3, 6, 5)]
+    """
+    return f"""
+    WITH a AS (SELECT job_id, {count_columns_sql("reward", "status", "reward = 1")}
+               FROM attempts GROUP BY job_id),
+    t AS (SELECT job_id, count(*) AS tasks FROM tasks GROUP BY job_id)
+    SELECT j.job_id, j.source_format, j.status, j.model,
+           j.dataset_name, j.dataset_version, j.dataset_revision, j.runner,
+           j.profile_name, j.attempts AS k,
+           coalesce(t.tasks, 0)::BIGINT AS tasks,
+           coalesce(a.dispatched, 0)::BIGINT AS dispatched,
+           coalesce(a.scored, 0)::BIGINT AS scored,
+           j.created_at, j.finished_at, j.source_path, j.loaded_at
+    FROM jobs j LEFT JOIN a USING (job_id) LEFT JOIN t USING (job_id)
+    ORDER BY j.loaded_at, j.job_id
+    """
+
+
 def fixed_sum(value: str, scale: str) -> str:
     """An order-independent sum: each value scaled by a power of two, rounded to an
     integer, summed exactly, scaled back (see :func:`reward_scales`)."""
     return f"coalesce((sum(({value} * {scale})::BIGINT)::BIGINT)::DOUBLE / {scale}, 0)::DOUBLE"
+
+
+def scored_sum(value: str, order: str) -> str:
+    """A group's sum of its scored values (null is not scored; 0 for none), summed in a
+    fixed ``order`` so that every run and CPU gives the same bits.
+
+    The one definition for values other than the reward (dimension values, composite);
+    the reward's per-task sums are exact (:func:`fixed_sum` in :func:`task_counts_sql`).
+
+    Examples
+    --------
+    >>> print(scored_sum("value", "attempt"))
+    coalesce(fsum(value ORDER BY attempt), 0)::DOUBLE
+    """
+    return f"coalesce(fsum({value} ORDER BY {order}), 0)::DOUBLE"
+
+
+def scored_mean(value: str, order: str) -> str:
+    """A group's mean over its scored values (null when none is scored): the
+    :func:`scored_sum` over ``count(value)`` — a missing value is never a 0.
+
+    Examples
+    --------
+    >>> print(scored_mean("value", "attempt"))
+    (fsum(value ORDER BY attempt) / count(value))::DOUBLE
+    """
+    return f"(fsum({value} ORDER BY {order}) / count({value}))::DOUBLE"
 
 
 def reward_scales(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, float]:

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from .._store.frames import to_frame
 from .._store.memo import cached
-from .counts import check_options, count_columns_sql, task_counts
+from .counts import check_options, count_columns_sql, scored_sum, task_counts
 
 if TYPE_CHECKING:
     import duckdb
@@ -80,7 +80,7 @@ def _per_task_sql(values_sql: str) -> str:
         WHERE t.job_id = $job_id)
     SELECT s.name, s.task, s.position, s.k, s.thr, s.hib, s.bad,
            {count_columns_sql("v.value", "a.status", _PASSED, attempt="a.attempt")},
-           coalesce(fsum(v.value), 0)::DOUBLE AS vsum
+           {scored_sum("v.value", "a.attempt")} AS vsum
     FROM slots s
     LEFT JOIN attempts a ON a.job_id = $job_id AND a.task = s.task
     LEFT JOIN vals v ON v.name = s.name AND v.task = a.task AND v.attempt = a.attempt

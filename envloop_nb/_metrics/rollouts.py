@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._store.frames import to_frame
+from .counts import reward_scales, task_counts_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -62,7 +63,7 @@ def _stats(expr: str) -> str:
 
 
 def rollout_stats_sql() -> str:
-    """The query (parameter ``$job_id``); one row per (quantity, level), in display order."""
+    """The query (parameters ``$job_id`` and the scales of :func:`~envloop_nb._metrics.counts.reward_scales`); one row per (quantity, level), in display order."""
     parts = [
         f"""SELECT {i} AS ord, 'rollouts' AS quantity, '{level}' AS level,
                count(*) FILTER (WHERE {cond})::BIGINT AS count, NULL::DOUBLE AS mean,
@@ -75,7 +76,8 @@ def rollout_stats_sql() -> str:
     parts.append(f"SELECT {base} AS ord, 'reward', 'rollout', {_stats('reward')} FROM mine")
     parts.append(
         f"""SELECT {base + 1} AS ord, 'reward', 'task mean', {_stats("task_reward")}
-            FROM (SELECT fsum(reward) / count(reward) AS task_reward FROM mine GROUP BY task)"""
+            FROM (SELECT reward_sum / scored AS task_reward FROM ({task_counts_sql()})
+                  WHERE scored > 0)"""
     )
     for i, q in enumerate(ROLLOUT_QUANTITIES[1:], start=base + 2):
         parts.append(f"SELECT {i} AS ord, '{q}', 'rollout', {_stats(q)} FROM mine")
@@ -104,5 +106,6 @@ def rollout_stats(
     >>> int(df.loc[("logprob_mean", "rollout"), "count"])
     0
     """
-    rel = con.sql(rollout_stats_sql(), params={"job_id": job_id})
+    params = {"job_id": job_id, **reward_scales(con, job_id)}
+    rel = con.sql(rollout_stats_sql(), params=params)
     return to_frame(rel, frame)
