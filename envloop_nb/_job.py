@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ._store.frames import attempts_frame, to_frame
 from ._store.ref import job_info
@@ -12,6 +12,8 @@ from ._types import FrameKind, Policy
 
 if TYPE_CHECKING:
     import duckdb
+    import pandas as pd
+    import polars as pl
 
     from ._buckets.apply import BucketResult
     from ._buckets.rules import BucketRules
@@ -21,10 +23,14 @@ if TYPE_CHECKING:
     from ._metrics.diagnosis import DiagnosisOptions, Findings
     from ._metrics.groups import PerName
     from ._metrics.summary import JobSummary
+    from ._metrics.uncertainty import Interval
     from ._store.ref import WorkspaceRef
     from ._ui.panel import JobPanel
 
 __all__ = ["Job"]
+
+if TYPE_CHECKING:
+    Frame = pd.DataFrame | pl.DataFrame
 
 
 class Job:
@@ -69,26 +75,41 @@ class Job:
         return int(self.info["attempts"])
 
     # -- frames ----------------------------------------------------------------
-    def attempts(self, frame: FrameKind = "pandas") -> Any:
+    @overload
+    def attempts(self, frame: Literal["pandas"] = "pandas") -> pd.DataFrame: ...
+    @overload
+    def attempts(self, *, frame: Literal["polars"]) -> pl.DataFrame: ...
+    def attempts(self, frame: FrameKind = "pandas") -> Frame:
         """One row per attempt of record (dispatched attempts only), in task order."""
-        return attempts_frame(self.con, self.id, frame)
+        out: Frame = attempts_frame(self.con, self.id, frame)
+        return out
 
-    def tasks(self, frame: FrameKind = "pandas") -> Any:
+    @overload
+    def tasks(self, frame: Literal["pandas"] = "pandas") -> pd.DataFrame: ...
+    @overload
+    def tasks(self, *, frame: Literal["polars"]) -> pl.DataFrame: ...
+    def tasks(self, frame: FrameKind = "pandas") -> Frame:
         """One row per requested task: name, digest, tags (JSON text)."""
         result = self.con.execute(
             "SELECT task, digest, tags FROM tasks WHERE job_id = ? ORDER BY position",
             [self.id],
         )
-        return to_frame(result, frame)
+        out: Frame = to_frame(result, frame)
+        return out
 
-    def dimensions(self, frame: FrameKind = "pandas") -> Any:
+    @overload
+    def dimensions(self, frame: Literal["pandas"] = "pandas") -> pd.DataFrame: ...
+    @overload
+    def dimensions(self, *, frame: Literal["polars"]) -> pl.DataFrame: ...
+    def dimensions(self, frame: FrameKind = "pandas") -> Frame:
         """Score dimensions in long form: task, attempt, name, value."""
         result = self.con.execute(
             """SELECT task, attempt, name, value FROM dimensions
                WHERE job_id = ? ORDER BY task, attempt, name""",
             [self.id],
         )
-        return to_frame(result, frame)
+        out: Frame = to_frame(result, frame)
+        return out
 
     # -- metrics ---------------------------------------------------------------
     def summary(self, policy: Policy = "unknown", threshold: float | None = None) -> JobSummary:
@@ -114,25 +135,62 @@ class Job:
 
         return noted_summary(self.con, self.id, policy=policy, threshold=threshold)
 
+    @overload
+    def samples(
+        self,
+        ks: Sequence[int] | None = None,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        frame: Literal["pandas"] = "pandas",
+    ) -> pd.DataFrame: ...
+    @overload
+    def samples(
+        self,
+        ks: Sequence[int] | None = None,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        *,
+        frame: Literal["polars"],
+    ) -> pl.DataFrame: ...
     def samples(
         self,
         ks: Sequence[int] | None = None,
         policy: Policy = "unknown",
         threshold: float | None = None,
         frame: FrameKind = "pandas",
-    ) -> Any:
+    ) -> Frame:
         """The per-task table (see :func:`envloop_nb._metrics.passk_views.samples`)."""
         from ._metrics.passk_views import samples
 
-        return samples(self.con, self.id, ks=ks, policy=policy, threshold=threshold, frame=frame)
+        out: Frame = samples(
+            self.con, self.id, ks=ks, policy=policy, threshold=threshold, frame=frame
+        )
+        return out
 
+    @overload
+    def curve(
+        self,
+        ks: Sequence[int] | None = None,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        frame: Literal["pandas"] = "pandas",
+    ) -> pd.DataFrame: ...
+    @overload
+    def curve(
+        self,
+        ks: Sequence[int] | None = None,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        *,
+        frame: Literal["polars"],
+    ) -> pl.DataFrame: ...
     def curve(
         self,
         ks: Sequence[int] | None = None,
         policy: Policy = "unknown",
         threshold: float | None = None,
         frame: FrameKind = "pandas",
-    ) -> Any:
+    ) -> Frame:
         """pass@k / pass^k for k = 1..k (or ``ks``) with the tasks each point covers.
 
         Examples
@@ -144,8 +202,30 @@ class Job:
         """
         from ._metrics.passk_views import curve
 
-        return curve(self.con, self.id, ks=ks, policy=policy, threshold=threshold, frame=frame)
+        out: Frame = curve(
+            self.con, self.id, ks=ks, policy=policy, threshold=threshold, frame=frame
+        )
+        return out
 
+    @overload
+    def groups(
+        self,
+        by: str = "subset",
+        policy: Policy = "unknown",
+        threshold: PerName = None,
+        bad_below: PerName = 0.5,
+        frame: Literal["pandas"] = "pandas",
+    ) -> pd.DataFrame: ...
+    @overload
+    def groups(
+        self,
+        by: str = "subset",
+        policy: Policy = "unknown",
+        threshold: PerName = None,
+        bad_below: PerName = 0.5,
+        *,
+        frame: Literal["polars"],
+    ) -> pl.DataFrame: ...
     def groups(
         self,
         by: str = "subset",
@@ -153,7 +233,7 @@ class Job:
         threshold: PerName = None,
         bad_below: PerName = 0.5,
         frame: FrameKind = "pandas",
-    ) -> Any:
+    ) -> Frame:
         """Summaries by task tag (``"subset"``, ``"tag:<key>"``) or by ``"dimension"``.
 
         See :func:`envloop_nb._metrics.groups.group_summaries`.
@@ -167,7 +247,7 @@ class Job:
         """
         from ._metrics.groups import group_summaries
 
-        return group_summaries(
+        out: Frame = group_summaries(
             self.con,
             self.id,
             by=by,
@@ -176,12 +256,18 @@ class Job:
             bad_below=bad_below,
             frame=frame,
         )
+        return out
 
-    def rollout_stats(self, frame: FrameKind = "pandas") -> Any:
+    @overload
+    def rollout_stats(self, frame: Literal["pandas"] = "pandas") -> pd.DataFrame: ...
+    @overload
+    def rollout_stats(self, *, frame: Literal["polars"]) -> pl.DataFrame: ...
+    def rollout_stats(self, frame: FrameKind = "pandas") -> Frame:
         """Rollout statistics as RL evaluation reports them (see :mod:`envloop_nb._metrics.rollouts`)."""
         from ._metrics.rollouts import rollout_stats
 
-        return rollout_stats(self.con, self.id, frame=frame)
+        out: Frame = rollout_stats(self.con, self.id, frame=frame)
+        return out
 
     def diagnose(
         self,
@@ -198,6 +284,41 @@ class Job:
 
         return diagnose(self, against=against, options=options, **overrides)
 
+    @overload
+    def intervals(
+        self,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        confidence: float = 0.95,
+        resamples: int = 2000,
+        seed: int = 0,
+        frame: Literal["pandas"] = "pandas",
+        ks: Sequence[int] = (),
+    ) -> pd.DataFrame: ...
+    @overload
+    def intervals(
+        self,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        confidence: float = 0.95,
+        resamples: int = 2000,
+        seed: int = 0,
+        *,
+        frame: Literal["polars"],
+        ks: Sequence[int] = (),
+    ) -> pl.DataFrame: ...
+    @overload
+    def intervals(
+        self,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        confidence: float = 0.95,
+        resamples: int = 2000,
+        seed: int = 0,
+        *,
+        frame: None,
+        ks: Sequence[int] = (),
+    ) -> dict[str, Interval]: ...
     def intervals(
         self,
         policy: Policy = "unknown",
@@ -207,7 +328,7 @@ class Job:
         seed: int = 0,
         frame: FrameKind | None = "pandas",
         ks: Sequence[int] = (),
-    ) -> Any:
+    ) -> Frame | dict[str, Interval]:
         """Task-bootstrap intervals for score, pass, pass@k, pass^k (+ Wilson for pass).
 
         ``frame=None`` returns a dict of :class:`envloop_nb.Interval` keyed by metric;
