@@ -269,6 +269,36 @@ class Job:
         out: Frame = rollout_stats(self.con, self.id, frame=frame)
         return out
 
+    @overload
+    def source_agreement(self, frame: Literal["pandas"] = "pandas") -> pd.DataFrame: ...
+    @overload
+    def source_agreement(self, frame: Literal["polars"]) -> pl.DataFrame: ...
+    def source_agreement(self, frame: FrameKind = "pandas") -> Frame:
+        """The source tool's own numbers, each recomputed from this job's rows.
+
+        One row per number the source reported (Inspect's ``results.scores``, the
+        Terminal-Bench ``accuracy`` and ``pass_at_k``, lm-eval's ``results``):
+        ``metric, source, recomputed, agrees, rule`` and the recipe (``of, reducer, k,
+        statistic, policy, threshold``); ``rule`` says how the source treats a missing
+        value and what a pass is. Empty when the source reported no numbers. See
+        :mod:`envloop_nb._metrics.agreement`.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> from pathlib import Path
+        >>> log = sorted(Path("../shared/fixtures/inspect/json").glob("*.json"))[0]
+        >>> rows = enb.open().load(log).source_agreement()
+        >>> rows[["metric", "source", "agrees"]].head(2).values.tolist()
+        [['exact · mean · accuracy', 0.35, True], ['exact · mean · stderr', 0.07039986044643265, True]]
+        >>> bool(rows["agrees"].all()), len(rows)
+        (True, 14)
+        """
+        from ._metrics.agreement import agreement_frame
+
+        out: Frame = agreement_frame(self.con, self.id, frame)
+        return out
+
     def diagnose(
         self,
         against: Job | None = None,

@@ -50,6 +50,24 @@ def _tau2(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
     load_tau2_bench(con, source, **kw)
 
 
+def _inspect(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
+    from .inspect_log import load_inspect
+
+    load_inspect(con, source, **kw)
+
+
+def _terminal_bench(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
+    from .terminal_bench import load_terminal_bench
+
+    load_terminal_bench(con, source, **kw)
+
+
+def _lm_eval(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
+    from .lm_eval import load_lm_eval
+
+    load_lm_eval(con, source, **kw)
+
+
 def _table(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
     from .table import load_table
 
@@ -61,6 +79,9 @@ LOADERS: dict[str, Loader] = {
     "harbor": _harbor,
     "tau-bench": _tau,
     "tau2-bench": _tau2,
+    "terminal-bench": _terminal_bench,
+    "inspect": _inspect,
+    "lm-eval": _lm_eval,
     "table": _table,
 }
 
@@ -98,6 +119,8 @@ def detect_format(source: Any) -> str:
             return "dataset"  # written by job.export_dataset; ws.load hands it to load_dataset
         if (path / "config.json").exists() or (path / "result.json").exists():
             return "harbor"  # the Harbor loader names what is missing
+        if any(path.glob("results_*.json")) or any(path.glob("*/results_*.json")):
+            return "lm-eval"  # <output_path>[/<model>]/results_<time>.json
         if any(path.glob("**/*.parquet")):
             return "table"
         raise LoadError(
@@ -108,6 +131,8 @@ def detect_format(source: Any) -> str:
     name = path.name.lower()
     if name.endswith((".parquet", ".csv", ".tsv", ".csv.gz", ".tsv.gz")):
         return "table"
+    if name.endswith(".eval"):
+        return "inspect"  # a zip archive; the Inspect loader names what is wrong with it
     try:
         head = _sniff(path).lstrip()
     except (OSError, EOFError) as err:
@@ -120,6 +145,23 @@ def detect_format(source: Any) -> str:
         raise LoadError(path, None, "empty file: nothing to load")
     if b'"schema_version"' in head and b"envloop.job-result" in head:
         return "envloop"
+    from .inspect_read import is_inspect_json_head
+
+    if is_inspect_json_head(head):
+        return "inspect"
+    if (  # Terminal-Bench 1: its accuracy and counts follow the trials, often past the head
+        head.startswith(b"{")
+        and b'"results"' in head
+        and b'"trial_name"' in head
+        and any(k in head for k in (b'"accuracy"', b'"n_resolved"', b'"is_resolved"', b'"task_id"'))
+    ):
+        return "terminal-bench"
+    if (  # lm-eval results_<time>.json: version and configs often lie past the head
+        head.startswith(b"{")
+        and b'"results"' in head
+        and any(k in head for k in (b'"lm_eval_version"', b'"n-samples"', b'"configs"', b'"alias"'))
+    ):
+        return "lm-eval"
     if head.startswith(b"{") and (b'"simulations"' in head or b'"num_trials"' in head):
         return "tau2-bench"
     if head.startswith(b"[") and b'"task_id"' in head:
@@ -129,7 +171,7 @@ def detect_format(source: Any) -> str:
     raise LoadError(
         path,
         None,
-        "unrecognised format; pass format='envloop'|'harbor'|'tau-bench'|'tau2-bench'|'table'",
+        "unrecognised format; pass format='envloop'|'harbor'|'tau-bench'|'tau2-bench'|'terminal-bench'|'table'",
     )
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "groups_html",
     "note_html",
     "rows_table",
+    "source_agreement_html",
     "verdict_html",
 ]
 
@@ -146,6 +147,61 @@ def agreement_html(platform: dict[str, Any] | None, ours: dict[str, Any]) -> str
         f'{PANEL_CSS}<div class="enb-panel"><span class="enb-agree">✓ The platform\'s own '
         f"numbers agree with the recomputed ones</span> "
         f'<span class="enb-dim">({checked} values checked, policy unknown)</span></div>'
+    )
+
+
+def source_agreement_html(source: str, rows: list[dict[str, Any]]) -> str:
+    """The source's own numbers beside the recomputed ones, as one line and a table (pure).
+
+    ``rows`` are dicts with ``metric, source, recomputed, agrees, rule`` (the rows of
+    ``job.source_agreement()``); ``source`` names the tool (``"Inspect AI"``).
+
+    Examples
+    --------
+    >>> row = {"metric": "exact · mean · accuracy", "source": 0.35, "recomputed": 0.35,
+    ...        "agrees": True, "rule": "Inspect drops NaN scores"}
+    >>> "✓ Inspect AI's own 1 number agrees" in source_agreement_html("Inspect AI", [row])
+    True
+    >>> bad = dict(row, recomputed=0.4, agrees=False)
+    >>> "1 of 2 numbers disagree" in source_agreement_html("Inspect AI", [row, bad])
+    True
+    """
+
+    def num(value: Any) -> str:
+        if value is None or (isinstance(value, float) and value != value):
+            return "—"
+        return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+    bad = [r for r in rows if r.get("agrees") is False]
+    n = len(rows)
+    noun = "number agrees" if n == 1 else "numbers agree"
+    if bad:
+        head = (
+            f'<span class="enb-disagree">✗ {len(bad)} of {n} numbers disagree with '
+            f"{html.escape(source)}'s own</span>"
+        )
+    else:
+        head = (
+            f'<span class="enb-agree">✓ {html.escape(source)}\'s own {n} {noun} with the '
+            "recomputed ones</span>"
+        )
+    rules = sorted({str(r.get("rule")) for r in rows if r.get("rule")})
+    marks = {True: "✓", False: "✗"}
+    cells = [
+        [
+            str(r["metric"]),
+            num(r.get("source")),
+            num(r.get("recomputed")),
+            marks[r["agrees"]] if isinstance(r.get("agrees"), bool) else "?",
+        ]
+        for r in rows
+    ]
+    table = rows_table(["metric", source, "recomputed", ""], cells, numeric={1, 2})
+    rule_text = "".join(f"<li>{html.escape(rule)}</li>" for rule in rules)
+    return (
+        f'{PANEL_CSS}<div class="enb-panel">{head}<details><summary class="enb-dim">'
+        f"the {n} numbers and the rules they follow</summary>{table}"
+        f"<ul class='enb-dim'>{rule_text}</ul></details></div>"
     )
 
 

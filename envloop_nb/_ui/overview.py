@@ -20,6 +20,7 @@ from .._present.panel_html import (
     findings_html,
     groups_html,
     note_html,
+    source_agreement_html,
     verdict_html,
 )
 from .._store.ref import job_info, job_k
@@ -31,6 +32,15 @@ if TYPE_CHECKING:
     from .state import PanelState
 
 __all__ = ["OverviewTab", "harbor_agreement_html"]
+
+#: The tool behind each source format, as the agreement line names it.
+_TOOLS = {
+    "inspect": "Inspect AI",
+    "terminal-bench": "Terminal-Bench",
+    "lm-eval": "lm-evaluation-harness",
+    "envloop": "The platform",
+    "harbor": "Harbor",
+}
 
 #: The distribution charts of the tab: chart name and measure.
 DISTRIBUTIONS = (("reward", "reward"), ("turns", "turns"), ("tokens", "tokens"),
@@ -112,7 +122,18 @@ class OverviewTab:
         self.facts.value = facts_html(info, self.status_counts)
         # policy-independent: the platform comparison uses the platform's own rule
         self.platform_metrics = info.get("platform_metrics")
-        if info.get("source_format") == "harbor":  # its rule depends on its version
+        numbers = (info.get("extra") or {}).get("source_numbers")
+        if numbers:  # the source's own numbers, each recomputed under the source's rules
+            from .._metrics.agreement import source_agreement
+
+            rows = [
+                {"metric": a.metric, "source": a.source, "recomputed": a.recomputed,
+                 "agrees": a.agrees, "rule": a.number.rule}
+                for a in source_agreement(con, job_id)
+            ]  # fmt: skip
+            tool = _TOOLS.get(str(info.get("source_format")), str(info.get("source_format")))
+            self.agreement.value = source_agreement_html(tool, rows)
+        elif info.get("source_format") == "harbor":  # its rule depends on its version
             from .._metrics.harbor import check
 
             harbor = check(state.ref)

@@ -1,0 +1,219 @@
+"""Inspect AI logs (``.eval`` and ``.json``), mapped to one job without inspect_ai.
+
+The facts (Inspect's ``EvalLog`` / ``EvalSample``, read from its source):
+
+* a sample's ``id`` is a task, its ``epoch`` an attempt, ``eval.config.epochs`` is k;
+  the requested tasks are ``eval.dataset.sample_ids`` (else the ids seen), so samples
+  that never ran (a cancelled or failed run) are missing slots that count in coverage;
+* the reward is the log's headline scorer (``results.headline.scorer``, else the first
+  of ``eval.scorers``); every other scorer is a dimension with its own coverage; a
+  dict-valued score gives one value per key (``<scorer>.<key>``);
+* a score value becomes a number by Inspect's own ``value_to_float`` rule (below); a
+  NaN score (Inspect's "unscored" sentinel) is no value, never a 0;
+* a sample with ``error`` set ended without a reward: status ``failed``, the error's
+  message and type (``RuntimeError`` from ``"RuntimeError('...')"``); an empty message
+  is no message;
+* metadata → task tags (nested keys dotted, values as text), target → reference,
+  messages → the ChatML input, ``output.completion`` → the output, the reward scorer's
+  ``explanation`` → judge summary, model usage → tokens (cache reads as cache tokens)
+  and cost, ``total_time`` → duration (``working_time`` kept in ``extra``);
+* Inspect's own ``results.scores`` (per scorer × reducer × metric, with
+  ``scored_samples`` / ``unscored_samples``) are kept as source numbers
+  (:mod:`envloop_nb._store.source_numbers`): ``job.source_agreement()`` recomputes them.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from .._errors import LoadError, LoadWarning
+from ._common import parse_time
+from ._stage import begin_job, insert_rows, stage_name
+from .inspect_map import STATUS, Rows, reward_name, source_numbers, value_to_float
+from .inspect_read import InspectLog, open_inspect_log
+
+__all__ = ["load_inspect", "value_to_float"]
+
+
+def _job_id(log: InspectLog) -> str:
+    ev = log.header["eval"]
+    eval_id = str(ev.get("eval_id") or ev.get("task_id") or log.path.stem)
+    return f"inspect:{ev.get('task')}:{ev.get('model')}:{eval_id[:8]}"
+
+
+def load_inspect(
+    con: duckdb.DuckDBPyConnection,
+    source: Any,
+    *,
+    job_id: str | None = None,
+    lenient: bool = False,
+    k: int | None = None,
+) -> None:
+    """Stage one Inspect AI log (``.eval`` or ``.json``) as a job.
+
+    Parameters
+    ----------
+    source
+        The log file.
+    job_id
+        Default ``inspect:<task>:<model>:<eval id, 8 characters>``.
+    k
+        Attempts requested per task; default the log's ``eval.config.epochs``.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> from pathlib import Path
+    >>> log = sorted(Path("../shared/fixtures/inspect/eval").glob("*.eval"))[0]
+    >>> job = enb.open().load(log)
+    >>> job.k, job.info["model"], job.summary().total
+    (3, 'mockllm/ckpt-a', 60)
+    """
+    del lenient  # every sample is read or the load fails: nothing to skip
+    path = Path(source)
+    log = open_inspect_log(path)
+    ev = log.header["eval"]
+    config = ev.get("config") if isinstance(ev.get("config"), Mapping) else {}
+    epochs = config.get("epochs")
+    reward = reward_name(log.header)
+    rows = Rows()
+    for place, sample in log.samples():
+        if not isinstance(sample, Mapping):
+            raise LoadError(path, place, f"expected a sample object, got {type(sample).__name__}")
+        rows.add(path, place, sample, reward)
+    dataset = ev.get("dataset") if isinstance(ev.get("dataset"), Mapping) else {}
+    listed = [str(s) for s in dataset.get("sample_ids") or []]
+    tasks = listed + [t for t in dict.fromkeys(rows.attempts["task"]) if t not in set(listed)]
+    most = max((e for (_t, e) in rows.seen), default=1)
+    if k is not None:
+        job_k = k
+    elif isinstance(epochs, int) and epochs >= 1:
+        job_k = epochs
+    else:
+        job_k = most
+    if most > job_k:
+        raise LoadError(
+            path, "eval.config.epochs", f"a sample ran epoch {most}, beyond k = {job_k}"
+        )
+    _warn_uneven(path, rows, job_k, log.header.get("status"))
+    jid = job_id or _job_id(log)
+    begin_job(con, jid)
+    stats_raw = log.header.get("stats")
+    stats: Mapping[str, Any] = stats_raw if isinstance(stats_raw, Mapping) else {}
+    results = log.header.get("results")
+    insert_rows(
+        con,
+        "jobs",
+        [
+            {
+                "job_id": jid,
+                "source_format": "inspect",
+                "source_path": str(path),
+                "status": STATUS.get(str(log.header.get("status")), "completed"),
+                "created_at": parse_time(ev.get("created"), path, "eval.created", "created"),
+                "finished_at": parse_time(stats.get("completed_at"), path, "stats", "completed_at"),
+                "dataset_name": str(dataset.get("name") or ev.get("task")),
+                "dataset_version": str(ev.get("task_version", "")),
+                "runner": f"inspect_ai {(ev.get('packages') or {}).get('inspect_ai', '')}".strip(),
+                "model": ev.get("model"),
+                "profile_params": json.dumps(
+                    {
+                        "generate_config": ev.get("model_generate_config") or {},
+                        "plan": log.header.get("plan"),
+                        "task_args": ev.get("task_args") or {},
+                    },
+                    default=str,
+                ),
+                "attempts": job_k,
+                "platform_metrics": json.dumps(results, allow_nan=False, default=str)
+                if results
+                else None,
+                "extra": json.dumps(
+                    {
+                        "inspect": {
+                            "eval_id": ev.get("eval_id"),
+                            "run_id": ev.get("run_id"),
+                            "task": ev.get("task"),
+                            "log_format": log.form,
+                            "reward_scorer": reward,
+                            "epochs_reducer": config.get("epochs_reducer"),
+                            "error": log.header.get("error"),
+                        },
+                        "source_numbers": source_numbers(log.header, reward, rows.dim_names),
+                    },
+                    default=str,
+                ),
+            }
+        ],
+    )
+    tags = {t: rows.tags.get(t, {}) for t in tasks}
+    insert_rows(
+        con,
+        "tasks",
+        [
+            {
+                "job_id": jid,
+                "task": t,
+                "position": i,
+                "digest": rows.digests.get(t),
+                "tags": json.dumps(tags[t]),
+            }
+            for i, t in enumerate(tasks)
+        ],
+    )
+    insert_rows(
+        con,
+        "task_tags",
+        [
+            {"job_id": jid, "task": t, "key": key, "value": v}
+            for t in tasks
+            for key, v in tags[t].items()
+        ],
+    )
+    _insert_columns(con, "attempts", {"job_id": jid, "n_trials": 1}, rows.attempts)
+    if rows.dims["task"]:
+        _insert_columns(con, "dimensions", {"job_id": jid}, rows.dims)
+        insert_rows(con, "dimension_meta", [{"job_id": jid, "name": n} for n in rows.dim_names])
+
+
+def _insert_columns(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    constants: Mapping[str, Any],
+    columns: Mapping[str, list[Any]],
+) -> None:
+    """Append columns (one Python list each) plus constant columns, via Arrow."""
+    data = pa.table({name: pa.array(values, from_pandas=True) for name, values in columns.items()})
+    con.register("_inspect_rows", data)
+    try:
+        names = ", ".join(f"${c} AS {c}" for c in constants)
+        con.execute(
+            f"INSERT INTO {stage_name(table)} BY NAME SELECT *, {names} FROM _inspect_rows",
+            dict(constants),
+        )
+    finally:
+        con.unregister("_inspect_rows")
+
+
+def _warn_uneven(path: Path, rows: Rows, k: int, status: Any) -> None:
+    """Warn when tasks ran different numbers of epochs in a log that says it finished."""
+    if status != "success":
+        return
+    counts: dict[str, int] = {}
+    for task, _epoch in rows.seen:
+        counts[task] = counts.get(task, 0) + 1
+    short = sorted(t for t, n in counts.items() if n < k)
+    if short:
+        warnings.warn(
+            f"{path}: {len(short)} sample(s) ran fewer than {k} epochs (first: {short[0]!r}); "
+            "their missing epochs count as missing in coverage",
+            LoadWarning,
+            stacklevel=4,
+        )

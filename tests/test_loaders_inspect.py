@@ -1,0 +1,284 @@
+"""Inspect AI logs written by inspect_ai itself (``../shared/fixtures/inspect``): both
+forms by path alone, the mapping of every field, Inspect's own numbers reproduced, and
+bad files refused by place with the workspace left as it was."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import envloop_nb as enb
+from envloop_nb._loaders import detect_format
+from envloop_nb._loaders.inspect_map import Rows, value_to_float
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "inspect"
+EVAL_LOGS = sorted((FIXTURES / "eval").glob("*.eval"))
+JSON_LOGS = sorted((FIXTURES / "json").glob("*.json"))
+ALL_LOGS = EVAL_LOGS + JSON_LOGS
+
+
+def _raw_samples(log: Path) -> list[dict]:
+    if log.suffix == ".json":
+        return json.loads(log.read_text())["samples"]
+    import zstandard
+
+    out = []
+    with zipfile.ZipFile(log) as z:
+        for info in z.infolist():
+            if info.filename.startswith("samples/"):
+                with open(log, "rb") as f:
+                    f.seek(info.header_offset + 26)
+                    n, m = int.from_bytes(f.read(2), "little"), int.from_bytes(f.read(2), "little")
+                    f.seek(info.header_offset + 30 + n + m)
+                    data = zstandard.ZstdDecompressor().decompress(
+                        f.read(info.compress_size), max_output_size=info.file_size
+                    )
+                out.append(json.loads(data))
+    return out
+
+
+def _header(log: Path) -> dict:
+    if log.suffix == ".json":
+        return json.loads(log.read_text())
+    from envloop_nb._loaders.inspect_read import open_inspect_log
+
+    return open_inspect_log(log).header
+
+
+@pytest.mark.parametrize("log", ALL_LOGS, ids=lambda p: p.parent.name + "/" + p.name[20:40])
+def test_every_fixture_loads_by_path_alone(log: Path) -> None:
+    assert detect_format(log) == "inspect"
+    job = enb.open().load(log)
+    header = _header(log)
+    samples = _raw_samples(log)
+    assert job.info["source_format"] == "inspect"
+    assert job.k == header["eval"]["config"]["epochs"] == 3
+    assert job.info["model"] == header["eval"]["model"]
+    tasks = job.tasks()
+    assert tasks["task"].tolist() == header["eval"]["dataset"]["sample_ids"]
+    attempts = job.attempts()
+    assert len(attempts) == len(samples) == 60
+    s = job.summary()
+    errored = [x for x in samples if x.get("error")]
+    nan_exact = [
+        x
+        for x in samples
+        if not x.get("error") and isinstance(x["scores"]["exact"]["value"], float)
+    ]
+    assert s.total == 60
+    assert s.scored == 60 - len(errored) - len(nan_exact)  # errors and NaN are no reward, never 0
+    assert s.invalid == len(errored) + len(nan_exact)
+
+
+@pytest.mark.parametrize("log", ALL_LOGS, ids=lambda p: p.parent.name + "/" + p.name[20:40])
+def test_inspect_own_numbers_are_reproduced(log: Path) -> None:
+    job = enb.open().load(log)
+    rows = job.source_agreement()
+    results = _header(log)["results"]["scores"]
+    expected = sum(len(r["metrics"]) + 2 for r in results)  # each metric + the two counts
+    assert len(rows) == expected == 14
+    assert rows["agrees"].all(), rows[~rows["agrees"]].to_string()
+    by = rows.set_index("metric")
+    first = results[0]
+    assert by.loc["exact · mean · accuracy", "source"] == first["metrics"]["accuracy"]["value"]
+    assert (
+        by.loc["exact · pass_at_2 · scored_samples", "recomputed"] == results[1]["scored_samples"]
+    )
+    assert "drops NaN" in by.loc["exact · mean · accuracy", "rule"]
+
+
+def test_the_ckpt_a_headline_numbers_from_the_fixture_readme() -> None:
+    """ckpt-a: exact mean 0.35 over 20 samples, pass_at_2 5/9 over 18 scored, 2 unscored."""
+    log = next(p for p in EVAL_LOGS if _header(p)["eval"]["model"] == "mockllm/ckpt-a")
+    by = enb.open().load(log).source_agreement().set_index("metric")
+    assert by.loc["exact · mean · accuracy", "recomputed"] == 0.35
+    assert math.isclose(by.loc["exact · pass_at_2 · accuracy", "recomputed"], 5 / 9, rel_tol=1e-15)
+    assert by.loc["exact · pass_at_2 · unscored_samples", "recomputed"] == 2
+
+
+def test_errored_and_nan_samples_are_invalid_attempts_with_their_error() -> None:
+    log = JSON_LOGS[0]
+    job = enb.open().load(log)
+    a = job.attempts().set_index(["task", "attempt"])
+    for raw in _raw_samples(log):
+        row = a.loc[(raw["id"], raw["epoch"])]
+        if raw.get("error"):
+            assert row["status"] == "failed"
+            assert math.isnan(row["reward"])
+            assert (
+                row["error"]
+                == raw["error"]["message"]
+                == "RuntimeError('simulated provider failure')"
+            )
+            assert row["error_type"] == "RuntimeError"
+        else:
+            assert row["status"] == "completed"
+            assert pd.isna(row["error"])
+            value = raw["scores"]["exact"]["value"]
+            if isinstance(value, float):  # NaN: Inspect's unscored sentinel
+                assert math.isnan(row["reward"])
+                assert row["judge_summary"] == "unscorable"
+            else:
+                assert row["reward"] == {"C": 1.0, "I": 0.0}[value]
+
+
+def test_fields_map_to_the_workspace() -> None:
+    log = JSON_LOGS[0]
+    job = enb.open().load(log)
+    raw = _raw_samples(log)[0]
+    a = job.attempts().set_index(["task", "attempt"]).loc[(raw["id"], raw["epoch"])]
+    chat = json.loads(a["input"])
+    assert a["input_is_chat"] and [m["role"] for m in chat] == ["user", "assistant"]
+    assert chat[0]["content"] == raw["input"]
+    assert a["output"] == raw["output"]["completion"]
+    assert a["reference"] == raw["target"] == "Paris"
+    usage = next(iter(raw["model_usage"].values()))
+    assert (a["input_tokens"], a["output_tokens"]) == (
+        usage["input_tokens"],
+        usage["output_tokens"],
+    )
+    assert a["duration_s"] == raw["total_time"]
+    assert json.loads(a["extra"])["working_time"] == raw["working_time"]
+    assert a["trial_id"] == raw["uuid"]
+    tags = json.loads(job.tasks().set_index("task").loc[raw["id"], "tags"])
+    assert tags == {"subset": raw["metadata"]["subset"]}
+    groups = job.groups(by="subset")
+    assert sorted(groups["value"]) == ["easy", "hard"]
+    dims = job.dimensions()
+    assert set(dims["name"]) == {"brevity"}  # the other scorer, with its own coverage
+    brevity = dims[(dims.task == raw["id"]) & (dims.attempt == raw["epoch"])]["value"].item()
+    assert brevity == raw["scores"]["brevity"]["value"]
+    info = job.info
+    assert info["extra"]["inspect"]["reward_scorer"] == "exact"
+    assert info["platform_metrics"]["headline"]["scorer"] == "exact"
+    assert info["status"] == "completed" and info["created_at"] is not None
+
+
+def test_the_two_forms_of_one_checkpoint_agree() -> None:
+    ws = enb.open()
+    for model in ("mockllm/ckpt-a", "mockllm/ckpt-b"):
+        jobs = [ws.load(p) for p in ALL_LOGS if _header(p)["eval"]["model"] == model]
+        assert len(jobs) == 2
+        a, b = (j.summary() for j in jobs)
+        assert (a.score, a.scored, a.invalid, a.pass_at_k) == (
+            b.score,
+            b.scored,
+            b.invalid,
+            b.pass_at_k,
+        )
+
+
+def test_two_checkpoints_compare_as_the_same_frozen_work() -> None:
+    ws = enb.open()
+    a, b = (ws.load(p) for p in EVAL_LOGS)
+    cmp = ws.compare([a, b])
+    assert len(cmp.jobs) == 2
+
+
+def test_value_to_float_follows_inspect() -> None:
+    assert [value_to_float(v) for v in ("C", "I", "P", "N")] == [1.0, 0.0, 0.5, 0.0]
+    assert value_to_float("YES") == 1.0 and value_to_float("no") == 0.0
+    assert (
+        value_to_float("3.5") == 3.5 and value_to_float(2) == 2.0 and value_to_float(False) == 0.0
+    )
+    for nothing in (float("nan"), None, "n/a", "inf", [1]):
+        assert value_to_float(nothing) is None  # never an invented 0
+
+
+def test_dict_valued_scores_give_one_dimension_per_key() -> None:
+    rows = Rows()
+    sample = {
+        "id": "s1",
+        "epoch": 1,
+        "scores": {"rubric": {"value": {"style": 0.5, "tests": "C"}}, "exact": {"value": "I"}},
+    }
+    rows.add(Path("x.json"), "samples[0]", sample, "exact")
+    assert rows.attempts["reward"] == [0.0]
+    assert list(zip(rows.dims["name"], rows.dims["value"], strict=True)) == [
+        ("rubric.style", 0.5),
+        ("rubric.tests", 1.0),
+    ]
+
+
+def test_a_duplicate_sample_epoch_is_refused_by_place() -> None:
+    rows = Rows()
+    rows.add(Path("x.json"), "samples[0]", {"id": "a", "epoch": 1}, None)
+    with pytest.raises(
+        enb.LoadError, match=r"samples\[1\].*appears twice \(also at samples\[0\]\)"
+    ):
+        rows.add(Path("x.json"), "samples[1]", {"id": "a", "epoch": 1}, None)
+
+
+def _snapshot(ws: enb.Workspace) -> list:
+    return [
+        ws.con.execute(f"SELECT count(*) FROM {t}").fetchone()
+        for t in ("jobs", "tasks", "attempts", "dimensions")
+    ]
+
+
+def test_a_corrupt_eval_member_names_the_member_and_changes_nothing(tmp_path: Path) -> None:
+    ws = enb.open()
+    first = ws.load(EVAL_LOGS[0])
+    bad = tmp_path / EVAL_LOGS[0].name
+    shutil.copy(EVAL_LOGS[0], bad)
+    with zipfile.ZipFile(bad) as z:
+        info = next(i for i in z.infolist() if i.filename == "samples/c03_epoch_2.json")
+    data = bytearray(bad.read_bytes())
+    at = (
+        info.header_offset
+        + 30
+        + len(info.filename.encode())
+        + len(info.extra)
+        + info.compress_size // 2
+    )
+    data[at] ^= 0xFF
+    bad.write_bytes(bytes(data))
+    before = _snapshot(ws)
+    with pytest.raises(enb.LoadError, match=r"samples/c03_epoch_2\.json: corrupt"):
+        ws.load(bad, job_id=first.id)  # a reload of the same job fails whole
+    assert _snapshot(ws) == before
+    assert first.summary().total == 60
+
+
+def test_a_truncated_json_log_names_the_line_and_changes_nothing(tmp_path: Path) -> None:
+    ws = enb.open()
+    ws.load(JSON_LOGS[0])
+    text = JSON_LOGS[0].read_text()
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: len(text) // 2])
+    before = _snapshot(ws)
+    with pytest.raises(enb.LoadError, match=r"cut\.json, line \d+"):
+        ws.load(cut, format="inspect")
+    assert _snapshot(ws) == before
+
+
+def test_a_log_still_running_has_missing_slots(tmp_path: Path) -> None:
+    """A log cut short (no header.json: Inspect was still writing) keeps what ran; the
+    samples that never ran are missing slots that count in coverage."""
+    src = EVAL_LOGS[0]
+    part = tmp_path / "running.eval"
+    with zipfile.ZipFile(src) as z, zipfile.ZipFile(part, "w") as out:
+        for info in z.infolist():
+            if info.filename in ("header.json", "reductions.json", "summaries.json"):
+                continue
+            if info.filename.startswith("samples/") and not info.filename.endswith("_epoch_1.json"):
+                continue
+            out.writestr(info.filename, _member(src, info), compress_type=zipfile.ZIP_DEFLATED)
+    job = enb.open().load(part)
+    assert job.info["status"] == "running"
+    s = job.summary()
+    assert job.k == 3 and s.total == 60 and len(job.attempts()) == 20
+    assert job.source_agreement().empty  # no results block: nothing to compare
+
+
+def _member(src: Path, info: zipfile.ZipInfo) -> bytes:
+    from envloop_nb._loaders.inspect_read import _member_bytes
+
+    with src.open("rb") as f:
+        return _member_bytes(src, f, info)
