@@ -13,7 +13,7 @@ import duckdb
 
 from ._errors import EnvloopError, LoadError
 from ._job import Job
-from ._loaders import load_source
+from ._loaders import job_sources, load_source, load_sources
 from ._metrics.counts import job_list_sql
 from ._store.frames import to_frame
 from ._store.schema import JOB_TABLES, SCHEMA_SQL, SCHEMA_VERSION
@@ -153,6 +153,35 @@ class Workspace:
 
         warn_job_overlaps(self, loaded_id)  # task inputs in a training dataset: warns
         return Job(self, loaded_id)
+
+    def load_all(
+        self, source: str | os.PathLike[str], *, lenient: bool = False, k: int | None = None
+    ) -> list[Job]:
+        """Load every job a folder or glob holds: one job per log, run or job folder.
+
+        Inspect logs (``.eval``/``.json``), Terminal-Bench run folders, Harbor job folders
+        (a folder of ``jobs/``), lm-eval output folders, EnvLoop exports and τ-bench files
+        are gathered (:func:`envloop_nb._loaders.job_sources`), never merged: each is its
+        own job, with its own model. All of them load in one transaction, so a bad file
+        leaves the workspace exactly as it was; two sources with one job id are refused.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> jobs = enb.open().load_all("../shared/fixtures/inspect/eval")
+        >>> [j.info["model"] for j in jobs]
+        ['mockllm/ckpt-a', 'mockllm/ckpt-b']
+        """
+        found = job_sources(os.fspath(source))
+        if not found:
+            raise LoadError(source, None, "no job found (Inspect logs, Harbor jobs, runs, exports)")
+        options: dict[str, Any] = {} if k is None else {"k": k}
+        ids = load_sources(self.con, [(p, dict(options)) for p in found], lenient=lenient)
+        from ._datasets.heldout import warn_job_overlaps
+
+        for job_id in ids:
+            warn_job_overlaps(self, job_id)
+        return [Job(self, job_id) for job_id in ids]
 
     def load_dataset(self, path: str | os.PathLike[str]) -> Dataset:
         """Load a dataset folder ``<name>@<version>/``: verify its content hash, register it.

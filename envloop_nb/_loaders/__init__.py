@@ -18,9 +18,9 @@ import duckdb
 from .._errors import LoadError
 from .._store.sql import ident
 from ._read import check_path_name
-from ._stage import commit_stage, staging, validate_stage
+from ._stage import batch, commit_stage, staging, validate_stage
 
-__all__ = ["LOADERS", "detect_format", "load_source"]
+__all__ = ["LOADERS", "detect_format", "job_sources", "load_source", "load_sources"]
 
 #: A loader writes one job read from ``source`` (see ``_stage``); it returns nothing.
 Loader = Callable[..., None]
@@ -121,6 +121,19 @@ def detect_format(source: Any) -> str:
             return "harbor"  # the Harbor loader names what is missing
         if any(path.glob("results_*.json")) or any(path.glob("*/results_*.json")):
             return "lm-eval"  # <output_path>[/<model>]/results_<time>.json
+        if (path / "results.json").is_file() and _sniff_format(
+            path / "results.json"
+        ) == "terminal-bench":
+            return "terminal-bench"
+        inside = job_sources(path)
+        if inside:
+            shown = ", ".join(p.name for p in inside[:3]) + (", ..." if len(inside) > 3 else "")
+            raise LoadError(
+                path,
+                None,
+                f"the folder holds {len(inside)} jobs ({shown}): load them with ws.load_all(path), "
+                "one job each",
+            )
         if any(path.glob("**/*.parquet")):
             return "table"
         raise LoadError(
@@ -173,6 +186,89 @@ def detect_format(source: Any) -> str:
         None,
         "unrecognised format; pass format='envloop'|'harbor'|'tau-bench'|'tau2-bench'|'terminal-bench'|'table'",
     )
+
+
+#: Formats of which a file or folder is one job (``job_sources`` gathers them).
+JOB_FORMATS = (
+    "envloop",
+    "harbor",
+    "inspect",
+    "terminal-bench",
+    "lm-eval",
+    "tau-bench",
+    "tau2-bench",
+)
+
+
+def _sniff_format(path: Path) -> str | None:
+    """``detect_format`` of one file or folder, or None when it is no job of its own."""
+    try:
+        fmt = detect_format(path)
+    except LoadError:
+        return None
+    return fmt if fmt in JOB_FORMATS else None
+
+
+def job_sources(source: str | Path, *, depth: int = 3) -> list[Path]:
+    """The jobs a folder or glob holds, one path each, in name order.
+
+    A file is a job when its format is a job format (an EnvLoop export, an Inspect log,
+    a Terminal-Bench ``results.json``, τ-bench results); a folder is one job when it is a
+    Harbor job, a Terminal-Bench run or an lm-eval output folder, else its children are
+    searched (``depth`` levels). Tables (Parquet, CSV) are not gathered: a folder of
+    Parquet files is one table.
+
+    Examples
+    --------
+    >>> [p.name for p in job_sources("../shared/fixtures/harbor")]
+    ['2025-10-01__10-00-00-legacy', '2026-03-02__14-05-11', '2026-03-03__09-00-00-multikey']
+    """
+    text = str(source)
+    path = Path(source)
+    if any(ch in text for ch in "*?[") and not path.exists():
+        import glob
+
+        found = [Path(p) for p in sorted(glob.glob(text, recursive=True))]
+        return [p for p in found if _sniff_format(p) is not None]
+    if not path.is_dir():
+        return [path] if _sniff_format(path) is not None else []
+    out: list[Path] = []
+    for child in sorted(path.iterdir()):
+        if child.name.startswith("."):
+            continue
+        if child.is_dir():
+            if _is_one_job_folder(child):
+                out.append(child)
+            elif depth > 1:
+                out.extend(job_sources(child, depth=depth - 1))
+        elif _sniff_format(child) is not None:
+            out.append(child)
+    return out
+
+
+def _is_one_job_folder(path: Path) -> bool:
+    if (path / "manifest.json").is_file():
+        return False  # a dataset
+    if (path / "config.json").exists() or (path / "result.json").exists():
+        return True  # Harbor
+    if (path / "results.json").is_file() and _sniff_format(path / "results.json"):
+        return True  # Terminal-Bench
+    return any(path.glob("results_*.json")) or any(path.glob("*/results_*.json"))  # lm-eval
+
+
+def load_sources(
+    con: duckdb.DuckDBPyConnection,
+    sources: list[tuple[Any, dict[str, Any]]],
+    *,
+    lenient: bool = False,
+) -> list[str]:
+    """Load several sources (each with its own options) in one transaction; all land or
+    none does. Returns the job ids in order."""
+    ids: list[str] = []
+    with batch(con):
+        for source, options in sources:
+            ids.append(load_source(con, source, lenient=lenient, **options))
+    return ids
 
 
 def load_source(

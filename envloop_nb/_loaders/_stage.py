@@ -28,6 +28,7 @@ from .._errors import LoadError
 from .._store.schema import JOB_TABLES
 
 __all__ = [
+    "batch",
     "begin_job",
     "commit_stage",
     "insert_rows",
@@ -46,8 +47,13 @@ def stage_name(table: str) -> str:
     return _JOBS_STAGE if table == "jobs" else table
 
 
+#: Connections inside :func:`batch`, with the job ids claimed so far in it.
+_BATCHES: dict[int, set[str]] = {}
+
+
 def _open(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("BEGIN TRANSACTION")
+    if id(con) not in _BATCHES:
+        con.execute("BEGIN TRANSACTION")
     con.execute(f"CREATE TEMP TABLE {_JOBS_STAGE} AS SELECT * FROM jobs LIMIT 0")
     con.execute(f"CREATE TEMP TABLE {_CLAIM} (job_id VARCHAR)")
 
@@ -56,15 +62,38 @@ def _open(con: duckdb.DuckDBPyConnection) -> None:
 def staging(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """Run the body in one transaction; roll it back unless :func:`commit_stage` ran.
 
-    The rollback also removes every temporary table and view created inside it.
+    The rollback also removes every temporary table and view created inside it. Inside
+    :func:`batch` the batch's one transaction holds every load.
     """
     _open(con)
+    if id(con) in _BATCHES:
+        yield  # the batch commits or rolls back all its loads together
+        return
     try:
         yield
     except BaseException:
         _rollback(con)
         raise
     _rollback(con)  # a no-op after commit_stage
+
+
+@contextmanager
+def batch(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Several loads in one transaction: all of them land, or none (``ws.load_all``).
+
+    Two loads of the batch that claim one job id are refused (the second would replace
+    the first).
+    """
+    con.execute("BEGIN TRANSACTION")
+    _BATCHES[id(con)] = set()
+    try:
+        yield
+        con.execute("COMMIT")
+    except BaseException:
+        _rollback(con)
+        raise
+    finally:
+        del _BATCHES[id(con)]
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
@@ -74,6 +103,13 @@ def _rollback(con: duckdb.DuckDBPyConnection) -> None:
 
 def begin_job(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
     """Claim ``job_id`` for this load: delete its old rows (undone if the load fails)."""
+    claimed = _BATCHES.get(id(con))
+    if claimed is not None:
+        if job_id in claimed:
+            raise LoadError(
+                job_id, None, "two sources of this batch are the same job id; pass job ids apart"
+            )
+        claimed.add(job_id)
     con.execute(f"DELETE FROM {_CLAIM}")
     con.execute(f"INSERT INTO {_CLAIM} VALUES (?)", [job_id])
     for table in JOB_TABLES:
@@ -82,6 +118,8 @@ def begin_job(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
 
 def restart(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
     """Discard everything written so far (even after a DuckDB error) and claim ``job_id`` again."""
+    if id(con) in _BATCHES:  # a retry would discard the batch's other loads too
+        raise LoadError(job_id, None, "cannot be retried inside a batch; load it with ws.load")
     _rollback(con)
     _open(con)
     begin_job(con, job_id)
@@ -95,7 +133,8 @@ def commit_stage(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
     )
     con.execute(f"DROP TABLE {_JOBS_STAGE}")
     con.execute(f"DROP TABLE {_CLAIM}")
-    con.execute("COMMIT")
+    if id(con) not in _BATCHES:
+        con.execute("COMMIT")
 
 
 def insert_rows(

@@ -439,6 +439,8 @@ def load_terminal_bench(
     (15, 3, 0.4444)
     """
     path = Path(source)
+    if path.is_dir():  # a run folder: its results.json
+        path = path / "results.json"
     if k is not None and (not _is_int(k) or not 1 <= k <= INT32_MAX):
         raise LoadError(path, "k", f"expected an integer 1..{INT32_MAX}, got {k!r}")
     doc = read_json_file(path, "a Terminal-Bench results.json")
