@@ -162,7 +162,8 @@ class Workspace:
         Inspect logs (``.eval``/``.json``), Terminal-Bench run folders, Harbor job folders
         (a folder of ``jobs/``), lm-eval output folders, EnvLoop exports and τ-bench files
         are gathered (:func:`envloop_nb._loaders.job_sources`), never merged: each is its
-        own job, with its own model. All of them load in one transaction, so a bad file
+        own job, with its own model; a Harbor job that ran several agents, models or
+        datasets becomes one job per combination. All of them load in one transaction, so a bad file
         leaves the workspace exactly as it was; two sources with one job id are refused.
 
         Examples
@@ -176,7 +177,20 @@ class Workspace:
         if not found:
             raise LoadError(source, None, "no job found (Inspect logs, Harbor jobs, runs, exports)")
         options: dict[str, Any] = {} if k is None else {"k": k}
-        ids = load_sources(self.con, [(p, dict(options)) for p in found], lenient=lenient)
+        loads: list[tuple[Any, dict[str, Any]]] = []
+        for path in found:
+            if (path / "config.json").is_file():  # a Harbor job: one job per agent, model, dataset
+                from ._loaders.harbor import harbor_splits
+
+                splits = harbor_splits(path)
+                if len(splits) > 1:
+                    for agent, model, dataset in splits:
+                        loads.append(
+                            (path, {**options, "agent": agent, "model": model, "dataset": dataset})
+                        )
+                    continue
+            loads.append((path, dict(options)))
+        ids = load_sources(self.con, loads, lenient=lenient)
         from ._datasets.heldout import warn_job_overlaps
 
         for job_id in ids:

@@ -44,3 +44,7 @@ def default_renderer() -> Iterator[None]:
         yield
     finally:
         alt.renderers.enable(before, **options)
+
+
+#: The fixtures' generating scripts (run by hand with the real harnesses) are not tests.
+collect_ignore_glob = ["data/*"]

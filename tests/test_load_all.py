@@ -70,3 +70,12 @@ def test_two_sources_with_one_job_id_are_refused(tmp_path: Path) -> None:
 def test_nothing_to_load(tmp_path: Path) -> None:
     with pytest.raises(enb.LoadError, match="no job found"):
         enb.open().load_all(tmp_path)
+
+
+def test_a_harbor_job_of_two_agents_becomes_two_jobs() -> None:
+    ws = enb.open()
+    with pytest.raises(enb.LoadError, match="load_all"):
+        ws.load(DATA / "harbor_multi" / "2026-03-04__10-00-00")
+    jobs = ws.load_all(DATA / "harbor_multi")
+    assert [j.info["model"] for j in jobs] == ["anthropic/claude-sonnet-4-5", "openai/gpt-5"]
+    assert [j.summary(policy="failure").score for j in jobs] == [0.5, 1 / 3]

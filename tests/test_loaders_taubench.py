@@ -125,3 +125,17 @@ def test_tau2_bench_fixture(ws: enb.Workspace) -> None:
 def test_pandas_and_polars_attempts_agree(ws: enb.Workspace) -> None:
     assert_frames_agree(load_job(ws, TAU_BENCH))
     assert_frames_agree(load_job(ws, TAU2))
+
+
+def test_k_counts_trials_not_the_highest_trial_number(tmp_path: Path) -> None:
+    """A file whose ``trial`` holds a task index (0..99, one row each) used to give k = 100
+    in silence; k is what tasks have, and a numbering beyond it is said out loud."""
+    rows = [{"task_id": i, "trial": i, "reward": 1.0, "info": {}, "traj": []} for i in range(5)]
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(rows))
+    with pytest.warns(
+        enb.LoadWarning, match=r"attempt numbers reach 5 but no task has more than 1"
+    ):
+        job = enb.open().load(path)
+    assert job.k == 5  # as numbered, so no attempt is out of range; coverage shows the gaps
+    assert enb.open().load(path, k=5).k == 5  # k= says it: no warning (warnings are errors)

@@ -17,6 +17,8 @@ __all__ = [
     "INT64_MAX",
     "duration_s",
     "fits",
+    "infer_k",
+    "infer_k_counted",
     "is_number",
     "parse_time",
     "physical_line",
@@ -106,3 +108,63 @@ def physical_place(path: Path, place: str) -> str:
     if place.startswith("line ") and place[5:].isdigit():
         return f"line {physical_line(path, int(place[5:]))}"
     return place
+
+
+def infer_k(source: object, counts: dict[str, int], top_index: int, *, stacklevel: int = 5) -> int:
+    """k when the source does not say: the most attempts any task has, with a warning
+    (:class:`~envloop_nb.LoadWarning`) when tasks have uneven counts, and one when the
+    attempt numbers run beyond every task's count (then k is the highest number, so no
+    attempt is out of range, and the column may not be an attempt index at all).
+
+    ``counts`` maps each task to its attempts, ``top_index`` is the highest attempt
+    number (1-based).
+
+    Examples
+    --------
+    >>> infer_k("x.json", {"a": 2, "b": 2}, 2)
+    2
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     k = infer_k("x.json", {"a": 1, "b": 1}, 100)
+    >>> k, "no task has more than 1 attempt" in str(caught[0].message)
+    (100, True)
+    """
+    most = max(counts.values(), default=0)
+    fewest = min(counts.values(), default=0)
+    short = sum(1 for n in counts.values() if n < most)
+    return infer_k_counted(
+        source, most=most, fewest=fewest, short=short, tasks=len(counts), top_index=top_index,
+        stacklevel=stacklevel + 1,
+    )  # fmt: skip
+
+
+def infer_k_counted(
+    source: object, *, most: int, fewest: int, short: int, tasks: int, top_index: int,
+    stacklevel: int = 5, uneven: bool = True,
+) -> int:  # fmt: skip
+    """:func:`infer_k` from the counts already aggregated (in SQL, for big tables);
+    ``uneven=False`` leaves out the uneven-counts warning (a table whose rows are only
+    the attempts that were recorded)."""
+    import warnings
+
+    from .._errors import LoadWarning
+
+    k = max(most, top_index, 1)
+    if top_index > most:
+        warnings.warn(
+            f"{source}: attempt numbers reach {top_index} but no task has more than {most} "
+            f"attempt{'s' if most != 1 else ''}; k = {k} as numbered (so most slots are "
+            "missing). If that column is not an attempt index, map another or pass k=",
+            LoadWarning,
+            stacklevel=stacklevel,
+        )
+    elif uneven and fewest < most:
+        warnings.warn(
+            f"{source}: tasks have between {fewest} and {most} attempts ({short} of "
+            f"{tasks} have fewer than {most}); k = {most}, the missing ones count as "
+            "missing in coverage (pass k= to say how many were requested)",
+            LoadWarning,
+            stacklevel=stacklevel,
+        )
+    return k

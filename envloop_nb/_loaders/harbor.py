@@ -28,76 +28,24 @@ from typing import Any, TypeGuard
 import duckdb
 
 from .._errors import LoadError
-from ._common import (
-    INT32_MAX,
-    INT64_MAX,
-    duration_s,
-    fits,
-    is_number,
-    parse_time,
-    read_json_file,
-)
-from ._read import bad_path_name, shown_path
+from ._common import INT32_MAX, parse_time, read_json_file
 from ._stage import begin_job, insert_rows
+from .harbor_trials import attempt_row, model_names, ran_with, read_trials
 from .harbor_version import detect_version
 
-__all__ = ["load_harbor"]
+__all__ = ["evals_key", "harbor_splits", "load_harbor"]
 
-PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
+#: One job of a Harbor folder: (agent name, model name, dataset name) as config.json has them.
+Split = tuple[str, str | None, str | None]
 
 
 def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _trial_rewards(
-    result: dict[str, Any], source: Path, place: str
-) -> tuple[float | None, dict[str, float | None]]:
-    """The trial's reward and its full reward map (``{}`` when there is none).
-
-    Current layout: ``verifier_result = {"rewards": {key: number}}``; legacy
-    (``sandboxes``): ``verifier_result = {"reward": number | null}``; ``null``: no reward.
-    """
-    vr = result.get("verifier_result")
-    if vr is None:
-        return None, {}
-    if not isinstance(vr, dict):
-        raise LoadError(source, place, f"verifier_result must be an object or null, got {vr!r}")
-    if "rewards" in vr:
-        rewards = vr["rewards"]
-        field = "verifier_result.rewards"
-        if rewards is None:
-            return None, {}
-        if not isinstance(rewards, dict):
-            raise LoadError(
-                source, place, f"{field} must be a {{key: number}} map, got {rewards!r}"
-            )
-    elif "reward" in vr:  # legacy sandboxes-era layout
-        rewards = {"reward": vr["reward"]}
-        field = "verifier_result"
-    else:
-        raise LoadError(
-            source,
-            place,
-            f"verifier_result must hold 'rewards' (or legacy 'reward'), got keys {sorted(vr)}",
-        )
-    for key, value in rewards.items():
-        if value is not None and not is_number(value):
-            kind = type(value).__name__
-            raise LoadError(
-                source, place, f"{field}.{key} must be a number or null, got {kind} {value!r}"
-            )
-    clean: dict[str, float | None] = {
-        str(k): (None if v is None else float(v)) for k, v in rewards.items()
-    }
-    if "reward" in clean:
-        return clean["reward"], clean
-    if len(clean) == 1:  # a single key under another name is still the reward
-        return next(iter(clean.values())), clean
-    return None, clean
-
-
-def _job_header(folder: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _job_header(
+    folder: Path, *, read_result: bool = True
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     config_path = folder / "config.json"
     if not config_path.is_file():
         raise LoadError(
@@ -116,103 +64,129 @@ def _job_header(folder: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
             f"n_attempts {k} is out of range: it must fit a 32-bit integer",
         )
     agents = config.get("agents")
-    if not isinstance(agents, list) or not agents or not isinstance(agents[0], dict):
+    if not isinstance(agents, list) or not agents or not all(isinstance(a, dict) for a in agents):
         raise LoadError(
             config_path, "$.agents", f"expected a list of {{name, model_name}}, got {agents!r}"
         )
-    if len(agents) > 1:
+    for i, a in enumerate(agents):
+        for field in ("name", "model_name"):
+            value = a.get(field)
+            if value is not None and not isinstance(value, str):
+                raise LoadError(
+                    config_path,
+                    f"$.agents[{i}].{field}",
+                    f"expected a string or null, got {value!r}",
+                )
+    datasets = config.get("datasets") or []
+    if not isinstance(datasets, list) or not all(isinstance(d, dict) for d in datasets):
+        # a dataset that is not an object would lose its name quietly
         raise LoadError(
             config_path,
-            "$.agents",
-            f"the job ran {len(agents)} agents; envloop_nb loads one agent/model per job",
-        )
-    datasets = config.get("datasets") or []
-    if (
-        not isinstance(datasets, list)
-        or len(datasets) > 1
-        or not all(isinstance(d, dict) for d in datasets)
-    ):  # a dataset that is not an object would lose its name quietly
-        raise LoadError(
-            config_path, "$.datasets", f"expected one dataset {{name, version}}, got {datasets!r}"
+            "$.datasets",
+            f"expected one dataset {{name, version}}, got {datasets!r}",
         )
     result_path = folder / "result.json"
     job_result = None
-    if result_path.exists():
+    if read_result and result_path.exists():
         job_result = read_json_file(result_path, "Harbor's JobResult object")
         if not isinstance(job_result, dict):
             raise LoadError(result_path, None, "expected Harbor's JobResult object")
     return config, job_result
 
 
-def _read_trials(folder: Path) -> list[dict[str, Any]]:
-    """Every trial folder's parsed result, with ``_place`` (folder name) and ``_path``.
+def _dataset_name(dataset: dict[str, Any]) -> str | None:
+    """A JobConfig dataset's name: ``name`` (registry) or the last part of ``path`` (local)."""
+    name = dataset.get("name")
+    if name is None and isinstance(dataset.get("path"), str):
+        name = Path(dataset["path"]).name or None
+    return None if name is None else str(name)
 
-    A sub-folder with a ``config.json`` (TrialConfig) but no ``result.json`` is a trial
-    that has not finished: it is kept as a running attempt. Sub-folders with neither
-    file are not trials. The same trial reached twice — a folder that is a symlink to a
-    sibling, or two results with one trial ``id`` — is refused: it would count as two
-    attempts.
+
+def _splits(config: dict[str, Any]) -> list[Split]:
+    out: list[Split] = []
+    datasets = config.get("datasets") or [{}]
+    for agent in config["agents"]:
+        name = agent.get("name") or agent.get("import_path")
+        for dataset in datasets:
+            split = (str(name), agent.get("model_name"), _dataset_name(dataset))
+            if split not in out:
+                out.append(split)
+    return out
+
+
+def harbor_splits(folder: Path) -> list[Split]:
+    """The jobs a Harbor folder holds: its distinct (agent, model, dataset) combinations.
+
+    Harbor's JobConfig runs every agent of ``agents[]`` (each ``{name, model_name}``) on
+    every dataset of ``datasets[]``; each pair is one job for envloop_nb (load it with
+    ``load_harbor(..., agent=, model=, dataset=)``). The model is the JobConfig
+    ``model_name`` (``provider/name``); None parts are absent from the config (no model,
+    or tasks given without a dataset). A one-agent, one-dataset folder gives one entry.
+    Reads only ``config.json``.
+
+    Examples
+    --------
+    >>> harbor_splits(Path("../shared/fixtures/harbor/2026-03-02__14-05-11"))
+    [('claude-code', 'anthropic/claude-sonnet-4-5', 'terminal-bench')]
     """
-    trials = []
-    folders: dict[Path, str] = {}  # resolved trial folder -> its first name
-    ids: dict[str, str] = {}  # trial id -> folder name
-    for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
-        result_path = sub / "result.json"
-        place = f"trial {sub.name}"
-        if result_path.exists() or (sub / "config.json").is_file():
-            bad_name = bad_path_name(sub.name)
-            if bad_name is not None:  # the workspace records the folder name as text
-                raise LoadError(
-                    folder,
-                    f"trial {shown_path(sub.name)}",
-                    f"the folder name is {bad_name}: the workspace cannot record it; rename it",
-                )
-            real = sub.resolve()
-            if real in folders:
-                raise LoadError(
-                    folder,
-                    place,
-                    f"the same folder as trial {folders[real]} ({real}): one trial would "
-                    "count as two attempts",
-                )
-            folders[real] = sub.name
-        if result_path.exists():
-            result = read_json_file(result_path, "Harbor's TrialResult object")
-            if not isinstance(result, dict):
-                raise LoadError(result_path, None, "expected Harbor's TrialResult object")
-            task = result.get("task_name")
-            if not isinstance(task, str) or not task:
-                raise LoadError(
-                    result_path, "$.task_name", f"expected a non-empty string, got {task!r}"
-                )
-            trial_id = result.get("id")
-            if trial_id is not None:
-                if str(trial_id) in ids:
-                    raise LoadError(
-                        folder,
-                        place,
-                        f"trial id {trial_id!r} is also the id of trial {ids[str(trial_id)]}: "
-                        "one trial would count as two attempts",
-                    )
-                ids[str(trial_id)] = sub.name
-            result["_running"] = False
-        elif (sub / "config.json").is_file():
-            cfg = read_json_file(sub / "config.json", "Harbor's TrialConfig object")
-            task_path = (cfg.get("task") or {}).get("path") if isinstance(cfg, dict) else None
-            if not isinstance(task_path, str) or not task_path:
-                raise LoadError(
-                    sub / "config.json",
-                    "$.task.path",
-                    "a trial without result.json needs its task path to be counted as running",
-                )
-            result = {"task_name": Path(task_path).name, "trial_name": sub.name, "_running": True}
-        else:
-            continue
-        result["_place"] = place
-        result["_folder"] = sub.name
-        result["_path"] = result_path
-        trials.append(result)
-    return trials
+    config, _ = _job_header(Path(folder), read_result=False)
+    return _splits(config)
+
+
+def evals_key(agent: str, model: str | None, dataset: str | None) -> str:
+    """Harbor's ``stats.evals`` key of a combination: ``<agent>__<model>__<dataset>``.
+
+    Harbor names the model as the trial's ``agent_info.model_info.name`` (the
+    ``model_name`` without its provider) and a trial without a dataset ``adhoc``.
+
+    >>> evals_key("claude-code", "anthropic/claude-sonnet-4-5", "terminal-bench")
+    'claude-code__claude-sonnet-4-5__terminal-bench'
+    """
+    short = model.split("/", 1)[-1] if model else None
+    dataset = dataset or "adhoc"
+    return f"{agent}__{short}__{dataset}" if short else f"{agent}__{dataset}"
+
+
+def _choose_split(
+    folder: Path,
+    splits: list[Split],
+    agent: str | None,
+    model: str | None,
+    dataset: str | None,
+) -> Split | None:
+    """The one combination ``agent``/``model``/``dataset`` pick (None: load the folder whole)."""
+    shown = ", ".join(f"(agent={a!r}, model={m!r}, dataset={d!r})" for a, m, d in splits)
+    if agent is None and model is None and dataset is None:
+        if len(splits) == 1:
+            return None
+        raise LoadError(
+            folder / "config.json",
+            "$.agents",
+            f"the job holds {len(splits)} agent/model/dataset combinations: {shown}; "
+            "envloop_nb loads one per job: ws.load_all(path) loads one job per "
+            "combination, or pass agent=, model= and/or dataset= to pick one",
+        )
+    chosen = [
+        s
+        for s in splits
+        if (agent is None or agent == s[0])
+        and (model is None or (s[1] is not None and model in model_names(s[1])))
+        and (dataset is None or dataset == s[2])
+    ]
+    if len(chosen) != 1:
+        asked = ", ".join(
+            f"{n}={v!r}"
+            for n, v in (("agent", agent), ("model", model), ("dataset", dataset))
+            if v is not None
+        )
+        verb = "matches none" if not chosen else f"matches {len(chosen)}"
+        raise LoadError(
+            folder / "config.json",
+            "$.agents",
+            f"{asked} {verb} of the job's combinations: {shown}; name one "
+            "(ws.load_all(path) loads each)",
+        )
+    return chosen[0]
 
 
 def load_harbor(
@@ -221,8 +195,24 @@ def load_harbor(
     *,
     job_id: str | None = None,
     lenient: bool = False,
+    agent: str | None = None,
+    model: str | None = None,
+    dataset: str | None = None,
 ) -> None:
-    """Stage one Harbor job folder (``jobs/<job_name>/``).
+    """Stage one Harbor job folder (``jobs/<job_name>/``), or one combination of it.
+
+    A folder whose ``config.json`` lists several agents (each with its model) or several
+    datasets holds one job per (agent, model, dataset) combination
+    (:func:`harbor_splits`). ``agent``, ``model`` (the JobConfig ``model_name``, with or
+    without its ``provider/``) and ``dataset`` pick one: only the trials that ran it are
+    loaded (each trial by its own ``agent_info.name``, ``agent_info.model_info.name`` and
+    ``source``, as Harbor keys its evals); the job's model, dataset and agent are the
+    combination's; the default job id is ``<result id or job_name>/<agent>/<model>/
+    <dataset>`` (None parts left out); ``platform_metrics`` is ``stats`` with ``evals``
+    narrowed to the combination's ``"<agent>__<model>__<dataset>"`` entry, and
+    ``extra["split"]`` records the combination and that key. Without them a
+    one-combination folder loads whole and a several-combination one is refused
+    (``ws.load_all(path)`` loads one job per combination).
 
     Mapping:
 
@@ -271,10 +261,38 @@ def load_harbor(
         raise LoadError(folder, None, "expected a Harbor job folder (config.json + trials)")
     config, job_result = _job_header(folder)
     k = int(config["n_attempts"])
-    agent = config["agents"][0]
+    splits = _splits(config)
+    split = _choose_split(folder, splits, agent, model, dataset)
+    agent_cfg = config["agents"][0]
     datasets = config.get("datasets") or [{}]
+    dataset_cfg = datasets[0]
     jid = job_id or (job_result or {}).get("id") or config.get("job_name") or folder.name
-    trials = _read_trials(folder)
+    stats = (job_result or {}).get("stats")
+    trials = read_trials(folder)
+    split_extra: dict[str, Any] | None = None
+    if split is not None:
+        name, model_name, dataset_name = split
+        agent_cfg = next(
+            a
+            for a in config["agents"]
+            if (a.get("name") or a.get("import_path")) == name and a.get("model_name") == model_name
+        )
+        dataset_cfg = next((d for d in datasets if _dataset_name(d) == dataset_name), {})
+        if job_id is None:
+            jid = "/".join(str(p) for p in (jid, *split) if p is not None)
+        axes = (len({s[:2] for s in splits}) > 1, len({s[2] for s in splits}) > 1)
+        trials = [t for t in trials if ran_with(t, *split, axes=axes)]
+        key = evals_key(*split)
+        if isinstance(stats, dict) and isinstance(stats.get("evals"), dict):
+            evals = stats["evals"]
+            stats = stats | {"evals": {key: evals[key]} if key in evals else {}}
+        split_extra = {
+            "agent": name,
+            "model": model_name,
+            "dataset": dataset_name,
+            "evals_key": key,
+            "combinations": len(splits),
+        }
 
     # Attempts: each task's trials ordered by start time.
     by_task: dict[str, list[dict[str, Any]]] = {}
@@ -319,7 +337,7 @@ def load_harbor(
             {"job_id": jid, "task": task, "key": a, "value": b} for a, b in tags.items()
         )
         for attempt, t in enumerate(group, start=1):
-            row = _attempt_row(t, folder, jid, task, attempt)
+            row = attempt_row(t, folder, jid, task, attempt)
             attempt_rows.append(row)
             rewards = t.get("_rewards") or {}
             if len(rewards) > 1:
@@ -360,26 +378,25 @@ def load_harbor(
                 "finished_at": parse_time(
                     jr.get("finished_at"), folder, "result.json", "finished_at"
                 ),
-                "dataset_name": datasets[0].get("name") if isinstance(datasets[0], dict) else None,
+                "dataset_name": dataset_cfg.get("name") if split is None else split[2],
                 "dataset_version": (
-                    str(datasets[0]["version"])
-                    if isinstance(datasets[0], dict) and datasets[0].get("version") is not None
-                    else None
+                    str(dataset_cfg["version"]) if dataset_cfg.get("version") is not None else None
                 ),
                 "dataset_revision": None,
                 "runner": "harbor",
-                "model": agent.get("model_name"),
+                "model": agent_cfg.get("model_name"),
                 "attempts": k,
-                "platform_metrics": json.dumps(jr["stats"]) if jr.get("stats") else None,
+                "platform_metrics": json.dumps(stats) if stats else None,
                 "extra": json.dumps(
                     {
                         "job_name": config.get("job_name"),
-                        "agent": {"name": agent.get("name"), "version": agent_version},
+                        "agent": {"name": agent_cfg.get("name"), "version": agent_version},
                         "n_concurrent_trials": config.get("n_concurrent_trials"),
                         "n_total_trials": jr.get("n_total_trials"),
                         "updated_at": jr.get("updated_at"),
                         "harbor": harbor,
                     }
+                    | ({"split": split_extra} if split_extra else {})
                 ),
             }
         ],
@@ -389,94 +406,3 @@ def load_harbor(
     insert_rows(con, "attempts", attempt_rows)
     insert_rows(con, "dimensions", dim_rows)
     insert_rows(con, "dimension_meta", [{"job_id": jid, "name": n} for n in sorted(dim_names)])
-
-
-def _attempt_row(
-    t: dict[str, Any], folder: Path, job_id: str, task: str, attempt: int
-) -> dict[str, Any]:
-    place = t["_place"]
-    base = {
-        "job_id": job_id,
-        "task": task,
-        "attempt": attempt,
-        "trial_id": None if t.get("id") is None else str(t["id"]),
-        "n_trials": 1,
-        "source_place": t["_folder"],
-        "started_at": t["_started"],
-        "finished_at": t["_finished"],
-    }
-    if t["_running"]:
-        return base | {"status": "running"}
-    reward, rewards = _trial_rewards(t, folder, place)
-    t["_rewards"] = rewards
-    exc = t.get("exception_info")
-    if exc is not None and not isinstance(exc, dict):
-        raise LoadError(folder, place, f"exception_info must be an object or null, got {exc!r}")
-    exc = exc or {}
-    for field in ("exception_type", "exception_message"):
-        value = exc.get(field)
-        if value is not None and not isinstance(value, str):
-            raise LoadError(
-                folder, place, f"exception_info.{field} must be a string or null, got {value!r}"
-            )
-    ar = t.get("agent_result") or {}
-    if not isinstance(ar, dict):
-        raise LoadError(folder, place, f"agent_result must be an object or null, got {ar!r}")
-    for field in ("n_input_tokens", "n_cache_tokens", "n_output_tokens", "cost_usd"):
-        value = ar.get(field)
-        if value is not None and not is_number(value):
-            raise LoadError(
-                folder, place, f"agent_result.{field} must be a number or null, got {value!r}"
-            )
-        if value is not None and field != "cost_usd" and not fits(value, INT64_MAX):
-            raise LoadError(
-                folder,
-                place,
-                f"agent_result.{field} {value!r} is out of range: it must fit a 64-bit integer",
-            )
-    phases: dict[str, Any] = {}
-    for phase in PHASES:
-        span = t.get(phase)
-        if span is not None and not isinstance(span, dict):  # its timing would be lost
-            raise LoadError(
-                folder,
-                place,
-                f"{phase} must be an object {{started_at, finished_at}} or null, got {span!r}",
-            )
-        if span is not None:
-            start = parse_time(span.get("started_at"), folder, place, f"{phase}.started_at")
-            end = parse_time(span.get("finished_at"), folder, place, f"{phase}.finished_at")
-            phases[phase] = {
-                "started_at": span.get("started_at"),
-                "finished_at": span.get("finished_at"),
-                "duration_s": duration_s(start, end),
-            }
-    extra = {
-        "trial_name": t.get("trial_name"),
-        "trial_uri": t.get("trial_uri"),
-        "task_id": t.get("task_id"),
-        "task_checksum": t.get("task_checksum"),
-        "phases": phases,
-        "exception_occurred_at": exc.get("occurred_at"),
-        "exception_traceback": exc.get("exception_traceback"),
-    }
-    if rewards:
-        extra["rewards"] = rewards
-    if t.get("step_results"):
-        extra["step_results"] = t["step_results"]
-    return base | {
-        "status": "failed" if exc and reward is None else "completed",
-        "error": exc.get("exception_message"),
-        "error_type": exc.get("exception_type"),
-        "reward": reward,
-        "input_tokens": _int_or_none(ar.get("n_input_tokens")),
-        "cache_tokens": _int_or_none(ar.get("n_cache_tokens")),
-        "output_tokens": _int_or_none(ar.get("n_output_tokens")),
-        "cost_usd": None if ar.get("cost_usd") is None else float(ar["cost_usd"]),
-        "duration_s": duration_s(t["_started"], t["_finished"]),
-        "extra": json.dumps(extra),
-    }
-
-
-def _int_or_none(value: Any) -> int | None:
-    return None if value is None else int(value)

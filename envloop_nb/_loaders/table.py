@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 
 from .._errors import LoadError, LoadWarning
-from ._common import INT32_MAX, physical_place
+from ._common import INT32_MAX, infer_k_counted, physical_place
 from ._read import (
     check_gzip,
     explain_bad_line,
@@ -293,7 +293,23 @@ def _load(
         {"jid": jid},
     ).fetchone()
     assert stats is not None
-    job_k = k if k is not None else int(stats[0] or 1)
+    if k is not None:
+        job_k = k
+    else:  # how many attempts tasks have, not the highest attempt number (see infer_k)
+        counted = con.execute(
+            f"""WITH c AS (SELECT task, count(*) AS n FROM {stage_name("attempts")}
+                           WHERE job_id = $jid GROUP BY task),
+                     m AS (SELECT max(n) AS most FROM c)
+                SELECT coalesce(max(n), 0), coalesce(min(n), 0),
+                       count(*) FILTER (WHERE n < (SELECT most FROM m)), count(*)
+                FROM c""",
+            {"jid": jid},
+        ).fetchone()
+        assert counted is not None
+        job_k = infer_k_counted(
+            src.label, most=int(counted[0]), fewest=int(counted[1]), short=int(counted[2]),
+            tasks=int(counted[3]), top_index=int(stats[0] or 1), stacklevel=6, uneven=False,
+        )  # fmt: skip
     con.execute(
         f"""INSERT INTO {stage_name("jobs")} BY NAME
             SELECT $jid AS job_id, 'table' AS source_format, $path AS source_path,

@@ -20,7 +20,7 @@ from typing import Any, TypeGuard
 import duckdb
 
 from .._errors import LoadError
-from ._common import INT32_MAX, is_number, parse_time, read_json_file
+from ._common import INT32_MAX, infer_k, is_number, parse_time, read_json_file
 from ._stage import begin_job, insert_rows
 
 __all__ = ["PASS_TOLERANCE", "load_tau2_bench", "load_tau_bench"]
@@ -249,7 +249,13 @@ def load_tau_bench(
         parsed.append((task_id, trial, float(reward), info, traj, place))
 
     max_trial = max((p[1] for p in parsed), default=-1)
-    kk = k if k is not None else max(max_trial + 1, 1)
+    if k is not None:
+        kk = k
+    else:  # k is how many trials tasks have, not the highest trial number (see infer_k)
+        trials: dict[str, set[int]] = {}
+        for p in parsed:  # distinct trials: a duplicate is refused below, by place
+            trials.setdefault(str(p[0]), set()).add(p[1])
+        kk = infer_k(path, {t: len(v) for t, v in trials.items()}, max_trial + 1)
     jid = job_id or _default_id("tau-bench", path)
     task_ids = sorted({p[0] for p in parsed}, key=lambda t: (isinstance(t, str), t))
     attempts: list[dict[str, Any]] = []

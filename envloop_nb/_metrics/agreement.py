@@ -251,8 +251,15 @@ def _attempt_statistic(
     params: dict[str, Any] = {"job_id": job_id, "mean": mean}
     if dim is not None:
         params["dim"] = dim
+    tagged = ""
+    if num.tasks_tag:  # only the tasks of the number (a subtask's)
+        tagged = """WHERE EXISTS (SELECT 1 FROM task_tags g WHERE g.job_id = $job_id
+                    AND g.task = v.task AND g.key = $tag_key AND g.value = $tag_value)"""
+        params["tag_key"], params["tag_value"] = num.tasks_tag
     row = con.execute(
-        f"SELECT fsum((value - $mean) * (value - $mean)), count(value) FROM ({values})", params
+        f"""SELECT fsum((value - $mean) * (value - $mean) ORDER BY task, attempt), count(value)
+            FROM ({values}) v {tagged}""",
+        params,
     ).fetchone()
     ss = float(row[0] or 0.0) if row else 0.0
     if num.policy == "failure":  # the missing slots are zeros

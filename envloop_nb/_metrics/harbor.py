@@ -140,12 +140,22 @@ def _same(theirs: float, mine: float | None, tol: float) -> bool:
     return mine is not None and math.isclose(theirs, mine, rel_tol=tol, abs_tol=tol)
 
 
-def _platform_numbers(stats: Any) -> dict[str, float]:
-    """Harbor's mean(s) and pass@k of the job's one eval block, flat."""
+def _platform_numbers(stats: Any, key: str | None = None) -> dict[str, float]:
+    """Harbor's mean(s) and pass@k of the job's eval block, flat.
+
+    ``key`` names the block (``"<agent>__<model>__<dataset>"``) of a job loaded as one
+    combination of a several-agent folder; without it the job's one block (none when
+    there are several).
+    """
     evals = stats.get("evals") if isinstance(stats, dict) else None
-    if not isinstance(evals, dict) or len(evals) != 1:
+    if not isinstance(evals, dict):
         return {}
-    (block,) = evals.values()
+    if key is not None:
+        block = evals.get(key)
+    elif len(evals) == 1:
+        (block,) = evals.values()
+    else:
+        return {}
     if not isinstance(block, dict):
         return {}
     out: dict[str, float] = {}
@@ -201,7 +211,9 @@ def _recompute(ref: JobRef, keys: list[str], policy: Policy) -> dict[str, float 
 def check(job: JobRef, tol: float = 1e-9) -> HarborCheck | None:
     """Compare a Harbor job's ``result.json`` numbers with the recomputed ones.
 
-    None for a job that is not a Harbor folder. Values agree within ``tol`` (relative
+    None for a job that is not a Harbor folder. A job loaded as one (agent, model,
+    dataset) combination of a folder (``extra["split"]``) is compared with that
+    combination's ``stats.evals`` entry only. Values agree within ``tol`` (relative
     and absolute). Under each policy the mean is the
     summary's score (a reward key's mean over the dimension values: over all k slots
     under ``"failure"``, over the trials with that key under ``"unknown"``), pass@k the
@@ -224,7 +236,11 @@ def check(job: JobRef, tol: float = 1e-9) -> HarborCheck | None:
     harbor = extra.get("harbor") if isinstance(extra, dict) else None
     harbor = harbor if isinstance(harbor, dict) else {}
     policy = harbor.get("policy")
-    platform = _platform_numbers(info.get("platform_metrics"))
+    split = extra.get("split") if isinstance(extra, dict) else None
+    key = split.get("evals_key") if isinstance(split, dict) else None
+    platform = _platform_numbers(
+        info.get("platform_metrics"), key if isinstance(key, str) else None
+    )
     keys = list(platform)
     recomputed: dict[str, dict[str, float | None]] = {}
     matches: list[Policy] = []

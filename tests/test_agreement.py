@@ -1,0 +1,134 @@
+"""The agreement engine (``job.source_agreement()``) against a brute-force recomputation
+of every reducer × statistic × policy on a small job with gaps, NaN-free missing values
+and two subsets."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from itertools import product
+from math import comb
+
+import pandas as pd
+import pytest
+
+import envloop_nb as enb
+from envloop_nb._store.source_numbers import SourceNumber
+
+K = 3
+ROWS = [  # task, attempt, reward (None: ended without one), subset
+    ("a", 1, 1.0, "x"), ("a", 2, 0.0, "x"), ("a", 3, 1.0, "x"),
+    ("b", 1, 0.5, "x"), ("b", 2, None, "x"),
+    ("c", 1, 0.0, "y"), ("c", 2, 0.0, "y"), ("c", 3, 1.0, "y"),
+    ("d", 1, None, "y"),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def job() -> enb.Job:
+    df = pd.DataFrame(ROWS, columns=["task", "attempt", "reward", "subset"])
+    return enb.open().load(df, job_id="agree", k=K)
+
+
+def _values(policy: str, subset: str | None) -> dict[str, list[float]]:
+    tasks = sorted({r[0] for r in ROWS if subset is None or r[3] == subset})
+    out: dict[str, list[float]] = {}
+    for t in tasks:
+        got = {r[1]: r[2] for r in ROWS if r[0] == t}
+        if policy == "failure":
+            out[t] = [got.get(i) or 0.0 for i in range(1, K + 1)]
+        else:
+            out[t] = [v for v in got.values() if v is not None]
+    return out
+
+
+def _brute(reducer: str, statistic: str, policy: str, k: int | None, subset: str | None) -> float:
+    per = _values(policy, subset)
+    if reducer == "none":
+        obs = [v for vs in per.values() for v in vs]
+        requested = len(per) * K if policy == "failure" else len(obs)
+        passes = sum(v == 1 for v in obs)
+        counts = {"scored": len(obs), "unscored": len(per) * K - len(obs)}
+        counts |= {"passed": passes, "not_passed": requested - passes}
+    else:
+        red: list[float] = []
+        for vs in per.values():
+            n, c = len(vs), sum(v == 1 for v in vs)
+            if reducer == "mean" and n:
+                red.append(statistics.mean(vs))
+            elif reducer == "max" and n:
+                red.append(max(vs))
+            elif reducer == "median" and n:
+                red.append(statistics.median(vs))
+            elif reducer == "at_least" and n:
+                red.append(float(c >= k))
+            elif reducer == "pass_at" and n >= k:
+                red.append(1 - comb(n - c, k) / comb(n, k))
+            elif reducer == "pass_k" and n >= k:
+                red.append(comb(c, k) / comb(n, k))
+        obs = red
+        passes = sum(v >= 1 for v in red)
+        counts = {"scored": len(red), "unscored": len(per) - len(red)}
+        counts |= {"passed": passes, "not_passed": len(per) - passes}
+    if statistic in counts:
+        return float(counts[statistic])
+    if not obs:
+        return math.nan
+    if statistic == "mean":
+        return statistics.fmean(obs)
+    if len(obs) < 2:
+        return 0.0
+    var = statistics.variance(obs)
+    return {"var": var, "std": math.sqrt(var), "stderr": math.sqrt(var / len(obs))}[statistic]
+
+
+CASES = [
+    (reducer, statistic, policy, subset)
+    for reducer, statistic, policy, subset in product(
+        ["none", "mean", "max", "median", "at_least", "pass_at", "pass_k"],
+        ["mean", "stderr", "std", "var", "scored", "unscored", "passed", "not_passed"],
+        ["unknown", "failure"],
+        [None, "x", "y"],
+    )
+]
+
+
+def test_every_recipe_matches_the_brute_force(job: enb.Job) -> None:
+    numbers = []
+    for reducer, statistic, policy, subset in CASES:
+        k = 2 if reducer in ("pass_at", "pass_k", "at_least") else None
+        expected = _brute(reducer, statistic, policy, k, subset)
+        numbers.append(
+            SourceNumber(
+                metric=f"{reducer}/{statistic}/{policy}/{subset}", source=expected, of="reward",
+                reducer=reducer, statistic=statistic, policy=policy, rule="test", k=k,
+                tasks_tag=("subset", subset) if subset else None,  # type: ignore[arg-type]
+            ).as_dict()
+        )  # fmt: skip
+    extra = json.dumps({"source_numbers": numbers})
+    job.con.execute("UPDATE jobs SET extra = ?::JSON WHERE job_id = ?", [extra, job.id])
+    rows = job.source_agreement()
+    assert len(rows) == len(CASES)
+    bad = rows[~rows["agrees"]]
+    assert bad.empty, bad[["metric", "source", "recomputed"]].to_string()
+
+
+def test_a_disagreeing_number_is_reported(job: enb.Job) -> None:
+    wrong = SourceNumber(
+        metric="score", source=0.9, of="reward", reducer="none", statistic="mean",
+        policy="unknown", rule="test",
+    )  # fmt: skip
+    extra = json.dumps({"source_numbers": [wrong.as_dict()]})
+    job.con.execute("UPDATE jobs SET extra = ?::JSON WHERE job_id = ?", [extra, job.id])
+    row = job.source_agreement().iloc[0]
+    assert not row["agrees"] and row["recomputed"] == pytest.approx(3.5 / 7)
+
+
+def test_a_recipe_is_validated() -> None:
+    with pytest.raises(ValueError, match="needs k"):
+        SourceNumber(metric="m", source=1, of="reward", reducer="pass_at", statistic="mean",
+                     policy="unknown", rule="r")  # fmt: skip
+    with pytest.raises(ValueError, match="of must be"):
+        SourceNumber(metric="m", source=1, of="score", reducer="none", statistic="mean",
+                     policy="unknown", rule="r")  # fmt: skip
