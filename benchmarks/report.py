@@ -75,6 +75,29 @@ WHAT = {
         "`job.export_dataset(folder, rules=..., buckets=['all'], format='jsonl')`",
     ),
     "panel": ("5 panel", "envloop_nb", "bench_panel.run(): interactions driven from Python"),
+    "inspect_envloop_eval": (
+        "6 inspect",
+        "envloop_nb",
+        "`envloop_nb.open(fresh workspace file).load(log.eval)`: every sample member "
+        "decompressed and parsed, the job staged into DuckDB",
+    ),
+    "inspect_samples_df_eval": (
+        "6 inspect",
+        "inspect_ai",
+        "`inspect_ai.analysis.samples_df(log.eval, quiet=True)` with its default columns "
+        "(`SampleSummary`: read from the archive's `summaries.json`, not the sample members)",
+    ),
+    "inspect_envloop_json": (
+        "6 inspect",
+        "envloop_nb",
+        "`envloop_nb.open(fresh workspace file).load(log.json)` (the same log as one JSON "
+        "document)",
+    ),
+    "inspect_samples_df_json": (
+        "6 inspect",
+        "inspect_ai",
+        "`inspect_ai.analysis.samples_df(log.json, quiet=True)`, default columns",
+    ),
 }
 
 
@@ -172,7 +195,7 @@ def write_markdown(report: dict[str, Any]) -> str:
     )
     w("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in res:
-        if r["stage"] == "panel":
+        if r["stage"] == "panel" or r["stage"].startswith("inspect_"):
             continue
         stage, impl, _ = WHAT[r["stage"]]
         label = r["stage"].replace("stage2_", "").replace("_", " ")
@@ -221,6 +244,8 @@ def write_markdown(report: dict[str, Any]) -> str:
         err = next(r for r in res if r["stage"] == "panel")["error"]
         w(f"## Stage 5: panel interactions\n\nFailed: {err}\n")
 
+    _inspect_section(res, w)
+
     w("## Targets\n")
     w("| target | measured | met |")
     w("|---|---|---|")
@@ -261,6 +286,83 @@ def write_markdown(report: dict[str, Any]) -> str:
         + ".\n"
     )
     return "\n".join(out) + "\n"
+
+
+#: Printed under the stage 6 table.
+INSPECT_NOTES = """\
+Not the same work: `samples_df`'s default columns come from the archive's
+`summaries.json` (one member; for `.json` logs, summaries built from the parsed samples),
+while envloop_nb reads every sample in full (messages → ChatML input, output completion,
+every score, usage, times) and stages the job in DuckDB. The samples carry no `events`
+(a real run logs model events too: more bytes for envloop_nb, none for `samples_df`'s
+summaries). The target size is 100kx5 (`--inspect-sizes 100kx5`, the runner's default);
+writing that log with inspect_ai's recorder takes ~4 ms a sample on this machine
+(~35 min for 500,000), so smaller logs may be what a run here measured: see the sizes in
+the table.
+"""
+
+
+def _cpu(r: dict[str, Any]) -> float | None:
+    xs = [x["cpu_seconds"] for x in r.get("runs", []) if "cpu_seconds" in x]
+    return statistics.median(xs) if xs else None
+
+
+def _inspect_rows(res: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in res if r["stage"].startswith("inspect_")]
+
+
+def _inspect_section(res: list[dict[str, Any]], w: Any) -> None:
+    """Stage 6: envloop_nb vs ``samples_df`` on one Inspect log, ``.eval`` and ``.json``."""
+    rows = _inspect_rows(res)
+    if not rows:
+        return
+    from .bench_inspect import size_label
+
+    w("## Stage 6: Inspect AI log → envloop_nb vs inspect_ai's samples_df\n")
+    w(
+        "Measured by `benchmarks/bench_inspect.py` (`python -m benchmarks run --merge "
+        "--stages 6 --inspect-sizes ...`): one log written by inspect_ai's own recorder "
+        "(`.eval`) and serializer (`.json`), each run in a fresh process, cold and end to "
+        "end (imports are setup, shown apart). *× samples_df* = samples_df's median time ÷ "
+        "envloop_nb's, same log, same form. *Peak RSS* is the process peak during the "
+        "timed body (interpreter and imports included).\n"
+    )
+    w(
+        "| log | form | implementation | median | spread (min–max) | N | CPU | samples/s "
+        "| peak RSS | setup RSS | import | × samples_df | agrees |"
+    )
+    w("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        _, impl, _ = WHAT[r["stage"]]
+        form = "." + r["stage"].rsplit("_", 1)[1]
+        if "error" in r:
+            w(f"| {size_label(r['size'])} | {form} | {impl} | failed: {r['error']} |")
+            continue
+        cpu = _cpu(r)
+        other = _find(res, r["stage"].replace("envloop", "samples_df"), r["size"])
+        ratio = (
+            f"{other['median'] / r['median']:.1f}×" if other and "envloop" in r["stage"] else "-"
+        )
+        agrees = {True: "yes", False: "**NO**"}.get(r.get("agrees"), "")
+        imp = r.get("extra", {}).get("import_s")
+        w(
+            f"| {size_label(r['size'])} | {form} | {impl} | {_fmt_s(r['median'])} "
+            f"| {_fmt_s(r['min'])}–{_fmt_s(r['max'])} | {r['repeats']} "
+            f"| {_fmt_s(cpu) if cpu else '-'} | {_fmt_rate(r['rows'], r['median'])} "
+            f"| {r['rss_peak'] / MB:.0f} MB | {r['rss_setup'] / MB:.0f} MB "
+            f"| {_fmt_s(imp) if imp is not None else '-'} | {ratio} | {agrees} |"
+        )
+    logs = {r["size"]: r.get("log") or {} for r in rows}
+    facts = [
+        f"{size}: `.eval` {f['eval_bytes'] / MB:.0f} MB, `.json` {f['json_bytes'] / MB:.0f} MB, "
+        f"written in {f['seconds'] / 60:.1f} min"
+        for size, f in logs.items()
+        if f.get("eval_bytes")
+    ]
+    if facts:
+        w("\nLog files: " + "; ".join(facts) + ".")
+    w("")
+    w(INSPECT_NOTES)
 
 
 def _targets(res: list[dict[str, Any]]) -> list[str]:
@@ -342,6 +444,26 @@ def _targets(res: list[dict[str, Any]]) -> list[str]:
             )
     else:
         row("stage 5 @1M: every interaction < 300 ms median", "not measured", None)
+    target6 = "stage 6: Inspect .eval load ≥ 10× faster than samples_df, < 1 GB peak"
+    pairs = [
+        (env, df)
+        for env in res
+        if env["stage"] == "inspect_envloop_eval" and "error" not in env
+        for df in [_find(res, "inspect_samples_df_eval", env["size"])]
+        if df
+    ]
+    if pairs:
+        from .bench_inspect import parse_size
+
+        env, df = max(pairs, key=lambda p: parse_size(p[0]["size"]))
+        text, x = ratio_text(df, env, "{:.1f}×")
+        row(
+            f"{target6} (@{env['size']})",
+            f"{text} (samples_df time ÷ ours); peak {env['rss_peak'] / MB:.0f} MB",
+            x >= 10 and env["rss_peak"] < 1024 * MB,
+        )
+    else:
+        row(target6, "not measured", None)
     for stage, label in (("export_xlsx", "XLSX export"), ("export_dataset", "dataset export")):
         runs = sorted(
             (r for r in res if r["stage"] == stage and "error" not in r),

@@ -123,8 +123,15 @@ def _table_kwargs(s: Shape) -> dict[str, Any]:
 Body = Callable[[], Any]
 
 
-def _setup(name: str, s: Shape, dump: Path | None) -> tuple[Body, int, Callable[[Any], Any]]:
+def _setup(
+    name: str, s: Shape | None, dump: Path | None, size: str = ""
+) -> tuple[Body, int, Callable[[Any], Any]]:
     """(timed body, rows processed, after(result) -> extra facts for the report)."""
+    if name.startswith("inspect_"):  # stage 6: sizes are "<samples>x<epochs>"
+        from . import bench_inspect
+
+        return bench_inspect.setup(name, size, WS_DIR)
+    assert s is not None
     if name == "ingest_jsonl":
         ensure(s, ("jsonl",))
         ws = _fresh_ws(s, "jsonl")
@@ -273,9 +280,9 @@ def stage_main(argv: list[str]) -> None:
     parser.add_argument("--size", required=True)
     parser.add_argument("--dump", default="")
     args = parser.parse_args(argv)
-    s = shape(args.size)
+    s = None if args.name.startswith("inspect_") else shape(args.size)
     dump = Path(args.dump) if args.dump else None
-    body, rows, after = _setup(args.name, s, dump)
+    body, rows, after = _setup(args.name, s, dump, args.size)
     import gc
 
     gc.collect()
@@ -441,6 +448,8 @@ def run(
     stages: set[str],
     jsonl_sizes: tuple[str, ...] = ("100k", "1M"),
     dataset_sizes: tuple[str, ...] = ("10kt", "50kt", "100kt"),
+    inspect_sizes: tuple[str, ...] = ("100kx5",),
+    inspect_df_repeats: int = 1,
     out: Path = HERE / "RESULTS.md",
     merge: bool = False,
 ) -> dict[str, Any]:
@@ -489,7 +498,8 @@ def run(
 
     # -- data -------------------------------------------------------------------------
     for size in sorted(
-        set(sizes) | set(xlsx_sizes) | set(dataset_sizes), key=lambda n: shape(n).slots
+        set(sizes) | set(xlsx_sizes) | set(dataset_sizes) if stages & set("12345") else (),
+        key=lambda n: shape(n).slots,
     ):
         s = shape(size)
         formats = ("parquet", "hive", "jsonl") if size in jsonl_sizes else ("parquet", "hive")
@@ -566,6 +576,24 @@ def run(
             add(measure("export_xlsx", size, max(1, min(repeats, 3)), timeout=1800))
         for size in dataset_sizes:
             add(measure("export_dataset", size, max(1, min(repeats, 3)), timeout=1800))
+    # -- stage 6: an Inspect AI log, envloop_nb vs inspect_ai's samples_df ---------------
+    if "6" in stages:
+        from . import bench_inspect
+
+        for size in inspect_sizes:
+            try:
+                bench_inspect.ensure_log(size)
+            except ImportError as err:
+                report["notes"].append(f"stage 6 not run: inspect_ai is not installed ({err})")
+                break
+            by_stage = {}
+            for name in bench_inspect.STAGES:
+                n = inspect_df_repeats if "samples_df" in name else repeats
+                by_stage[name] = r = measure(name, size, n, timeout=3600)
+                r["log"] = bench_inspect.log_facts(size)
+            report["checks"].extend(bench_inspect.check(size, by_stage))
+            for r in by_stage.values():
+                add(r)
     # -- stage 1b: the other ingests -----------------------------------------------------
     if "1" in stages:
         for size in sizes:
@@ -608,6 +636,10 @@ def main(argv: list[str]) -> None:
         "--merge", action="store_true", help="add to / replace stages of the last results.json"
     )
     parser.add_argument("--panel-size", default="1M")
+    parser.add_argument(
+        "--inspect-sizes", default="100kx5", help="stage 6 log sizes, <samples>x<epochs>"
+    )
+    parser.add_argument("--inspect-df-repeats", type=int, default=1, help="samples_df runs")
     parser.add_argument("--stages", default="1,2,3,4,5")
     parser.add_argument(
         "--quick",
@@ -619,6 +651,7 @@ def main(argv: list[str]) -> None:
     if args.quick:
         args.sizes, args.repeats, args.pandas_repeats = "100k", 2, 2
         args.xlsx_sizes, args.panel_size, args.dataset_sizes = "10k,100k", "100k", "10kt"
+        args.inspect_sizes = "1kx5"
         if args.out == str(HERE / "RESULTS.md"):  # keep the committed results
             args.out = str(DATA / "RESULTS-quick.md")
     report = run(
@@ -630,6 +663,8 @@ def main(argv: list[str]) -> None:
         stages=set(args.stages.split(",")),
         jsonl_sizes=tuple(x for x in args.jsonl_sizes.split(",") if x),
         dataset_sizes=tuple(x for x in args.dataset_sizes.split(",") if x),
+        inspect_sizes=tuple(x for x in args.inspect_sizes.split(",") if x),
+        inspect_df_repeats=args.inspect_df_repeats,
         out=Path(args.out),
         merge=args.merge,
     )

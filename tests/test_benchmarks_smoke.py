@@ -180,3 +180,44 @@ def test_panel_numbers_have_one_record(monkeypatch: pytest.MonkeyPatch, capsys) 
     report = _report([panel], [])
     text = write_markdown(report)
     assert "| cases: next page | 10 | 5 ms | 4–6 ms | 1 |" in text and PANEL_NOTES in text
+
+
+@pytest.mark.slow  # ~8 s (importing inspect_ai alone takes ~5 s)
+# samples_df (inspect_ai 0.3.285) calls drop_duplicates(inplace=True): deprecated in pandas 3.1
+@pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.drop_duplicates")
+def test_stage6_inspect_log_agrees(tmp_path: Path) -> None:
+    """Stage 6 at 200 samples × 2 epochs: inspect_ai writes the log, both readers agree."""
+    pytest.importorskip("inspect_ai")
+    from benchmarks import bench_inspect as bi
+
+    eval_path, json_path = bi.ensure_log("200x2", tmp_path)
+    assert eval_path.stat().st_size > 0 and json_path.stat().st_size > 0
+    by_stage = {}
+    for name in bi.STAGES:
+        body, rows, after = bi.setup(name, "200x2", tmp_path / "ws", root=tmp_path)
+        assert rows == 400
+        by_stage[name] = {"stage": name, "size": "200x2", "extra": after(body())}
+    checks = bi.check("200x2", by_stage)
+    assert [c["problem"] for c in checks] == [None, None]
+    # ~2% errored samples: scored < records
+    extra = by_stage["inspect_envloop_eval"]["extra"]
+    assert 350 < extra["scored"] < 400
+    run = {"seconds": 1.0, "cpu_seconds": 1.0, "rows": 400, "rss_setup": 1, "rss_peak": 2}
+    results = [
+        r
+        | {
+            "repeats": 1,
+            "median": m,
+            "min": m,
+            "max": m,
+            "rows": 400,
+            "rss_peak": 300 * 2**20,
+            "rss_setup": 60 * 2**20,
+            "runs": [run | {"seconds": m, "cpu_seconds": m}],
+        }
+        for r, m in zip(by_stage.values(), (0.1, 2.0, 0.2, 3.0), strict=True)
+    ]
+    text = write_markdown(_report(results, checks))
+    assert "## Stage 6: Inspect AI log" in text
+    assert "| 20.0× | yes |" in text  # samples_df 2.0 s ÷ envloop_nb 0.1 s
+    assert "stage 6: Inspect .eval load ≥ 10× faster than samples_df, < 1 GB peak (@200x2)" in text
