@@ -282,3 +282,67 @@ def _member(src: Path, info: zipfile.ZipInfo) -> bytes:
 
     with src.open("rb") as f:
         return _member_bytes(src, f, info)
+
+
+@pytest.mark.parametrize("log", ALL_LOGS, ids=lambda p: p.parent.name + "/" + p.name[20:40])
+def test_the_sql_mapping_equals_the_python_reference(log: Path) -> None:
+    """The loader maps samples in DuckDB SQL; ``inspect_map.Rows`` is the same mapping in
+    plain Python. Both must give the same rows, field by field."""
+    from envloop_nb._loaders.inspect_map import reward_name
+    from envloop_nb._loaders.inspect_read import open_inspect_log
+
+    parsed = open_inspect_log(log)
+    ref = Rows()
+    reward = reward_name(parsed.header)
+    for place, sample in parsed.samples():
+        ref.add(log, place, sample, reward)
+    job = enb.open().load(log)
+    got = job.attempts().set_index(["task", "attempt"])
+    expected = pd.DataFrame(ref.attempts).set_index(["task", "attempt"])
+    assert sorted(got.index) == sorted(expected.index)
+    for column in expected.columns:
+        for key, want in expected[column].items():
+            have = got.loc[key, column]
+            if column in ("input", "extra") and isinstance(want, str) and isinstance(have, str):
+                want_j, have_j = json.loads(want), json.loads(have)
+                if column == "extra":  # the SQL path keeps the whole score objects
+                    assert have_j.get("working_time") == want_j.get("working_time")
+                    continue
+                assert have_j == want_j, (column, key)
+            elif pd.isna(want) if not isinstance(want, (list, dict)) else False:
+                assert pd.isna(have), (column, key, have)
+            elif column in ("started_at", "finished_at"):
+                assert pd.Timestamp(have) == pd.Timestamp(want), (column, key)
+            else:
+                assert have == want, (column, key, have, want)
+    dims = job.dimensions()
+    ref_dims = pd.DataFrame(ref.dims)
+    merged = dims.merge(ref_dims, on=["task", "attempt", "name"], suffixes=("", "_ref"))
+    assert len(merged) == len(dims) == len(ref_dims)
+    assert (
+        (merged.value == merged.value_ref) | (merged.value.isna() & merged.value_ref.isna())
+    ).all()
+    tags = job.tasks().set_index("task")["tags"].map(json.loads).to_dict()
+    assert tags == {t: ref.tags[t] for t in tags}
+
+
+def test_dict_scores_nested_metadata_and_odd_values_in_a_real_log(tmp_path: Path) -> None:
+    doc = json.loads(JSON_LOGS[0].read_text())
+    first = doc["samples"][0]
+    first["scores"]["rubric"] = {"value": {"style": 0.5, "tests": "C", "tone": "maybe"}}
+    first["metadata"] = {"subset": "easy", "source": {"site": "wiki", "year": 2024}, "ok": True,
+                         "refs": [1, 2], "none": None}  # fmt: skip
+    first["scores"]["brevity"]["value"] = "yes"
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(doc))
+    job = enb.open().load(path)
+    dims = job.dimensions()
+    mine = dims[(dims.task == first["id"]) & (dims.attempt == first["epoch"])]
+    values = dict(zip(mine.name, mine.value, strict=True))
+    assert (
+        values["brevity"] == 1.0 and values["rubric.style"] == 0.5 and values["rubric.tests"] == 1.0
+    )
+    assert math.isnan(values["rubric.tone"])  # a string Inspect cannot read: no value, not 0
+    tags = json.loads(job.tasks().set_index("task").loc[first["id"], "tags"])
+    assert tags == {"subset": "easy", "source.site": "wiki", "source.year": "2024", "ok": "true",
+                    "refs": "[1,2]"}  # fmt: skip

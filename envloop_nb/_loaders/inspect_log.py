@@ -31,13 +31,21 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from .._errors import LoadError, LoadWarning
 from ._common import parse_time
 from ._stage import begin_job, insert_rows, stage_name
-from .inspect_map import STATUS, Rows, reward_name, source_numbers, value_to_float
+from .inspect_map import STATUS, reward_name, source_numbers, value_to_float
 from .inspect_read import InspectLog, open_inspect_log
+from .inspect_sql import (
+    RAW,
+    check_samples,
+    epochs_seen,
+    insert_attempts,
+    insert_dimensions,
+    insert_tasks,
+    stage_raw,
+)
 
 __all__ = ["load_inspect", "value_to_float"]
 
@@ -83,15 +91,11 @@ def load_inspect(
     config = ev.get("config") if isinstance(ev.get("config"), Mapping) else {}
     epochs = config.get("epochs")
     reward = reward_name(log.header)
-    rows = Rows()
-    for place, sample in log.samples():
-        if not isinstance(sample, Mapping):
-            raise LoadError(path, place, f"expected a sample object, got {type(sample).__name__}")
-        rows.add(path, place, sample, reward)
     dataset = ev.get("dataset") if isinstance(ev.get("dataset"), Mapping) else {}
     listed = [str(s) for s in dataset.get("sample_ids") or []]
-    tasks = listed + [t for t in dict.fromkeys(rows.attempts["task"]) if t not in set(listed)]
-    most = max((e for (_t, e) in rows.seen), default=1)
+    stage_raw(con, log)  # the samples as JSON rows; the mapping is SQL (inspect_sql)
+    check_samples(con, path)
+    most, counts = epochs_seen(con)
     if k is not None:
         job_k = k
     elif isinstance(epochs, int) and epochs >= 1:
@@ -102,7 +106,7 @@ def load_inspect(
         raise LoadError(
             path, "eval.config.epochs", f"a sample ran epoch {most}, beyond k = {job_k}"
         )
-    _warn_uneven(path, rows, job_k, log.header.get("status"))
+    _warn_uneven(path, counts, job_k, log.header.get("status"))
     jid = job_id or _job_id(log)
     begin_job(con, jid)
     stats_raw = log.header.get("stats")
@@ -146,70 +150,29 @@ def load_inspect(
                             "epochs_reducer": config.get("epochs_reducer"),
                             "error": log.header.get("error"),
                         },
-                        "source_numbers": source_numbers(log.header, reward, rows.dim_names),
                     },
                     default=str,
                 ),
             }
         ],
     )
-    tags = {t: rows.tags.get(t, {}) for t in tasks}
-    insert_rows(
-        con,
-        "tasks",
-        [
-            {
-                "job_id": jid,
-                "task": t,
-                "position": i,
-                "digest": rows.digests.get(t),
-                "tags": json.dumps(tags[t]),
-            }
-            for i, t in enumerate(tasks)
-        ],
+    insert_tasks(con, jid, listed)
+    insert_attempts(con, jid, reward)
+    dims = insert_dimensions(con, jid, reward)
+    numbers = source_numbers(log.header, reward, dims)
+    con.execute(
+        f"""UPDATE {stage_name("jobs")}
+            SET extra = json_merge_patch(extra, json_object('source_numbers', ?::JSON))""",
+        [json.dumps(numbers)],
     )
-    insert_rows(
-        con,
-        "task_tags",
-        [
-            {"job_id": jid, "task": t, "key": key, "value": v}
-            for t in tasks
-            for key, v in tags[t].items()
-        ],
-    )
-    _insert_columns(con, "attempts", {"job_id": jid, "n_trials": 1}, rows.attempts)
-    if rows.dims["task"]:
-        _insert_columns(con, "dimensions", {"job_id": jid}, rows.dims)
-        insert_rows(con, "dimension_meta", [{"job_id": jid, "name": n} for n in rows.dim_names])
+    con.execute(f"DROP TABLE IF EXISTS {RAW}")
 
 
-def _insert_columns(
-    con: duckdb.DuckDBPyConnection,
-    table: str,
-    constants: Mapping[str, Any],
-    columns: Mapping[str, list[Any]],
-) -> None:
-    """Append columns (one Python list each) plus constant columns, via Arrow."""
-    data = pa.table({name: pa.array(values, from_pandas=True) for name, values in columns.items()})
-    con.register("_inspect_rows", data)
-    try:
-        names = ", ".join(f"${c} AS {c}" for c in constants)
-        con.execute(
-            f"INSERT INTO {stage_name(table)} BY NAME SELECT *, {names} FROM _inspect_rows",
-            dict(constants),
-        )
-    finally:
-        con.unregister("_inspect_rows")
-
-
-def _warn_uneven(path: Path, rows: Rows, k: int, status: Any) -> None:
+def _warn_uneven(path: Path, counts: list[tuple[str, int]], k: int, status: Any) -> None:
     """Warn when tasks ran different numbers of epochs in a log that says it finished."""
     if status != "success":
         return
-    counts: dict[str, int] = {}
-    for task, _epoch in rows.seen:
-        counts[task] = counts.get(task, 0) + 1
-    short = sorted(t for t, n in counts.items() if n < k)
+    short = [t for t, n in counts if n < k]
     if short:
         warnings.warn(
             f"{path}: {len(short)} sample(s) ran fewer than {k} epochs (first: {short[0]!r}); "

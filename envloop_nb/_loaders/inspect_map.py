@@ -109,11 +109,11 @@ def value_to_float(value: Any) -> float | None:
 def _flat_tags(metadata: Any, prefix: str = "") -> dict[str, str]:
     """Sample metadata as a flat string map (nested keys dotted, lists as JSON)."""
     out: dict[str, str] = {}
-    if not isinstance(metadata, Mapping):
+    if not isinstance(metadata, dict):
         return out
     for key, value in metadata.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
+        if isinstance(value, dict):
             out.update(_flat_tags(value, f"{name}."))
         elif value is None:
             continue
@@ -122,21 +122,16 @@ def _flat_tags(metadata: Any, prefix: str = "") -> dict[str, str]:
         elif isinstance(value, bool):
             out[name] = "true" if value else "false"
         else:
-            out[name] = json.dumps(value, ensure_ascii=False)
+            out[name] = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return out
 
 
 def _chat(messages: Any) -> str | None:
-    """The conversation as ChatML JSON (role, content, and tool fields where present)."""
+    """The conversation as ChatML JSON: Inspect's messages as they are (``role``,
+    ``content``, tool fields, and Inspect's own ``id`` / ``source`` / ``model``)."""
     if not isinstance(messages, list) or not messages:
         return None
-    keep = ("role", "content", "tool_calls", "tool_call_id", "function")
-    chat = [
-        {k: m[k] for k in keep if k in m and m[k] is not None}
-        for m in messages
-        if isinstance(m, Mapping)
-    ]
-    return json.dumps(chat, ensure_ascii=False)
+    return json.dumps(messages, ensure_ascii=False)
 
 
 def _text(value: Any) -> str | None:
@@ -151,7 +146,7 @@ def _json_safe(value: Any) -> Any:
     """A score value for JSON: NaN / infinity (Inspect's unscored sentinel) as ``None``."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return {k: _json_safe(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_json_safe(v) for v in value]
@@ -160,13 +155,13 @@ def _json_safe(value: Any) -> Any:
 
 def _scores(sample: Mapping[str, Any]) -> Mapping[str, Any]:
     scores = sample.get("scores")
-    return scores if isinstance(scores, Mapping) else {}
+    return scores if isinstance(scores, dict) else {}
 
 
 def _score_values(scorer: str, score: Any) -> Iterator[tuple[str, float | None]]:
     """``(name, value)`` for a scorer's score: one for a scalar, one per key of a dict."""
-    value = score.get("value") if isinstance(score, Mapping) else None
-    if isinstance(value, Mapping):
+    value = score.get("value") if isinstance(score, dict) else None
+    if isinstance(value, dict):
         for key, item in value.items():
             yield f"{scorer}.{key}", value_to_float(item)
     elif isinstance(value, list):
@@ -179,22 +174,22 @@ def _score_values(scorer: str, score: Any) -> Iterator[tuple[str, float | None]]
 def reward_name(header: Mapping[str, Any]) -> str | None:
     """The headline score's name (``results.headline``), else the first scorer's."""
     results = header.get("results") or {}
-    headline = results.get("headline") if isinstance(results, Mapping) else None
-    if isinstance(headline, Mapping) and headline.get("scorer"):
+    headline = results.get("headline") if isinstance(results, dict) else None
+    if isinstance(headline, dict) and headline.get("scorer"):
         scorer, score = str(headline["scorer"]), str(headline.get("score") or headline["scorer"])
         return scorer if score == scorer else f"{scorer}.{score}"
     scorers = (header.get("eval") or {}).get("scorers") or []
-    if scorers and isinstance(scorers[0], Mapping) and scorers[0].get("name"):
+    if scorers and isinstance(scorers[0], dict) and scorers[0].get("name"):
         return str(scorers[0]["name"])
-    scores = results.get("scores") if isinstance(results, Mapping) else None
-    if scores and isinstance(scores[0], Mapping):
+    scores = results.get("scores") if isinstance(results, dict) else None
+    if scores and isinstance(scores[0], dict):
         return str(scores[0].get("scorer") or scores[0].get("name"))
     return None
 
 
 def _error(sample: Mapping[str, Any]) -> tuple[str | None, str | None]:
     err = sample.get("error")
-    if not isinstance(err, Mapping):
+    if not isinstance(err, dict):
         return None, None
     message = err.get("message") or None
     match = _ERROR_TYPE.match(message) if isinstance(message, str) else None
@@ -203,12 +198,12 @@ def _error(sample: Mapping[str, Any]) -> tuple[str | None, str | None]:
 
 def _usage(sample: Mapping[str, Any]) -> tuple[int | None, int | None, int | None, float | None]:
     usage = sample.get("model_usage")
-    if not isinstance(usage, Mapping) or not usage:
+    if not isinstance(usage, dict) or not usage:
         return None, None, None, None
     inp = out = cache = 0
     cost: float | None = None
     for u in usage.values():
-        if not isinstance(u, Mapping):
+        if not isinstance(u, dict):
             continue
         inp += int(u.get("input_tokens") or 0)
         out += int(u.get("output_tokens") or 0)
@@ -258,28 +253,24 @@ class Rows:
         scores = _scores(sample)
         reward_scorer = reward_name.split(".")[0] if reward_name else None
         judged = scores.get(reward_scorer) if reward_scorer else None
-        explanation = judged.get("explanation") if isinstance(judged, Mapping) else None
+        explanation = judged.get("explanation") if isinstance(judged, dict) else None
         inp, out, cache, cost = _usage(sample)
         started = parse_time(sample.get("started_at"), path, place, "started_at")
         finished = parse_time(sample.get("completed_at"), path, place, "completed_at")
         output = sample.get("output")
-        completion = output.get("completion") if isinstance(output, Mapping) else None
+        completion = output.get("completion") if isinstance(output, dict) else None
         messages = sample.get("messages")
         turns = sample.get("turn_count")
         if not isinstance(turns, int) and isinstance(messages, list):
-            turns = sum(
-                1 for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant"
-            )
+            turns = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
         extra: dict[str, Any] = {
             "working_time": sample.get("working_time"),
             "scores": {
-                n: _json_safe(s.get("value")) for n, s in scores.items() if isinstance(s, Mapping)
+                n: _json_safe(s.get("value")) for n, s in scores.items() if isinstance(s, dict)
             },
         }
         answers = {
-            n: s.get("answer")
-            for n, s in scores.items()
-            if isinstance(s, Mapping) and s.get("answer")
+            n: s.get("answer") for n, s in scores.items() if isinstance(s, dict) and s.get("answer")
         }
         if answers:
             extra["answers"] = answers
@@ -289,7 +280,7 @@ class Rows:
         edits = {
             n: len(s["history"])
             for n, s in scores.items()
-            if isinstance(s, Mapping) and s.get("history")
+            if isinstance(s, dict) and s.get("history")
         }
         if edits:
             extra["score_edits"] = edits
@@ -338,10 +329,10 @@ def source_numbers(
 ) -> list[dict[str, Any]]:
     """Inspect's ``results.scores`` as source numbers (one per metric, plus counts)."""
     results = header.get("results")
-    scores = results.get("scores") if isinstance(results, Mapping) else None
+    scores = results.get("scores") if isinstance(results, dict) else None
     out: list[dict[str, Any]] = []
     for entry in scores or []:
-        if not isinstance(entry, Mapping):
+        if not isinstance(entry, dict):
             continue
         scorer, name = str(entry.get("scorer") or entry.get("name")), str(entry.get("name"))
         value_name = scorer if name == scorer else f"{scorer}.{name}"
@@ -362,7 +353,7 @@ def source_numbers(
             continue  # a custom reducer: nothing to recompute it with
         threshold = 1.0 if k is not None else None
         params = entry.get("params")
-        if isinstance(params, Mapping) and isinstance(params.get("value"), int | float):
+        if isinstance(params, dict) and isinstance(params.get("value"), int | float):
             threshold = float(params["value"])
         rule = _RULE.format(reducer=logged) + (
             f"; a pass is a value >= {threshold:g}" if threshold is not None else ""
@@ -377,7 +368,7 @@ def source_numbers(
         }
         label = f"{name} · {logged}"
         for metric in (entry.get("metrics") or {}).values():
-            if not isinstance(metric, Mapping):
+            if not isinstance(metric, dict):
                 continue
             statistic = _METRIC_STATISTIC.get(str(metric.get("name")))
             value = metric.get("value")

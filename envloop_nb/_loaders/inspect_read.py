@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 from .._errors import LoadError
 from ._read import decode_utf8, parse_json, read_bytes
 
-__all__ = ["InspectLog", "is_inspect_json_head", "open_inspect_log"]
+__all__ = ["InspectLog", "Member", "central_directory", "is_inspect_json_head", "open_inspect_log"]
 
 _ZSTD = 93
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # zip local file header, 30 bytes
@@ -59,11 +59,13 @@ class InspectLog:
     header: dict[str, Any]
     form: str  # "eval" | "json"
     _samples: list[dict[str, Any]] | None = None
-    _members: list[zipfile.ZipInfo] | None = None
+    _members: list[Member] | None = None
 
     def samples(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """``(place, sample)`` for each sample in the log, in the log's order."""
-        if self._samples is not None:
+        if self.form == "json":
+            if self._samples is None:
+                self._samples = list(_python_doc(self.path).get("samples") or [])
             for i, sample in enumerate(self._samples):
                 yield f"samples[{i}]", sample
             return
@@ -73,9 +75,14 @@ class InspectLog:
                 yield info.filename, _member_json(self.path, f, info)
 
     @property
+    def members(self) -> list[Member]:
+        """The ``samples/*.json`` members of an ``.eval`` archive (empty for ``.json``)."""
+        return list(self._members or [])
+
+    @property
     def sample_count(self) -> int:
-        if self._samples is not None:
-            return len(self._samples)
+        if self.form == "json":
+            return sum(1 for _ in self.samples())
         return len(self._members or [])
 
 
@@ -93,24 +100,169 @@ def open_inspect_log(path: Path) -> InspectLog:
     """
     if zipfile.is_zipfile(path):
         return _open_eval(path)
+    return _open_json(path)
+
+
+def _python_doc(path: Path) -> dict[str, Any]:
+    """The whole ``.json`` log parsed in Python (errors name the line)."""
     doc = parse_json(path, decode_utf8(path, read_bytes(path)), what="an Inspect AI log")
     if not isinstance(doc, dict) or not isinstance(doc.get("eval"), dict):
         raise LoadError(path, None, "not an Inspect AI log: no 'eval' object at the top")
     samples = doc.get("samples") or []
     if not isinstance(samples, list):
         raise LoadError(path, "samples", f"expected a list, got {type(samples).__name__}")
-    header = {key: doc.get(key) for key in _HEADER_KEYS}
-    header["reductions"] = doc.get("reductions")
-    return InspectLog(path, header, "json", _samples=samples)
+    return doc
+
+
+def _open_json(path: Path) -> InspectLog:
+    """The header of a ``.json`` log, read by DuckDB (its JSON parser is C++ and does not
+    build Python objects for the samples); any problem is explained by Python's parser."""
+    import duckdb
+
+    keys = _HEADER_KEYS
+    paths = [f"$.{key}" for key in keys]
+    try:
+        with duckdb.connect() as con:
+            row = con.execute(
+                """SELECT json_type(doc), json_type(doc, '$.samples'),
+                          json_extract(doc, ?::VARCHAR[])
+                   FROM (SELECT content::JSON AS doc FROM read_text(?))""",
+                [paths, str(path)],
+            ).fetchone()
+    except duckdb.Error:
+        _python_doc(path)  # raises, naming the line
+        raise LoadError(path, None, "not readable as an Inspect AI log") from None
+    assert row is not None
+    if row[0] != "OBJECT":
+        raise LoadError(path, None, "not an Inspect AI log: expected a JSON object")
+    if row[1] not in (None, "NULL", "ARRAY"):
+        raise LoadError(path, "samples", f"expected a list, got {str(row[1]).lower()}")
+    header = {
+        key: None if v is None else json.loads(v) for key, v in zip(keys, row[2], strict=True)
+    }
+    if not isinstance(header.get("eval"), dict):
+        raise LoadError(path, None, "not an Inspect AI log: no 'eval' object at the top")
+    return InspectLog(path, header, "json")
+
+
+@dataclass(frozen=True)
+class Member:
+    """One entry of a zip archive's central directory (the fields of ``zipfile.ZipInfo``
+    this module reads)."""
+
+    filename: str
+    compress_type: int
+    CRC: int
+    compress_size: int
+    file_size: int
+    header_offset: int
+
+
+_EOCD = struct.Struct("<4s4H2LH")  # end of central directory, 22 bytes
+_EOCD64_LOCATOR = struct.Struct("<4sLQL")  # 20 bytes
+_EOCD64 = struct.Struct("<4sQ2H2L4Q")  # 56 bytes
+_ENTRY = struct.Struct("<4s6H3L5H2L")  # central directory file header, 46 bytes
+
+
+def central_directory(path: Path) -> list[Member]:
+    """The archive's entries, read straight from its central directory (zip64 too).
+
+    ``zipfile.ZipFile`` builds a ``ZipInfo`` object per entry in Python; a log of
+    500,000 samples has 500,000 entries, so this reads the fixed-size records with
+    ``struct`` instead. Anything unusual (a comment hiding the end record, encrypted
+    entries) falls back to ``zipfile``.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> log = sorted(Path("../shared/fixtures/inspect/eval").glob("*.eval"))[0]
+    >>> [m.filename for m in central_directory(log)][:2]
+    ['_journal/start.json', 'samples/c00_epoch_1.json']
+    """
+    import mmap
+
+    try:
+        with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return _read_directory(data)
+    except (ValueError, struct.error, OSError):
+        pass
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return [
+                Member(
+                    i.filename,
+                    i.compress_type,
+                    i.CRC,
+                    i.compress_size,
+                    i.file_size,
+                    i.header_offset,
+                )
+                for i in archive.infolist()
+            ]
+    except (zipfile.BadZipFile, OSError) as err:
+        raise LoadError(path, None, f"not a readable .eval archive ({err})") from None
+
+
+def _read_directory(data: Any) -> list[Member]:
+    end = data.rfind(b"PK\x05\x06", max(0, len(data) - 65_557))
+    if end < 0:
+        raise ValueError("no end of central directory")
+    _sig, _disk, _cd_disk, _n_here, count, cd_size, cd_offset, _comment = _EOCD.unpack_from(
+        data, end
+    )
+    locator = end - _EOCD64_LOCATOR.size
+    if locator >= 0 and data[locator : locator + 4] == b"PK\x06\x07":
+        _sig, _disk, eocd64, _disks = _EOCD64_LOCATOR.unpack_from(data, locator)
+        fields = _EOCD64.unpack_from(data, eocd64)
+        if fields[0] != b"PK\x06\x06":
+            raise ValueError("bad zip64 end record")
+        count, cd_size, cd_offset = fields[7], fields[8], fields[9]
+    out: list[Member] = []
+    at = cd_offset
+    stop = cd_offset + cd_size
+    for _ in range(count):
+        e = _ENTRY.unpack_from(data, at)
+        if e[0] != b"PK\x01\x02" or at >= stop:
+            raise ValueError("bad central directory entry")
+        flags, method, crc, csize, usize = e[3], e[4], e[7], e[8], e[9]
+        name_len, extra_len, comment_len, offset = e[10], e[11], e[12], e[16]
+        if flags & 0x1:
+            raise ValueError("encrypted entry")
+        name_at = at + _ENTRY.size
+        name = bytes(data[name_at : name_at + name_len]).decode(
+            "utf-8" if flags & 0x800 else "cp437"
+        )
+        if 0xFFFFFFFF in (csize, usize, offset):  # zip64 extra field holds the real values
+            csize, usize, offset = _zip64_sizes(
+                bytes(data[name_at + name_len : name_at + name_len + extra_len]),
+                csize,
+                usize,
+                offset,
+            )
+        out.append(Member(name, method, crc, csize, usize, offset))
+        at = name_at + name_len + extra_len + comment_len
+    return out
+
+
+def _zip64_sizes(extra: bytes, csize: int, usize: int, offset: int) -> tuple[int, int, int]:
+    i = 0
+    while i + 4 <= len(extra):
+        tag, size = struct.unpack_from("<HH", extra, i)
+        if tag == 1:
+            values = iter(struct.unpack_from(f"<{size // 8}Q", extra, i + 4))
+            if usize == 0xFFFFFFFF:
+                usize = next(values)
+            if csize == 0xFFFFFFFF:
+                csize = next(values)
+            if offset == 0xFFFFFFFF:
+                offset = next(values)
+            return csize, usize, offset
+        i += 4 + size
+    raise ValueError("zip64 sizes missing")
 
 
 def _open_eval(path: Path) -> InspectLog:
-    try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as err:
-        raise LoadError(path, None, f"not a readable .eval archive ({err})") from None
-    with archive:
-        infos = archive.infolist()
+    infos = central_directory(path)
     by_name = {i.filename: i for i in infos}
     samples = [
         i for i in infos if i.filename.startswith("samples/") and i.filename.endswith(".json")
@@ -125,14 +277,12 @@ def _open_eval(path: Path) -> InspectLog:
             raise LoadError(
                 path, None, "an .eval archive without header.json or _journal/start.json"
             )
-        if "reductions.json" in by_name:
-            header["reductions"] = _member_json(path, f, by_name["reductions.json"])
     if not isinstance(header, dict) or not isinstance(header.get("eval"), dict):
         raise LoadError(path, "header.json", "not an Inspect AI log header: no 'eval' object")
     return InspectLog(path, header, "eval", _members=samples)
 
 
-def _member_bytes(path: Path, f: BinaryIO, info: zipfile.ZipInfo) -> bytes:
+def _member_bytes(path: Path, f: BinaryIO, info: Member | zipfile.ZipInfo) -> bytes:
     """The member's uncompressed bytes, CRC-checked."""
     place = info.filename
     f.seek(info.header_offset)
@@ -165,7 +315,7 @@ def _member_bytes(path: Path, f: BinaryIO, info: zipfile.ZipInfo) -> bytes:
     return data
 
 
-def _member_json(path: Path, f: BinaryIO, info: zipfile.ZipInfo) -> Any:
+def _member_json(path: Path, f: BinaryIO, info: Member | zipfile.ZipInfo) -> Any:
     data = _member_bytes(path, f, info)
     try:
         return json.loads(data)
