@@ -126,7 +126,20 @@ def restart(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
 
 
 def commit_stage(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
-    """Move the staged ``jobs`` row in, stamped with the load time, and commit."""
+    """Move the staged ``jobs`` row in, stamped with the load time, and commit.
+
+    The row also records ``extra.reward_stats`` (the largest ``|reward|`` and
+    ``reward²``), from which the metrics derive the scales of their exact reward sums
+    (:func:`envloop_nb._metrics.counts.reward_scales`) without scanning the attempts
+    again on every first question.
+    """
+    con.execute(
+        f"""UPDATE {_JOBS_STAGE} SET extra = json_merge_patch(coalesce(extra, '{{}}'),
+                json_object('reward_stats', (
+                    SELECT json_object('max_abs', max(abs(reward)), 'max_sq', max(reward * reward))
+                    FROM attempts WHERE job_id = $job_id)))""",
+        {"job_id": job_id},
+    )
     con.execute(
         f"INSERT INTO jobs SELECT * REPLACE (?::TIMESTAMPTZ AS loaded_at) FROM {_JOBS_STAGE}",
         [dt.datetime.now(dt.UTC)],

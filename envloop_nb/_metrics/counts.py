@@ -98,11 +98,9 @@ def count_columns_sql(value: str, status: str, passed: str, attempt: str = "atte
     """
     return f"""count({attempt})::INTEGER AS dispatched,
                count({value})::INTEGER AS scored,
-               count(*) FILTER (WHERE {value} IS NULL AND {status} IN {ENDED!r})::INTEGER
-                   AS invalid,
-               count(*) FILTER (WHERE {passed})::INTEGER AS passes,
-               count(*) FILTER (WHERE {value} IS NOT NULL AND {value} NOT IN (0, 1))::INTEGER
-                   AS nonbinary"""
+               count_if({value} IS NULL AND {status} IN {ENDED!r})::INTEGER AS invalid,
+               count_if({passed})::INTEGER AS passes,
+               count_if({value} <> 0 AND {value} <> 1)::INTEGER AS nonbinary"""
 
 
 def _attempts_by_task_sql(job_id_param: str, threshold: float | None) -> str:
@@ -198,12 +196,22 @@ def reward_scales(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, floa
     """
 
     def compute() -> dict[str, float]:
-        row = con.execute(
-            """SELECT max(abs(reward)), max(reward * reward), max(j.attempts)
-               FROM attempts a JOIN jobs j USING (job_id) WHERE job_id = ?""",
+        known = con.execute(
+            """SELECT attempts, TRY_CAST(extra->'reward_stats'->>'max_abs' AS DOUBLE),
+                      TRY_CAST(extra->'reward_stats'->>'max_sq' AS DOUBLE),
+                      json_exists(extra, '$.reward_stats')
+               FROM jobs WHERE job_id = ?""",
             [job_id],
         ).fetchone()
-        top, top_sq, k = row if row else (None, None, None)
+        if known is not None and known[3]:  # recorded at load (see _loaders._stage)
+            k, top, top_sq = known[0], known[1], known[2]
+        else:  # a workspace written before the load recorded them
+            row = con.execute(
+                """SELECT max(abs(reward)), max(reward * reward), max(j.attempts)
+                   FROM attempts a JOIN jobs j USING (job_id) WHERE job_id = ?""",
+                [job_id],
+            ).fetchone()
+            top, top_sq, k = row if row else (None, None, None)
         return {"rscale": _scale(top, k), "qscale": _scale(top_sq, k)}
 
     value: dict[str, float] = cached(con, job_id, ("reward_scales",), compute)
