@@ -184,7 +184,8 @@ def detect_format(source: Any) -> str:
     raise LoadError(
         path,
         None,
-        "unrecognised format; pass format='envloop'|'harbor'|'tau-bench'|'tau2-bench'|'terminal-bench'|'table'",
+        "unrecognised format; pass format='envloop'|'harbor'|'inspect'|'terminal-bench'|'lm-eval'|"
+        "'tau-bench'|'tau2-bench'|'table'",
     )
 
 

@@ -25,7 +25,7 @@ CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 
 CREATE TABLE IF NOT EXISTS jobs (
     job_id            VARCHAR NOT NULL,   -- platform id, Harbor job id, or derived
-    source_format     VARCHAR NOT NULL,   -- envloop | harbor | tau-bench | tau2-bench | table
+    source_format     VARCHAR NOT NULL,   -- envloop | harbor | inspect | terminal-bench | lm-eval | tau-bench | tau2-bench | table
     source_path       VARCHAR,
     status            VARCHAR,            -- pending | running | completed | failed | cancelled
     created_at        TIMESTAMPTZ,
