@@ -278,10 +278,10 @@ def test_a_log_still_running_has_missing_slots(tmp_path: Path) -> None:
 
 
 def _member(src: Path, info: zipfile.ZipInfo) -> bytes:
-    from envloop_nb._loaders.inspect_read import _member_bytes
+    from envloop_nb._loaders.inspect_read import mapped, member_bytes
 
-    with src.open("rb") as f:
-        return _member_bytes(src, f, info)
+    with mapped(src) as data:
+        return member_bytes(src, data, info)
 
 
 @pytest.mark.parametrize("log", ALL_LOGS, ids=lambda p: p.parent.name + "/" + p.name[20:40])

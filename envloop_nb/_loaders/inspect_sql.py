@@ -12,8 +12,6 @@ reference this path is tested against, field by field (``tests/test_loaders_insp
 
 from __future__ import annotations
 
-import mmap
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ from .._errors import LoadError
 from .._store.sql import literal
 from ._read import decode_utf8, parse_json
 from ._stage import stage_name
-from .inspect_read import InspectLog, Member
+from .inspect_read import InspectLog, Member, mapped, member_bytes
 
 __all__ = [
     "RAW",
@@ -128,11 +126,7 @@ def _stage_eval(con: duckdb.DuckDBPyConnection, log: InspectLog) -> int:
     members = log.members
     path = log.path
     n = 0
-    with (
-        path.open("rb") as f,
-        mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data,
-        ThreadPoolExecutor(max_workers=2) as pool,
-    ):
+    with mapped(path) as data, ThreadPoolExecutor(max_workers=2) as pool:
         chunks = [members[i : i + _CHUNK] for i in range(0, len(members), _CHUNK)]
         for texts in pool.map(lambda chunk: _inflate(path, data, chunk), chunks):
             chunk = members[n : n + len(texts)]
@@ -144,28 +138,8 @@ def _stage_eval(con: duckdb.DuckDBPyConnection, log: InspectLog) -> int:
 def _inflate(path: Path, data: Any, members: list[Member]) -> list[bytes]:
     import zstandard
 
-    decompress = zstandard.ZstdDecompressor().decompress
-    out = []
-    for info in members:
-        at = info.header_offset
-        if data[at : at + 4] != b"PK\x03\x04":
-            raise LoadError(path, info.filename, "corrupt .eval archive: bad local header")
-        begin = at + 30 + int.from_bytes(data[at + 26 : at + 28], "little")
-        begin += int.from_bytes(data[at + 28 : at + 30], "little")
-        raw = data[begin : begin + info.compress_size]
-        try:
-            if info.compress_type == 93:
-                blob = decompress(raw, max_output_size=info.file_size)
-            elif info.compress_type == 8:
-                blob = zlib.decompress(raw, -15)
-            else:
-                blob = bytes(raw)
-        except (zstandard.ZstdError, zlib.error) as err:
-            raise LoadError(path, info.filename, f"corrupt compressed data ({err})") from None
-        if zlib.crc32(blob) != info.CRC:
-            raise LoadError(path, info.filename, "corrupt member: CRC-32 mismatch")
-        out.append(blob)
-    return out
+    zstd = zstandard.ZstdDecompressor()  # one per thread: it is not shared across threads
+    return [member_bytes(path, data, info, zstd) for info in members]
 
 
 def _append(
