@@ -13,7 +13,7 @@ import duckdb
 
 from ._errors import EnvloopError, LoadError
 from ._job import Job
-from ._loaders import job_sources, load_source, load_sources
+from ._loaders import job_loads, load_source, load_sources
 from ._metrics.counts import job_list_sql
 from ._store.frames import to_frame
 from ._store.schema import JOB_TABLES, SCHEMA_SQL, SCHEMA_VERSION
@@ -173,23 +173,10 @@ class Workspace:
         >>> [j.info["model"] for j in jobs]
         ['mockllm/ckpt-a', 'mockllm/ckpt-b']
         """
-        found = job_sources(os.fspath(source))
-        if not found:
-            raise LoadError(source, None, "no job found (Inspect logs, Harbor jobs, runs, exports)")
         options: dict[str, Any] = {} if k is None else {"k": k}
-        loads: list[tuple[Any, dict[str, Any]]] = []
-        for path in found:
-            if (path / "config.json").is_file():  # a Harbor job: one job per agent, model, dataset
-                from ._loaders.harbor import harbor_splits
-
-                splits = harbor_splits(path)
-                if len(splits) > 1:
-                    for agent, model, dataset in splits:
-                        loads.append(
-                            (path, {**options, "agent": agent, "model": model, "dataset": dataset})
-                        )
-                    continue
-            loads.append((path, dict(options)))
+        loads = job_loads(os.fspath(source), options)
+        if not loads:
+            raise LoadError(source, None, "no job found (Inspect logs, Harbor jobs, runs, exports)")
         ids = load_sources(self.con, loads, lenient=lenient)
         from ._datasets.heldout import warn_job_overlaps
 

@@ -20,7 +20,7 @@ from .._store.sql import ident
 from ._read import check_path_name
 from ._stage import batch, commit_stage, staging, validate_stage
 
-__all__ = ["LOADERS", "detect_format", "job_sources", "load_source", "load_sources"]
+__all__ = ["LOADERS", "detect_format", "job_loads", "job_sources", "load_source", "load_sources"]
 
 #: A loader writes one job read from ``source`` (see ``_stage``); it returns nothing.
 Loader = Callable[..., None]
@@ -115,16 +115,9 @@ def detect_format(source: Any) -> str:
     if not path.exists():
         raise LoadError(path, None, "no such file or folder")
     if path.is_dir():
-        if (path / "manifest.json").is_file():
-            return "dataset"  # written by job.export_dataset; ws.load hands it to load_dataset
-        if (path / "config.json").exists() or (path / "result.json").exists():
-            return "harbor"  # the Harbor loader names what is missing
-        if any(path.glob("results_*.json")) or any(path.glob("*/results_*.json")):
-            return "lm-eval"  # <output_path>[/<model>]/results_<time>.json
-        if (path / "results.json").is_file() and _sniff_format(
-            path / "results.json"
-        ) == "terminal-bench":
-            return "terminal-bench"
+        fmt = _folder_format(path)
+        if fmt is not None:
+            return fmt
         inside = job_sources(path)
         if inside:
             shown = ", ".join(p.name for p in inside[:3]) + (", ..." if len(inside) > 3 else "")
@@ -247,14 +240,41 @@ def job_sources(source: str | Path, *, depth: int = 3) -> list[Path]:
     return out
 
 
-def _is_one_job_folder(path: Path) -> bool:
+def _folder_format(path: Path) -> str | None:
+    """The format of a folder that is one thing of its own (a job, or a dataset), or None."""
     if (path / "manifest.json").is_file():
-        return False  # a dataset
+        return "dataset"  # written by job.export_dataset; ws.load hands it to load_dataset
     if (path / "config.json").exists() or (path / "result.json").exists():
-        return True  # Harbor
-    if (path / "results.json").is_file() and _sniff_format(path / "results.json"):
-        return True  # Terminal-Bench
-    return any(path.glob("results_*.json")) or any(path.glob("*/results_*.json"))  # lm-eval
+        return "harbor"  # the Harbor loader names what is missing
+    if any(path.glob("results_*.json")) or any(path.glob("*/results_*.json")):
+        return "lm-eval"  # <output_path>[/<model>]/results_<time>.json
+    if (path / "results.json").is_file() and _sniff_format(path / "results.json") == (
+        "terminal-bench"
+    ):
+        return "terminal-bench"
+    return None
+
+
+def _is_one_job_folder(path: Path) -> bool:
+    return _folder_format(path) not in (None, "dataset")
+
+
+def job_loads(source: str | Path, options: dict[str, Any]) -> list[tuple[Path, dict[str, Any]]]:
+    """What ``ws.load_all`` loads: each of :func:`job_sources` with ``options``, and a
+    Harbor job that ran several agents, models or datasets once per combination."""
+    loads: list[tuple[Path, dict[str, Any]]] = []
+    for path in job_sources(source):
+        if path.is_dir() and (path / "config.json").is_file():
+            from .harbor import harbor_splits
+
+            splits = harbor_splits(path)
+            if len(splits) > 1:
+                loads.extend(
+                    (path, {**options, "agent": a, "model": m, "dataset": d}) for a, m, d in splits
+                )
+                continue
+        loads.append((path, dict(options)))
+    return loads
 
 
 def load_sources(
