@@ -92,19 +92,34 @@ class _PerTask:
     k: int
 
 
-def _per_task(con: duckdb.DuckDBPyConnection, job_id: str, num: SourceNumber) -> _PerTask:
-    dim = num.dimension
-    values = (
-        "SELECT task, attempt, reward AS value FROM attempts WHERE job_id = $job_id"
-        if dim is None
-        else "SELECT task, attempt, value FROM dimensions WHERE job_id = $job_id AND name = $dim"
-    )
-    tag_filter = (
-        "AND EXISTS (SELECT 1 FROM task_tags g WHERE g.job_id = t.job_id AND g.task = t.task "
+def _values_sql(num: SourceNumber) -> str:
+    """``task, attempt, value`` of the number's values (the reward or a dimension)."""
+    if num.dimension is None:
+        return "SELECT task, attempt, reward AS value FROM attempts WHERE job_id = $job_id"
+    return "SELECT task, attempt, value FROM dimensions WHERE job_id = $job_id AND name = $dim"
+
+
+def _tagged_sql(num: SourceNumber, task: str) -> str:
+    """SQL true for the number's tasks (all of them unless it names ``tasks_tag``)."""
+    if not num.tasks_tag:
+        return "true"
+    return (
+        f"EXISTS (SELECT 1 FROM task_tags g WHERE g.job_id = $job_id AND g.task = {task} "
         "AND g.key = $tag_key AND g.value = $tag_value)"
-        if num.tasks_tag
-        else ""
     )
+
+
+def _params(job_id: str, num: SourceNumber) -> dict[str, Any]:
+    """The parameters of :func:`_values_sql` and :func:`_tagged_sql`."""
+    params: dict[str, Any] = {"job_id": job_id}
+    if num.dimension is not None:
+        params["dim"] = num.dimension
+    if num.tasks_tag:
+        params["tag_key"], params["tag_value"] = num.tasks_tag
+    return params
+
+
+def _per_task(con: duckdb.DuckDBPyConnection, job_id: str, num: SourceNumber) -> _PerTask:
     passed = "v.value = 1" if num.threshold is None else "v.value >= $thr"
     if num.policy == "failure":  # every requested slot, a missing value as 0
         obs = """SELECT r.task, s.attempt, coalesce(v.value, 0) AS value
@@ -114,9 +129,9 @@ def _per_task(con: duckdb.DuckDBPyConnection, job_id: str, num: SourceNumber) ->
         obs = """SELECT r.task, v.attempt, v.value FROM req r
                  LEFT JOIN vals v ON v.task = r.task AND v.value IS NOT NULL"""
     sql = f"""
-    WITH vals AS ({values}),
+    WITH vals AS ({_values_sql(num)}),
     req AS (SELECT t.task, t.position FROM tasks t
-            WHERE t.job_id = $job_id {tag_filter}),
+            WHERE t.job_id = $job_id AND {_tagged_sql(num, "t.task")}),
     obs AS ({obs}),
     modes AS (
         SELECT task, arg_max(value, (cnt, -first)) AS mode FROM (
@@ -134,15 +149,11 @@ def _per_task(con: duckdb.DuckDBPyConnection, job_id: str, num: SourceNumber) ->
     """
     k_row = con.execute("SELECT attempts FROM jobs WHERE job_id = ?", [job_id]).fetchone()
     k = int(k_row[0]) if k_row else 1
-    params: dict[str, Any] = {"job_id": job_id}
+    params = _params(job_id, num)
     if num.policy == "failure":
         params["k"] = k
-    if dim is not None:
-        params["dim"] = dim
     if num.threshold is not None:
         params["thr"] = num.threshold
-    if num.tasks_tag:
-        params["tag_key"], params["tag_value"] = num.tasks_tag
     cols = con.execute(sql, params).fetchnumpy()
 
     def floats(name: str) -> NDArray[np.float64]:
@@ -200,9 +211,14 @@ def _statistic(values: NDArray[np.float64], requested: int, passes: int, name: s
         return math.nan
     if name == "mean":
         return math.fsum(kept.tolist()) / n
+    return _spread(float(np.var(kept, ddof=1)) if n > 1 else 0.0, n, name)
+
+
+def _spread(var: float, n: int, name: str) -> float:
+    """``var``, ``std`` or ``stderr`` from a sample variance (ddof = 1) of ``n`` values;
+    0 for fewer than two (Inspect's std / stderr / var of one value)."""
     if n < 2:
-        return 0.0  # Inspect's std / stderr / var of one value
-    var = float(np.var(kept, ddof=1))
+        return 0.0
     if name == "var":
         return var
     if name == "std":
@@ -242,36 +258,15 @@ def _attempt_statistic(
     if num.statistic == "mean":
         return mean
     # sum of squares about the mean, over the same observations, in SQL
-    dim = num.dimension
-    values = (
-        "SELECT task, attempt, reward AS value FROM attempts WHERE job_id = $job_id"
-        if dim is None
-        else "SELECT task, attempt, value FROM dimensions WHERE job_id = $job_id AND name = $dim"
-    )
-    params: dict[str, Any] = {"job_id": job_id, "mean": mean}
-    if dim is not None:
-        params["dim"] = dim
-    tagged = ""
-    if num.tasks_tag:  # only the tasks of the number (a subtask's)
-        tagged = """WHERE EXISTS (SELECT 1 FROM task_tags g WHERE g.job_id = $job_id
-                    AND g.task = v.task AND g.key = $tag_key AND g.value = $tag_value)"""
-        params["tag_key"], params["tag_value"] = num.tasks_tag
     row = con.execute(
         f"""SELECT fsum((value - $mean) * (value - $mean) ORDER BY task, attempt), count(value)
-            FROM ({values}) v {tagged}""",
-        params,
+            FROM ({_values_sql(num)}) v WHERE {_tagged_sql(num, "v.task")}""",
+        {**_params(job_id, num), "mean": mean},
     ).fetchone()
     ss = float(row[0] or 0.0) if row else 0.0
     if num.policy == "failure":  # the missing slots are zeros
         ss += (n - int(row[1] if row else 0)) * mean * mean
-    if n < 2:
-        return 0.0
-    var = ss / (n - 1)
-    if num.statistic == "var":
-        return var
-    if num.statistic == "std":
-        return math.sqrt(var)
-    return math.sqrt(var) / math.sqrt(n)
+    return _spread(ss / (n - 1) if n > 1 else 0.0, n, num.statistic)
 
 
 def _agrees(num: SourceNumber, mine: float) -> bool:
