@@ -346,3 +346,9 @@ def test_dict_scores_nested_metadata_and_odd_values_in_a_real_log(tmp_path: Path
     tags = json.loads(job.tasks().set_index("task").loc[first["id"], "tags"])
     assert tags == {"subset": "easy", "source.site": "wiki", "source.year": "2024", "ok": "true",
                     "refs": "[1,2]"}  # fmt: skip
+
+
+@pytest.mark.parametrize("k", [0, 2.5, "3", 2**31])
+def test_a_bad_k_is_refused_like_every_loader(k: object) -> None:
+    with pytest.raises(enb.LoadError, match=r"\.eval, k: (expected an integer >= 1|k \d+ is out)"):
+        enb.open().load(EVAL_LOGS[0], k=k)

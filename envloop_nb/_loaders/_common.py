@@ -15,10 +15,12 @@ from ._read import decode_utf8, parse_json, read_bytes
 __all__ = [
     "INT32_MAX",
     "INT64_MAX",
+    "check_k",
     "duration_s",
     "fits",
     "infer_k",
     "infer_k_counted",
+    "is_int",
     "is_number",
     "parse_time",
     "physical_line",
@@ -55,6 +57,30 @@ INT64_MAX = 2**63 - 1
 def fits(value: int | float, most: int) -> bool:
     """True when the number ``value`` fits a column holding ``-most - 1 .. most``."""
     return -most - 1 <= value <= most
+
+
+def is_int(value: Any) -> TypeGuard[int]:
+    """True for an int that is not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_k(source: object, k: Any) -> None:
+    """The ``k=`` option of every loader: ``None``, or an integer >= 1 that fits the
+    workspace's INTEGER column; anything else is a :class:`~envloop_nb.LoadError`.
+
+    Examples
+    --------
+    >>> check_k("x.json", 2.5)
+    Traceback (most recent call last):
+    ...
+    envloop_nb._errors.LoadError: x.json, k: expected an integer >= 1, got 2.5
+    """
+    if k is None:
+        return
+    if not is_int(k) or k < 1:
+        raise LoadError(source, "k", f"expected an integer >= 1, got {k!r}")
+    if k > INT32_MAX:
+        raise LoadError(source, "k", f"k {k} is out of range: it must fit a 32-bit integer")
 
 
 def is_number(value: Any) -> TypeGuard[int | float]:

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 import duckdb
 
 from .._errors import LoadError
-from ._common import INT32_MAX, parse_time, read_json_file
+from ._common import INT32_MAX, is_int, parse_time, read_json_file
 from ._stage import begin_job, insert_rows
 from .harbor_trials import attempt_row, model_names, ran_with, read_trials
 from .harbor_version import detect_version
@@ -37,10 +37,6 @@ __all__ = ["evals_key", "harbor_splits", "load_harbor"]
 
 #: One job of a Harbor folder: (agent name, model name, dataset name) as config.json has them.
 Split = tuple[str, str | None, str | None]
-
-
-def _is_int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _job_header(
@@ -55,7 +51,7 @@ def _job_header(
     if not isinstance(config, dict):
         raise LoadError(config_path, None, "expected Harbor's JobConfig object")
     k = config.get("n_attempts")
-    if not _is_int(k) or k < 1:
+    if not is_int(k) or k < 1:
         raise LoadError(config_path, "$.n_attempts", f"expected an integer >= 1, got {k!r}")
     if k > INT32_MAX:
         raise LoadError(

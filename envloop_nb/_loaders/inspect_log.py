@@ -33,7 +33,7 @@ from typing import Any
 import duckdb
 
 from .._errors import LoadError, LoadWarning
-from ._common import parse_time
+from ._common import check_k, parse_time
 from ._stage import begin_job, insert_rows, stage_name
 from .inspect_map import STATUS, reward_name, source_numbers, value_to_float
 from .inspect_read import InspectLog, open_inspect_log
@@ -86,6 +86,7 @@ def load_inspect(
     """
     del lenient  # every sample is read or the load fails: nothing to skip
     path = Path(source)
+    check_k(path, k)
     log = open_inspect_log(path)
     ev = log.header["eval"]
     config = ev.get("config") if isinstance(ev.get("config"), Mapping) else {}

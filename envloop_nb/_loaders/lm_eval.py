@@ -29,7 +29,7 @@ import duckdb
 
 from .._errors import LoadError, LoadWarning
 from .._store.source_numbers import SourceNumber, Statistic
-from ._common import INT32_MAX, is_number, parse_time, read_json_file
+from ._common import check_k, is_number, parse_time, read_json_file
 from ._read import decode_utf8, parse_json, read_bytes
 from ._stage import begin_job, insert_rows
 
@@ -493,8 +493,7 @@ def load_lm_eval(
     [['envloop_alpha', 0.5], ['envloop_beta', 0.5]]
     """
     path = results_path(source)
-    if k is not None and (not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= INT32_MAX):
-        raise LoadError(path, "k", f"expected an integer >= 1 that fits 32 bits, got {k!r}")
+    check_k(path, k)
     doc = read_json_file(path, "an lm-eval results JSON")
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), dict):
         raise LoadError(path, "$.results", "expected an lm-eval results object with 'results'")

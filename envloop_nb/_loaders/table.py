@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 
 from .._errors import LoadError, LoadWarning
-from ._common import INT32_MAX, infer_k_counted, physical_place
+from ._common import check_k, infer_k_counted, physical_place
 from ._read import (
     check_gzip,
     explain_bad_line,
@@ -102,10 +102,7 @@ def load_table(
     >>> job.k, job.summary().scored, job.attempts()["attempt"].tolist()
     (2, 3, [1, 2, 1, 2])
     """
-    if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
-        raise LoadError(str(source), "k", f"expected an integer >= 1, got {k!r}")
-    if k is not None and k > INT32_MAX:
-        raise LoadError(str(source), "k", f"k {k} is out of range: it must fit a 32-bit integer")
+    check_k(str(source), k)
     options = (mapping, k, dataset, dataset_version, dataset_revision, model, runner)
     if not isinstance(source, str | Path):
         src = open_frame(con, source)

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 import duckdb
 
 from .._errors import LoadError
-from ._common import INT32_MAX, infer_k, is_number, parse_time, read_json_file
+from ._common import INT32_MAX, check_k, infer_k, is_int, is_number, parse_time, read_json_file
 from ._stage import begin_job, insert_rows
 
 __all__ = ["PASS_TOLERANCE", "load_tau2_bench", "load_tau_bench"]
@@ -31,10 +31,6 @@ PASS_TOLERANCE = 1e-6
 
 def _snap(reward: float) -> float:
     return 1.0 if abs(reward - 1.0) <= PASS_TOLERANCE else reward
-
-
-def _is_int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _last_assistant(messages: list[Any]) -> str | None:
@@ -106,19 +102,9 @@ def _stage(
     insert_rows(con, "dimension_meta", [{"job_id": jid, "name": n} for n in names])
 
 
-def _check_k(path: Path, k: Any) -> None:
-    """The ``k=`` option: an integer >= 1 that fits the workspace's INTEGER column."""
-    if k is None:
-        return
-    if not _is_int(k) or k < 1:
-        raise LoadError(path, "k", f"expected an integer >= 1, got {k!r}")
-    if k > INT32_MAX:
-        raise LoadError(path, "k", f"k {k} is out of range: it must fit a 32-bit integer")
-
-
 def _check_trial(path: Path, place: str, trial: Any) -> int:
     """The trial number: an integer >= 0 whose attempt (``trial + 1``) fits INTEGER."""
-    if not _is_int(trial) or trial < 0:
+    if not is_int(trial) or trial < 0:
         raise LoadError(path, place, f"trial must be an integer >= 0, got {trial!r}")
     if trial >= INT32_MAX:
         raise LoadError(
@@ -221,7 +207,7 @@ def load_tau_bench(
     """
     del lenient
     path = Path(source)
-    _check_k(path, k)
+    check_k(path, k)
     rows = read_json_file(path, "a τ-bench results array")
     if not isinstance(rows, list):
         raise LoadError(
@@ -234,7 +220,7 @@ def load_tau_bench(
         if not isinstance(row, dict):
             raise LoadError(path, place, f"expected a result object, got {row!r:.60}")
         task_id = row.get("task_id")
-        if task_id is None or not (_is_int(task_id) or isinstance(task_id, str)):
+        if task_id is None or not (is_int(task_id) or isinstance(task_id, str)):
             raise LoadError(path, place, f"task_id must be an integer or string, got {task_id!r}")
         names.text(task_id, place)
         place = f"[{i}] (task_id {task_id}, trial {row.get('trial')})"
@@ -337,7 +323,7 @@ def load_tau2_bench(
     """
     del lenient
     path = Path(source)
-    _check_k(path, k)
+    check_k(path, k)
     doc = read_json_file(path, "a τ²-bench results object")
     if not isinstance(doc, dict):
         raise LoadError(path, "$", "expected a τ²-bench results object {info, tasks, simulations}")
@@ -349,7 +335,7 @@ def load_tau2_bench(
         raise LoadError(path, "$.simulations", f"expected an array, got {type(sims).__name__}")
     num_trials = info.get("num_trials")
     if k is None:
-        if not _is_int(num_trials) or num_trials < 1:
+        if not is_int(num_trials) or num_trials < 1:
             raise LoadError(
                 path, "$.info.num_trials", f"expected an integer >= 1, got {num_trials!r}"
             )

@@ -26,13 +26,22 @@ import warnings
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 import duckdb
 
 from .._errors import LoadError, LoadWarning
 from .._store.source_numbers import SourceNumber, Statistic
-from ._common import INT32_MAX, INT64_MAX, duration_s, is_number, parse_time, read_json_file
+from ._common import (
+    INT32_MAX,
+    INT64_MAX,
+    check_k,
+    duration_s,
+    is_int,
+    is_number,
+    parse_time,
+    read_json_file,
+)
 from ._stage import begin_job, insert_rows
 
 __all__ = [
@@ -54,10 +63,6 @@ _TRIAL_INDEX = re.compile(r"(?P<i>\d+)-of-(?P<n>\d+)(?:\.(?P<run>.+))?", re.DOTA
 _RUN_FOLDER = re.compile(
     r"(?P<date>\d{4}-?\d{2}-?\d{2}(?:__\d{2}-\d{2}-\d{2})?)_(?P<agent>[^_]+)_(?P<model>.+)"
 )
-
-
-def _is_int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,7 @@ def _opt(value: Any, kind: type | tuple[type, ...], path: Path, place: str, what
 def _tokens(value: Any, path: Path, place: str) -> int | None:
     if value is None:
         return None
-    if not _is_int(value) or value < 0 or value > INT64_MAX:
+    if not is_int(value) or value < 0 or value > INT64_MAX:
         raise LoadError(path, place, f"expected an integer >= 0 or null, got {value!r:.60}")
     return value
 
@@ -220,7 +225,7 @@ def _attempt_row(job_id: str, t: dict[str, Any]) -> dict[str, Any]:
 
 
 def _number(value: Any, path: Path, place: str, *, count: bool = False) -> Any:
-    ok = (_is_int(value) and value >= 0) if count else is_number(value)
+    ok = (is_int(value) and value >= 0) if count else is_number(value)
     if not ok:
         kind = "an integer >= 0" if count else "a finite number"
         raise LoadError(path, place, f"expected {kind}, got {value!r:.60}")
@@ -441,8 +446,7 @@ def load_terminal_bench(
     path = Path(source)
     if path.is_dir():  # a run folder: its results.json
         path = path / "results.json"
-    if k is not None and (not _is_int(k) or not 1 <= k <= INT32_MAX):
-        raise LoadError(path, "k", f"expected an integer 1..{INT32_MAX}, got {k!r}")
+    check_k(path, k)
     doc = read_json_file(path, "a Terminal-Bench results.json")
     job, tasks, attempts = build_rows(
         path,
