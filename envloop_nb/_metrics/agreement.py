@@ -226,8 +226,9 @@ def _spread(var: float, n: int, name: str) -> float:
     return math.sqrt(var) / math.sqrt(n)  # stderr
 
 
-def _recompute(con: duckdb.DuckDBPyConnection, job_id: str, num: SourceNumber) -> float:
-    t = _per_task(con, job_id, num)
+def _recompute(
+    con: duckdb.DuckDBPyConnection, job_id: str, num: SourceNumber, t: _PerTask
+) -> float:
     if num.reducer == "none":  # every attempt is an observation
         requested = len(t.n) * t.k if num.policy == "failure" else int(t.n.sum())
         if num.statistic in _COUNTS:
@@ -280,8 +281,12 @@ def _agrees(num: SourceNumber, mine: float) -> bool:
 def source_agreement(con: duckdb.DuckDBPyConnection, job_id: str) -> list[Agreement]:
     """Each number the job's source reported, recomputed from the job's rows."""
     out = []
+    per_task: dict[tuple[Any, ...], _PerTask] = {}  # numbers of one recipe share a pass
     for num in source_numbers(con, job_id):
-        mine = _recompute(con, job_id, num)
+        key = (num.of, num.policy, num.threshold, num.tasks_tag)
+        if key not in per_task:
+            per_task[key] = _per_task(con, job_id, num)
+        mine = _recompute(con, job_id, num, per_task[key])
         out.append(Agreement(num, None if math.isnan(mine) else mine, _agrees(num, mine)))
     return out
 
