@@ -20,6 +20,11 @@ from ._datasets.heldout import (
     fill_references,
 )
 from ._errors import EnvloopError, LoadError, LoadWarning
+from ._experiment import Experiment
+from ._experiments.references import ReferenceFillResult
+from ._experiments.runner import EvalCase, Evaluator
+from ._experiments.stats import ExperimentSummary
+from ._export.experiment_xlsx import ExperimentExport
 from ._export.job_xlsx import ExportResult, export_xlsx
 from ._job import Job
 from ._metrics.diagnosis import DiagnosisOptions, Finding, Findings
@@ -31,6 +36,7 @@ from ._metrics.uncertainty import (
     paired_bootstrap_diff,
     wilson_interval,
 )
+from ._options import Options, options
 from ._present.render import chart_widget
 from ._ui.panel import JobPanel, panel
 from ._workspace import Workspace, open
@@ -44,6 +50,11 @@ __all__ = [
     "DiagnosisOptions",
     "Difference",
     "EnvloopError",
+    "EvalCase",
+    "Evaluator",
+    "Experiment",
+    "ExperimentExport",
+    "ExperimentSummary",
     "ExportResult",
     "Finding",
     "Findings",
@@ -56,7 +67,9 @@ __all__ = [
     "LeaderboardSnapshot",
     "LoadError",
     "LoadWarning",
+    "Options",
     "ReferenceFill",
+    "ReferenceFillResult",
     "Workspace",
     "bootstrap_mean_ci",
     "chart_widget",
@@ -65,6 +78,7 @@ __all__ = [
     "export_xlsx",
     "fill_references",
     "open",
+    "options",
     "paired_bootstrap_diff",
     "panel",
     "pass_at_k",

@@ -12,18 +12,21 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import duckdb
 
 from ._errors import EnvloopError, LoadError
+from ._experiment import Experiment
+from ._experiments.session import Session
 from ._job import Job
-from ._loaders import job_loads, load_source, load_sources
+from ._loaders import detect_format, job_loads, load_source, load_sources
 from ._metrics.counts import job_list_sql
 from ._store.frames import to_frame
-from ._store.schema import JOB_TABLES, SCHEMA_SQL, SCHEMA_VERSION
+from ._store.schema import EXPERIMENT_TABLES, JOB_TABLES, SCHEMA_SQL, SCHEMA_VERSION
 from ._types import FrameKind
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from ._datasets.dataset import Dataset
     from ._datasets.heldout import HeldOutResult
+    from ._experiments.runner import Evaluator
 
 __all__ = ["Workspace", "open"]
 
@@ -48,6 +51,7 @@ class Workspace:
         self.con = con
         self.path = path
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self.session = Session()  # notebook evaluators, listeners, watchers (in memory)
         con.execute("SET TimeZone = 'UTC'")
         _check_schema_version(con, path)  # before anything is written to the file
         if not read_only:  # a read-only file already has its schema
@@ -103,6 +107,16 @@ class Workspace:
         self,
         source: Any,
         *,
+        format: Literal["experiment"],
+        job_id: str | None = None,
+        lenient: bool = False,
+        **options: Any,
+    ) -> Experiment: ...
+    @overload
+    def load(
+        self,
+        source: Any,
+        *,
         format: str | None = None,
         job_id: str | None = None,
         lenient: bool = False,
@@ -116,7 +130,7 @@ class Workspace:
         job_id: str | None = None,
         lenient: bool = False,
         **options: Any,
-    ) -> Job | Dataset:
+    ) -> Job | Dataset | Experiment:
         """Load a job from a file, folder or in-memory frame; replace it if already there.
 
         The format is detected (EnvLoop ``.json``/``.jsonl``/``.jsonl.gz``, a Harbor job
@@ -146,6 +160,10 @@ class Workspace:
 
         if format == "dataset" or (format is None and is_dataset_folder(source)):
             return self.load_dataset(source)
+        if format == "experiment" or (
+            format is None and isinstance(source, str | os.PathLike) and _is_experiment(source)
+        ):
+            return self.load_experiment(source)
         loaded_id = load_source(
             self.con, source, format=format, job_id=job_id, lenient=lenient, **options
         )
@@ -183,6 +201,147 @@ class Workspace:
         for job_id in ids:
             warn_job_overlaps(self, job_id)
         return [Job(self, job_id) for job_id in ids]
+
+    # -- experiments -------------------------------------------------------------
+    def experiments(self, frame: FrameKind = "pandas") -> Any:
+        """One row per experiment: id, name, agent, status, source, cases, evaluators,
+        result rows and how many are counted.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> _ = ws.load("../shared/formats/examples/experiment-two-evaluators.json")
+        >>> ws.experiments()[["experiment_id", "cases", "evaluators"]].values.tolist()
+        [['exp_5c1e02', 3, 2]]
+        """
+        from ._experiments.stats import experiment_list_sql
+
+        return to_frame(self.con.sql(experiment_list_sql()), frame)
+
+    def experiment(self, experiment_id: str, *, evaluators: Sequence[Evaluator] = ()) -> Experiment:
+        """The handle of an experiment in the workspace; ``evaluators`` binds notebook
+        functions to its evaluator names (see :meth:`Experiment.use`)."""
+        row = self.con.execute(
+            "SELECT 1 FROM experiments WHERE experiment_id = ?", [experiment_id]
+        ).fetchone()
+        if row is None:
+            known = [
+                r[0] for r in self.con.execute("SELECT experiment_id FROM experiments").fetchall()
+            ]
+            raise EnvloopError(
+                f"no experiment {experiment_id!r} in this workspace; experiments: {known}"
+            )
+        exp = Experiment(self, experiment_id)
+        return exp.use(*evaluators) if evaluators else exp
+
+    def load_experiment(
+        self, source: str | os.PathLike[str], *, format: str | None = None
+    ) -> Experiment:
+        """Load an experiment: an EnvLoop experiment export (``.json`` or the streaming
+        ``.jsonl``), or an Inspect AI log read as one (samples × epochs are cases, scorers
+        are evaluators, Inspect's score edits are corrections). Reloading a newer export
+        merges: rows are replaced by (trace, evaluator, run), corrections made here are
+        kept. One transaction: a bad file changes nothing.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> exp = enb.open().load_experiment("../shared/formats/examples/experiment-two-evaluators.json")
+        >>> exp.progress()["completed"]
+        5
+        """
+        from ._loaders.experiment_store import write_experiment
+
+        path = Path(source)
+        fmt = format or detect_format(path)
+        if fmt == "experiment":
+            from ._loaders.experiment import read_experiment_export
+
+            doc = read_experiment_export(path)
+            src = "envloop"
+        elif fmt == "inspect":
+            from ._loaders.experiment_doc import check_doc
+            from ._loaders.experiment_inspect import inspect_experiment_doc
+
+            doc = check_doc(inspect_experiment_doc(path), path)
+            src = "inspect"
+        else:
+            raise LoadError(
+                path, None, f"a {fmt} file is a job, not an experiment: load it with ws.load"
+            )
+        eid = write_experiment(self.con, doc, source_format=src, source_path=str(path))
+        return Experiment(self, eid)
+
+    def load_mlflow(
+        self, *, experiment: str, tracking_uri: str, max_traces: int | None = None
+    ) -> Experiment:
+        """Load an MLflow 3 experiment's traces and their feedback assessments as an
+        experiment (traces are cases, feedback names evaluators, ``override_feedback``
+        chains corrections with the overridden score kept). Needs ``mlflow``."""
+        from ._loaders.experiment_doc import check_doc
+        from ._loaders.experiment_store import write_experiment
+        from ._loaders.mlflow_traces import mlflow_experiment_doc
+
+        raw = mlflow_experiment_doc(
+            experiment=experiment, tracking_uri=tracking_uri, max_traces=max_traces
+        )
+        doc = check_doc(raw, tracking_uri)
+        eid = write_experiment(self.con, doc, source_format="mlflow", source_path=tracking_uri)
+        return Experiment(self, eid)
+
+    def new_experiment(
+        self,
+        name: str,
+        *,
+        agent: str | None = None,
+        evaluators: Sequence[Evaluator],
+        cases: Sequence[Mapping[str, Any]] | Any,
+        experiment_id: str | None = None,
+    ) -> Experiment:
+        """Create an experiment here: ``cases`` (dicts or a frame with ``trace_id``,
+        ``input``, ``output``, optional ``reference``, ``tags``) × ``evaluators``
+        (:class:`envloop_nb.Evaluator`); every row starts pending: ``exp.run()``
+        evaluates them.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> exact = enb.Evaluator("exact", lambda c: 100 if c.output == c.reference else 0)
+        >>> exp = ws.new_experiment("demo", agent="bot", evaluators=[exact],
+        ...     cases=[{"trace_id": "t1", "input": "2+2?", "output": "4", "reference": "4"}])
+        >>> exp.run(progress=False)
+        {'succeeded': 1, 'failed': 0}
+        >>> print(exp.summary())
+        composite 100 · 1/1 rows counted
+        """
+        from ._experiments.create import create_experiment
+
+        if hasattr(cases, "to_dict"):
+            cases = cases.to_dict("records")
+        elif hasattr(cases, "to_dicts"):
+            cases = cases.to_dicts()
+        eid = create_experiment(
+            self.con, name=name, agent=agent, evaluators=list(evaluators), cases=list(cases),
+            experiment_id=experiment_id,
+        )  # fmt: skip
+        return Experiment(self, eid).use(*evaluators)
+
+    def remove_experiment(self, experiment: Experiment | str) -> None:
+        """Delete an experiment with its cases, results and corrections."""
+        eid = experiment.id if isinstance(experiment, Experiment) else experiment
+        tail = self.session.listeners.pop(eid, None)
+        if tail is not None:
+            tail.stop()
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            for table in EXPERIMENT_TABLES:
+                self.con.execute(f"DELETE FROM {table} WHERE experiment_id = ?", [eid])
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
 
     def load_dataset(self, path: str | os.PathLike[str]) -> Dataset:
         """Load a dataset folder ``<name>@<version>/``: verify its content hash, register it.
@@ -263,6 +422,7 @@ class Workspace:
 
         An in-memory workspace's private spill folder is removed with it.
         """
+        self.session.stop_all()
         if self._finalizer is not None:
             self._finalizer()  # closes the connection, then removes the folder
         else:
@@ -359,6 +519,17 @@ def open(
     if scratch is not None:
         ws._finalizer = weakref.finalize(ws, _close_and_remove, con, scratch)
     return ws
+
+
+def _is_experiment(source: str | os.PathLike[str]) -> bool:
+    """True when ``source`` is an experiment export file (by its first bytes)."""
+    path = Path(source)
+    if not path.is_file():
+        return False
+    try:
+        return detect_format(path) == "experiment"
+    except LoadError:
+        return False
 
 
 def _written_by() -> str:

@@ -21,7 +21,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "envloop_nb"
 
 FLOORS: list[tuple[str, ...]] = [
-    ("_types", "_errors"),
+    ("_types", "_errors", "_options"),
     ("_present",),
     ("_store",),
     ("_loaders",),
@@ -29,9 +29,11 @@ FLOORS: list[tuple[str, ...]] = [
     ("_buckets",),
     ("_compare",),
     ("_datasets",),
+    ("_experiments",),
     ("_export",),
     ("_ui",),
     ("_job",),
+    ("_experiment",),
     ("_comparison",),
     ("_workspace",),
     ("__init__",),
@@ -176,7 +178,7 @@ def test_the_rule_catches_an_upward_import(tmp_path: Path, monkeypatch: pytest.M
     (fake / "_present.py").write_text("import openpyxl\n")
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
     found = violations()
-    assert any("_metrics (floor 4) imports _job (floor 10)" in v for v in found)
+    assert any("_metrics (floor 4) imports _job (floor 11)" in v for v in found)
     assert any("names the facade ['Job']" in v for v in found)
     assert any("imports openpyxl" in v for v in found)
     assert not any("_ui/ok.py" in v for v in found)

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from .._store.ref import JobRef, WorkspaceRef
     from .._types import Policy
 
-__all__ = ["export_dataset"]
+__all__ = ["check_new_dataset", "export_dataset", "write_dataset"]
 
 #: Rows fetched from DuckDB per Arrow batch (memory is one batch, not the dataset).
 BATCH_ROWS = 4_096
@@ -122,7 +122,7 @@ def _task_batches(
         con.close()
 
 
-def _workspace_of(job: JobRef) -> WorkspaceRef:
+def _workspace_of(job: WorkspaceRef) -> WorkspaceRef:
     """The workspace a dataset exported from ``job`` belongs to (``Dataset.workspace``).
 
     The ``Job`` facade knows its workspace; a bare ref stands for it (it has the
@@ -195,23 +195,75 @@ def export_dataset(
     >>> ds.row_count, ds.manifest["source"]["jobs"], ds.partial
     (3, ['job_abc0001'], True)
     """
-    from .heldout import warn_dataset_overlaps
-
-    name = _check_label(name, "name")
-    version = _check_label(version, "version")
-    if format not in ("jsonl", "parquet"):
-        raise ValueError(f"format must be 'jsonl' or 'parquet', got {format!r}")
-    if purpose not in ("train", "eval", None):
-        raise ValueError(f"purpose must be 'train', 'eval' or None, got {purpose!r}")
+    check_new_dataset(
+        job, folder, name, version, overwrite=overwrite, format=format, purpose=purpose
+    )
     if rules is None and buckets is not None:
         raise ValueError("buckets=... needs rules=...: without bucketing every task is exported")
     if rules is not None and rules.level != "task":
         raise ValueError("dataset rows are per task: use rules with level='task'")
     chosen = parse_names(rules, buckets) if rules is not None else None
 
+    if rules is not None:
+        result = job_buckets(
+            job, rules, policy=policy, threshold=threshold, allow_partial=allow_partial
+        )
+        tasks, partial, status = result.frame, result.partial, result.status
+    else:
+        partial, status = check_finished(job, allow_partial, "exporting a dataset")
+        tasks = samples(job.con, job.id, policy=policy, threshold=threshold)
+    info = job_info(job.con, job.id)
+    provenance: dict[str, Any] = {
+        "partial": partial,
+        "source": {
+            "jobs": [job.id],
+            "job_status": status,
+            "model": info.get("model"),
+            "dataset": {
+                "name": info.get("dataset_name"),
+                "version": info.get("dataset_version"),
+                "revision": info.get("dataset_revision"),
+            },
+        },
+        "rules": rules.to_dict() if rules is not None else None,
+        "buckets": chosen,
+        "policy": policy,
+        "threshold": threshold,
+    }
+    return write_dataset(
+        job,
+        folder,
+        name=name,
+        version=version,
+        batches=_task_batches(job, tasks, rules, chosen),
+        format=format,
+        purpose=purpose,
+        overwrite=True,  # checked above, before the buckets were computed
+        provenance=provenance,
+    )
+
+
+def check_new_dataset(
+    ref: WorkspaceRef,
+    folder: str | Path,
+    name: str,
+    version: str,
+    *,
+    overwrite: bool,
+    format: str = "jsonl",
+    purpose: str | None = None,
+) -> None:
+    """Check the name, version, format and purpose of a new dataset, and refuse to write
+    ``name@version`` over an existing folder or registration."""
+    _check_label(name, "name")
+    _check_label(version, "version")
+    if format not in ("jsonl", "parquet"):
+        raise ValueError(f"format must be 'jsonl' or 'parquet', got {format!r}")
+    if purpose not in ("train", "eval", None):
+        raise ValueError(f"purpose must be 'train', 'eval' or None, got {purpose!r}")
     root = Path(folder)
     target = root / f"{name}@{version}"
-    registered = job.con.execute(
+    registered = ref.con.execute(
         "SELECT path FROM datasets WHERE name = ? AND version = ?", [name, version]
     ).fetchone()
     if not overwrite:
@@ -226,16 +278,32 @@ def export_dataset(
                 f"{registered[0]}); choose a new version or pass overwrite=True"
             )
 
-    if rules is not None:
-        result = job_buckets(
-            job, rules, policy=policy, threshold=threshold, allow_partial=allow_partial
-        )
-        tasks, partial, status = result.frame, result.partial, result.status
-    else:
-        partial, status = check_finished(job, allow_partial, "exporting a dataset")
-        tasks = samples(job.con, job.id, policy=policy, threshold=threshold)
-    info = job_info(job.con, job.id)
-    con = job.con
+
+def write_dataset(
+    ref: WorkspaceRef,
+    folder: str | Path,
+    *,
+    name: str,
+    version: str,
+    batches: Generator[Any, None, None],
+    format: Literal["jsonl", "parquet"] = "jsonl",
+    purpose: Literal["train", "eval"] | None = None,
+    overwrite: bool = False,
+    provenance: dict[str, Any],
+) -> Dataset:
+    """Write ``<folder>/<name>@<version>/`` from Arrow ``batches`` of rows (``task``,
+    ``input``, ``input_is_chat``, ``reference``, ``tags`` as JSON text, any other columns
+    kept) with its manifest (``provenance`` merged in: ``source``, ``partial`` …) and
+    register it; the folder appears whole or not at all. Shared by jobs' and
+    experiments' dataset exports."""
+    from .heldout import warn_dataset_overlaps
+
+    check_new_dataset(
+        ref, folder, name, version, overwrite=overwrite, format=format, purpose=purpose
+    )
+    root = Path(folder)
+    target = root / f"{name}@{version}"
+    con = ref.con
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}@{version}.", dir=root))
     stage = f"_ds_stage_{uuid.uuid4().hex}"
@@ -254,12 +322,7 @@ def export_dataset(
 
     try:
         try:
-            written = _write_rows(
-                staging / f"rows.{format}",
-                format,
-                _task_batches(job, tasks, rules, chosen),
-                stage_rows,
-            )
+            written = _write_rows(staging / f"rows.{format}", format, batches, stage_rows)
             digest = written.digest
             manifest: dict[str, Any] = {
                 "schema": MANIFEST_SCHEMA,
@@ -273,23 +336,14 @@ def export_dataset(
                 "content_hash": digest,
                 "columns": written.columns,
                 "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                "partial": partial,
-                "source": {
-                    "jobs": [job.id],
-                    "job_status": status,
-                    "model": info.get("model"),
-                    "dataset": {
-                        "name": info.get("dataset_name"),
-                        "version": info.get("dataset_version"),
-                        "revision": info.get("dataset_revision"),
-                    },
-                },
-                "rules": rules.to_dict() if rules is not None else None,
-                "buckets": chosen,
+                "partial": False,
+                "source": None,
+                "rules": None,
+                "buckets": None,
                 "bucket_counts": written.counts,
-                "policy": policy,
-                "threshold": threshold,
-            }
+                "policy": None,
+                "threshold": None,
+            } | provenance
             (staging / "manifest.json").write_text(
                 json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
             )
@@ -299,7 +353,7 @@ def export_dataset(
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        commit_registration(job, manifest, stage, target, written.row_count)
+        commit_registration(ref, manifest, stage, target, written.row_count)
     finally:
         con.execute(f"DROP TABLE IF EXISTS {stage}")
     ds = Dataset(
@@ -310,9 +364,9 @@ def export_dataset(
         content_hash=digest,
         purpose=purpose,
         row_count=written.row_count,
-        workspace=_workspace_of(job),
+        workspace=_workspace_of(ref),
     )
-    warn_dataset_overlaps(job, ds)
+    warn_dataset_overlaps(ref, ds)
     return ds
 
 

@@ -37,7 +37,9 @@ __all__ = [
     "HeldOutWarning",
     "ReferenceFill",
     "check_heldout",
+    "dataset_key",
     "dataset_overlaps",
+    "dataset_references_sql",
     "fill_references",
     "strip_sql",
     "warn_dataset_overlaps",
@@ -304,6 +306,25 @@ def _dataset_key(ws: WorkspaceRef, dataset: Any) -> tuple[str, str]:
     return name, version
 
 
+def dataset_references_sql(key: str = "input") -> str:
+    """The reference answers of dataset ``$name@$version`` by stripped input: one row per
+    ``key`` (``key`` is SQL over a ``dataset_rows`` row, stripped here), the first row in
+    dataset order with a non-blank reference winning — the one matching rule of
+    ``job.fill_references`` and ``exp.fill_references``."""
+    k = strip_sql(key)
+    return f"""SELECT {k} AS key, arg_min(reference, row_index) AS reference
+               FROM dataset_rows
+               WHERE dataset_name = $name AND dataset_version = $version
+                 AND {key} IS NOT NULL AND {k} <> ''
+                 AND reference IS NOT NULL AND {strip_sql("reference")} <> ''
+               GROUP BY key"""
+
+
+def dataset_key(ref: WorkspaceRef, dataset: Any) -> tuple[str, str]:
+    """``(name, version)`` of a registered dataset given as a ``Dataset`` or ``"name@version"``."""
+    return _dataset_key(ref, dataset)
+
+
 def fill_references(job: JobRef, dataset: Any) -> ReferenceFill:
     """Fill the job's missing reference answers from ``dataset`` (stripped-exact input match).
 
@@ -323,15 +344,10 @@ def fill_references(job: JobRef, dataset: Any) -> ReferenceFill:
     """
     name, version = _dataset_key(job, dataset)  # a JobRef has the workspace's connection
     con = job.con
-    strip_a, strip_r = strip_sql("a.input"), strip_sql("input")
+    strip_a = strip_sql("a.input")
     blank = f"(a.reference IS NULL OR {strip_sql('a.reference')} = '')"
     params = {"job": job.id, "name": name, "version": version}
-    src = f"""SELECT {strip_r} AS key, arg_min(reference, row_index) AS reference
-              FROM dataset_rows
-              WHERE dataset_name = $name AND dataset_version = $version
-                AND input IS NOT NULL AND {strip_r} <> ''
-                AND reference IS NOT NULL AND {strip_sql("reference")} <> ''
-              GROUP BY key"""
+    src = dataset_references_sql()
     con.execute("BEGIN TRANSACTION")
     try:
         before = con.execute(

@@ -151,6 +151,10 @@ def detect_format(source: Any) -> str:
         raise LoadError(path, None, "empty file: nothing to load")
     if b'"schema_version"' in head and b"envloop.job-result" in head:
         return "envloop"
+    from .experiment import is_experiment_head
+
+    if is_experiment_head(head):
+        return "experiment"  # not a job: ws.load hands it to ws.load_experiment
     from .inspect_read import is_inspect_json_head
 
     if is_inspect_json_head(head):

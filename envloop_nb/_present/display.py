@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Decimal
 
-__all__ = ["format_count", "format_metric", "format_pct"]
+__all__ = ["format_count", "format_metric", "format_pct", "format_score"]
 
 
 def format_pct(value: float | None, digits: int = 1, *, trim: bool = True) -> str:
@@ -49,3 +50,23 @@ def format_count(part: int, whole: int) -> str:
     '1,234/5,000'
     """
     return f"{part:,}/{whole:,}"
+
+
+def format_score(value: float | None, digits: int = 1) -> str:
+    """A score on its evaluator's scale (0-100), rounded half up from the exact value the
+    float holds (``76.25`` → ``76.3``, as a reader rounds); ``"-"`` when nothing counted.
+
+    Examples
+    --------
+    >>> format_score(76.25), format_score(82.5), format_score(70), format_score(None)
+    ('76.3', '82.5', '70', '-')
+    >>> format_score(0.125, 2), format_score(float("nan"))
+    ('0.13', '-')
+    """
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    exact = Decimal(value).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    text = f"{exact:f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text

@@ -7,18 +7,27 @@ slot saw); score dimensions in long form in ``dimensions`` with their units and
 direction in ``dimension_meta``; task tags in long form in ``task_tags``.
 Datasets exported or registered by the user live in ``datasets`` and ``dataset_rows``.
 
+Experiments (traces judged by evaluators) live in ``experiments`` (one row each),
+``exp_evaluators``, ``exp_cases`` (one per trace), ``exp_results`` (one per case ×
+evaluator × run: every run is kept, only the highest counts) and ``exp_corrections``
+(every manual correction ever made, live, undone or cleared by a re-evaluation, with who
+and when; the machine score is never overwritten).
+
 Every table carries ``job_id`` first so that a job is replaced or removed with one
 ``DELETE ... WHERE job_id = ?`` per table inside one transaction.
 """
 
 from __future__ import annotations
 
-__all__ = ["JOB_TABLES", "SCHEMA_SQL", "SCHEMA_VERSION"]
+__all__ = ["EXPERIMENT_TABLES", "JOB_TABLES", "SCHEMA_SQL", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
 
 # Tables whose rows belong to one job, in the order they are written.
 JOB_TABLES = ("jobs", "tasks", "task_tags", "attempts", "dimensions", "dimension_meta")
+
+# Tables whose rows belong to one experiment (``experiment_id`` first).
+EXPERIMENT_TABLES = ("experiments", "exp_evaluators", "exp_cases", "exp_results", "exp_corrections")
 
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -133,6 +142,83 @@ CREATE TABLE IF NOT EXISTS dataset_rows (
     reference        VARCHAR,
     tags             JSON,
     extra            JSON
+);
+
+CREATE TABLE IF NOT EXISTS experiments (
+    experiment_id  VARCHAR NOT NULL,
+    name           VARCHAR,
+    agent          VARCHAR,               -- the agent whose traces are evaluated
+    type           VARCHAR,               -- single-group
+    status         VARCHAR,               -- draft | running | completed | stopped
+    created_at     TIMESTAMPTZ,
+    started_at     TIMESTAMPTZ,
+    finished_at    TIMESTAMPTZ,
+    listen         JSON,                  -- {enabled, since, stopped_at}
+    source_format  VARCHAR NOT NULL,      -- envloop | inspect | mlflow | table | notebook
+    source_path    VARCHAR,
+    extra          JSON,
+    loaded_at      TIMESTAMPTZ NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS exp_evaluators (
+    experiment_id    VARCHAR NOT NULL,
+    name             VARCHAR NOT NULL,
+    position         INTEGER NOT NULL,
+    kind             VARCHAR,             -- preset | custom | local (a notebook function)
+    needs_reference  BOOLEAN NOT NULL,
+    version          VARCHAR,
+    judge_model      VARCHAR,
+    scale_min        DOUBLE NOT NULL,
+    scale_max        DOUBLE NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS exp_cases (
+    experiment_id     VARCHAR NOT NULL,
+    trace_id          VARCHAR NOT NULL,
+    position          INTEGER NOT NULL,   -- order of addition
+    agent             VARCHAR,
+    parent_trace_id   VARCHAR,
+    status            VARCHAR,            -- success | error | running (the trace's run)
+    trace_started_at  TIMESTAMPTZ,
+    ingested_at       TIMESTAMPTZ,
+    input             VARCHAR,            -- text, or a ChatML list as JSON text
+    input_is_chat     BOOLEAN NOT NULL,
+    output            VARCHAR,            -- text, or a list as JSON text
+    reference         VARCHAR,
+    reference_source  VARCHAR,            -- manual | dataset | NULL
+    added_by          VARCHAR,            -- selection | listen | append
+    tags              JSON
+);
+
+CREATE TABLE IF NOT EXISTS exp_results (
+    experiment_id  VARCHAR NOT NULL,
+    result_id      VARCHAR NOT NULL,
+    trace_id       VARCHAR NOT NULL,
+    evaluator      VARCHAR NOT NULL,
+    run            INTEGER NOT NULL,      -- 1, +1 per re-evaluation; the highest counts
+    status         VARCHAR NOT NULL,      -- pending | running | succeeded | failed
+    score          DOUBLE,                -- the machine score (kept under a correction)
+    reason         VARCHAR,
+    points         JSON,
+    error          VARCHAR,               -- why a failed row failed (never a 0)
+    evaluated_at   TIMESTAMPTZ,
+    origin         VARCHAR NOT NULL       -- source (the loaded file) | local (this workspace)
+);
+
+CREATE TABLE IF NOT EXISTS exp_corrections (
+    experiment_id  VARCHAR NOT NULL,
+    seq            INTEGER NOT NULL,      -- order made
+    result_id      VARCHAR NOT NULL,
+    trace_id       VARCHAR NOT NULL,
+    evaluator      VARCHAR NOT NULL,
+    run            INTEGER NOT NULL,      -- the run corrected; a higher run clears it
+    score          DOUBLE NOT NULL,
+    reason         VARCHAR NOT NULL,
+    "by"           VARCHAR,
+    "at"           TIMESTAMPTZ,
+    undone_by      VARCHAR,
+    undone_at      TIMESTAMPTZ,
+    origin         VARCHAR NOT NULL       -- source | local
 );
 
 -- Saved job snapshots (ws.save_to_leaderboard); not a job table: snapshots outlive jobs.

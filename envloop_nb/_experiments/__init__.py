@@ -1,0 +1,1 @@
+"""Experiments: traces judged by evaluators (numbers, corrections, runs, listen mode)."""
