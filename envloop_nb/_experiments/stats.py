@@ -127,6 +127,12 @@ class ExperimentSummary:
     cases: int
     evaluators: tuple[str, ...]
     live_corrections: int
+    scale_max: float = 100.0
+
+    @property
+    def digits(self) -> int:
+        """Decimals shown: 1 on a 0-100 scale, 3 on a 0-1 scale (Inspect's)."""
+        return 1 if self.scale_max > 1 else 3
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -135,7 +141,7 @@ class ExperimentSummary:
 
     def __str__(self) -> str:
         parts = [
-            f"composite {format_score(self.composite)}",
+            f"composite {format_score(self.composite, self.digits)}",
             f"{self.counted:,}/{self.total:,} rows counted",
         ]
         for label, n in (
@@ -173,7 +179,11 @@ def experiment_summary(con: duckdb.DuckDBPyConnection, experiment_id: str) -> Ex
         p,
     ).fetchone()
     info = con.execute("SELECT name, agent FROM experiments WHERE experiment_id = $e", p).fetchone()
-    n_cases = con.execute("SELECT count(*) FROM exp_cases WHERE experiment_id = $e", p).fetchone()
+    n_cases = con.execute(
+        "SELECT count(*), (SELECT max(scale_max) FROM exp_evaluators WHERE experiment_id = $e)"
+        " FROM exp_cases WHERE experiment_id = $e",
+        p,
+    ).fetchone()
     assert row is not None and n_cases is not None
     name, agent = info if info is not None else (None, None)
     return ExperimentSummary(
@@ -190,6 +200,7 @@ def experiment_summary(con: duckdb.DuckDBPyConnection, experiment_id: str) -> Ex
         cases=int(n_cases[0]),
         evaluators=tuple(evaluator_names(con, experiment_id)),
         live_corrections=int(row[8]),
+        scale_max=100.0 if n_cases[1] is None else float(n_cases[1]),
     )
 
 
@@ -200,13 +211,14 @@ def evaluator_table(con: duckdb.DuckDBPyConnection, experiment_id: str) -> duckd
     return con.sql(
         f"""SELECT p.evaluator,
                    {scored_mean("CASE WHEN counted THEN score END", _ORDER)} AS mean,
-                   count_if(counted) AS counted, count(*) AS total,
-                   count_if(status = 'succeeded' AND score IS NULL) AS succeeded_without_score,
-                   count_if(status = 'failed') AS failed,
-                   count_if(status IN ('pending', 'running')) AS pending,
-                   count_if(status = 'missing') AS missing,
+                   count_if(counted)::BIGINT AS counted, count(*) AS total,
+                   count_if(status = 'succeeded' AND score IS NULL)::BIGINT AS succeeded_without_score,
+                   count_if(status = 'failed')::BIGINT AS failed,
+                   count_if(status IN ('pending', 'running'))::BIGINT AS pending,
+                   count_if(status = 'missing')::BIGINT AS missing,
                    any_value(ev.needs_reference) AS needs_reference,
                    any_value(ev.kind) AS kind,
+                   any_value(ev.scale_max) AS scale_max,
                    count(corrected_score) AS corrected
             FROM ({current_sql()}) p
             JOIN exp_evaluators ev ON ev.experiment_id = $e AND ev.name = p.evaluator
@@ -254,7 +266,7 @@ def case_table(con: duckdb.DuckDBPyConnection, experiment_id: str) -> duckdb.Duc
                     SELECT trace_id, any_value(case_position) AS case_position,
                            {scored_mean("CASE WHEN counted THEN score END", "evaluator_position")}
                                AS composite,
-                           count_if(counted) AS counted, count(*) AS total{per_eval}
+                           count_if(counted)::BIGINT AS counted, count(*) AS total{per_eval}
                     FROM p GROUP BY trace_id)
             SELECT agg.* EXCLUDE (case_position), c.input, c.input_is_chat, c.output,
                    c.reference, c.reference_source, c.added_by, c.status AS trace_status,

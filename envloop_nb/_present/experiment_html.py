@@ -63,6 +63,10 @@ def _num(value: Any) -> float | None:
     return None if is_missing(value) else float(value)
 
 
+def _digits(summary: Mapping[str, Any]) -> int:
+    return 1 if float(summary.get("scale_max") or 100) > 1 else 3
+
+
 def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value))
 
@@ -129,7 +133,7 @@ def summary_card_html(
     counted, total = int(summary.get("counted", 0)), int(summary.get("total", 0))
     cards = [
         f'<div class="enb-card enb-main"><div class="enb-label">composite mean</div>'
-        f'<div class="enb-value">{_e(format_score(summary.get("composite")))}</div>'
+        f'<div class="enb-value">{_e(format_score(summary.get("composite"), _digits(summary)))}</div>'
         f'<div class="enb-sub">{counted:,}/{total:,} rows counted</div></div>'
     ]
     cards += [_evaluator_card(ev) for ev in evaluators]
@@ -147,7 +151,7 @@ def summary_card_html(
 
 
 def _evaluator_card(ev: Mapping[str, Any]) -> str:
-    mean = None if is_missing(ev.get("mean")) else float(ev["mean"])
+    mean = _num(ev.get("mean"))
     sub = f"{int(ev.get('counted', 0)):,}/{int(ev.get('total', 0)):,} counted"
     extra = []
     for key, label in (
@@ -162,7 +166,7 @@ def _evaluator_card(ev: Mapping[str, Any]) -> str:
     tail = f'<div class="enb-sub">{_e(" · ".join(extra))}{_e(ref)}</div>' if extra or ref else ""
     return (
         f'<div class="enb-card"><div class="enb-label">{_e(ev.get("evaluator"))}</div>'
-        f'<div class="enb-value">{_e(format_score(mean))}</div><div class="enb-sub">{_e(sub)}</div>{tail}</div>'
+        f'<div class="enb-value">{_e(format_score(mean, _digits(ev)))}</div><div class="enb-sub">{_e(sub)}</div>{tail}</div>'
     )
 
 
@@ -182,7 +186,11 @@ def _badge(status: Any, corrected: bool = False) -> str:
 
 
 def case_list_html(
-    rows: Sequence[Mapping[str, Any]], evaluators: Sequence[str], *, selected: str | None = None
+    rows: Sequence[Mapping[str, Any]],
+    evaluators: Sequence[str],
+    *,
+    selected: str | None = None,
+    digits: int = 1,
 ) -> str:
     """The case list: trace, input (one line), composite with ``counted/total``, each
     evaluator's effective score and status. Rows carry ``data-row`` (their index) and
@@ -212,14 +220,14 @@ def case_list_html(
             score = r.get(n)
             corrected = bool(r.get(f"{n} corrected"))
             cells.append(
-                f'<td class="num">{_e(format_score(_num(score)))} '
+                f'<td class="num">{_e(format_score(_num(score), digits))} '
                 f"{_badge(r.get(f'{n} status'), corrected)}</td>"
             )
         comp = r.get("composite")
         sel = ' class="enb-selected"' if selected == tid else ""
         body.append(
             f'<tr data-row="{i}" data-trace="{_e(tid)}"{sel}><td>{_e(tid)}</td><td title="{_e(snippet)}">{_e(snippet[:80])}</td>'
-            f'<td class="num">{_e(format_score(_num(comp)))}</td>'
+            f'<td class="num">{_e(format_score(_num(comp), digits))}</td>'
             f'<td class="num">{int(r.get("counted") or 0)}/{int(r.get("total") or 0)}</td>'
             f"{''.join(cells)}<td>{_e(r.get('added_by') or '')}</td></tr>"
         )
@@ -253,16 +261,14 @@ def _points(points: Any) -> str:
     return f'<table class="enb-points"><tr><th>point</th><th>score</th><th>evidence</th></tr>{rows}</table>'
 
 
-def _result_card(r: Mapping[str, Any]) -> str:
+def _result_card(r: Mapping[str, Any], digits: int = 1) -> str:
     status = r.get("status")
     score = None if is_missing(r.get("score")) else float(r["score"])
     machine = None if is_missing(r.get("machine_score")) else float(r["machine_score"])
     corrected = not is_missing(r.get("corrected_score"))
-    shown = f'<span class="enb-evscore">{_e(format_score(score))}</span>'
+    shown = f'<span class="enb-evscore">{_e(format_score(score, digits))}</span>'
     if corrected:
-        shown += (
-            f' <span class="enb-machine" title="machine score">{_e(format_score(machine))}</span>'
-        )
+        shown += f' <span class="enb-machine" title="machine score">{_e(format_score(machine, digits))}</span>'
     run = "" if is_missing(r.get("run")) else f"run {int(r['run'])}"
     body = ""
     if status == "failed":
@@ -278,7 +284,9 @@ def _result_card(r: Mapping[str, Any]) -> str:
     )
 
 
-def case_detail_html(case: Mapping[str, Any], results: Sequence[Mapping[str, Any]]) -> str:
+def case_detail_html(
+    case: Mapping[str, Any], results: Sequence[Mapping[str, Any]], *, digits: int = 1
+) -> str:
     """A case in full: input as a conversation, reference, output, one card per evaluator
     (score — with the machine score struck through under a correction —, reason, points
     and evidence, or the failure reason).
@@ -302,7 +310,7 @@ def case_detail_html(case: Mapping[str, Any], results: Sequence[Mapping[str, Any
         )
     )
     comp = case.get("composite")
-    comp_text = format_score(_num(comp))
+    comp_text = format_score(_num(comp), digits)
     head = (
         f"<h4>{_e(case.get('trace_id'))} · composite {_e(comp_text)}"
         + (f" ({int(case['counted'])}/{int(case['total'])} counted)" if "counted" in case else "")
@@ -314,11 +322,11 @@ def case_detail_html(case: Mapping[str, Any], results: Sequence[Mapping[str, Any
         f"{chat_html(None if is_missing(case.get('input')) else case.get('input'), bool(case.get('input_is_chat')))}"
         f"<h5>reference</h5>{ref_html}<h5>output</h5>"
         f"{chat_html(None if is_missing(out) else str(out))}<h5>evaluators</h5>"
-        f"{''.join(_result_card(r) for r in results)}</div>"
+        f"{''.join(_result_card(r, digits) for r in results)}</div>"
     )
 
 
-def history_html(rows: Sequence[Mapping[str, Any]]) -> str:
+def history_html(rows: Sequence[Mapping[str, Any]], *, digits: int = 1) -> str:
     """The correction history: who changed what when and why, and what became of it.
 
     Examples
@@ -343,7 +351,7 @@ def history_html(rows: Sequence[Mapping[str, Any]]) -> str:
         body.append(
             f"<tr><td>{_e(r.get('at'))}</td><td>{_e(r.get('by'))}</td><td>{_e(r.get('trace_id'))}</td>"
             f"<td>{_e(r.get('evaluator'))}</td><td class='num'>{_e(r.get('run'))}</td>"
-            f"<td class='num'>{_e(format_score(machine))} → {_e(format_score(float(r['score'])))}</td>"
+            f"<td class='num'>{_e(format_score(machine, digits))} → {_e(format_score(float(r['score']), digits))}</td>"
             f"<td title='{_e(r.get('reason'))}'>{_e(r.get('reason'))}</td><td>{_badge(state)} {_e(what)}</td></tr>"
         )
     return (

@@ -112,6 +112,7 @@ class ExperimentPanel:
         self.table = ClickableTable()
         self.detail = w.HTML()
         self.selected: str | None = None
+        self.digits = 1
         self.visible: list[str] = []
         # correction form
         self.form_evaluator = w.Dropdown(
@@ -192,14 +193,18 @@ class ExperimentPanel:
     def refresh(self, con: duckdb.DuckDBPyConnection | None = None) -> None:
         """Redraw everything from the workspace."""
         c = con or self.con
-        summary = stats.experiment_summary(c, self.exp.id).to_dict()
+        found = stats.experiment_summary(c, self.exp.id)
+        self.digits = found.digits
+        summary = found.to_dict()
         evaluators = _rows(stats.evaluator_table(c, self.exp.id))
         listening = " · listening for new traces" if self.exp.listening else ""
         self.header.value = summary_card_html(summary, evaluators) + (
             f'<div class="enb-note">{listening}</div>' if listening else ""
         )
         self.refresh_cases(c)
-        self.history.value = history_html(_rows(stats.correction_history(c, self.exp.id)))
+        self.history.value = history_html(
+            _rows(stats.correction_history(c, self.exp.id)), digits=self.digits
+        )
 
     def _matches(self, row: dict[str, Any], names: list[str]) -> bool:
         chosen = names if self.evaluator.value == ALL else [self.evaluator.value]
@@ -232,7 +237,7 @@ class ExperimentPanel:
         names = stats.evaluator_names(c, self.exp.id)
         rows = [r for r in _rows(stats.case_table(c, self.exp.id)) if self._matches(r, names)]
         self.visible = [str(r["trace_id"]) for r in rows]
-        self.table.value = case_list_html(rows, names, selected=self.selected)
+        self.table.value = case_list_html(rows, names, selected=self.selected, digits=self.digits)
         if self.selected is not None:
             self._draw_detail(c)
 
@@ -261,7 +266,7 @@ class ExperimentPanel:
         results = [
             r for r in _rows(stats.result_table(con, self.exp.id)) if r["trace_id"] == self.selected
         ]
-        self.detail.value = case_detail_html(case, results)
+        self.detail.value = case_detail_html(case, results, digits=self.digits)
 
     def _fill_form(self) -> None:
         if self.selected is None or self.form_evaluator.value is None:
