@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._datasets.dataset import Dataset
     from ._datasets.heldout import HeldOutResult
     from ._experiments.runner import Evaluator
+    from ._experiments.watch import Watch
 
 __all__ = ["Workspace", "open"]
 
@@ -327,6 +328,63 @@ class Workspace:
             experiment_id=experiment_id,
         )  # fmt: skip
         return Experiment(self, eid).use(*evaluators)
+
+    def watch(self, path: str | os.PathLike[str], *, interval: float = 0.5) -> Watch:
+        """Follow a growing export in the background: an EnvLoop job export (``.jsonl``;
+        the job is loaded now and again whenever complete new trial lines arrive, in one
+        transaction each) or an experiment's streaming export (only the new lines are
+        read, then merged). A running job's or experiment's panel updates from it.
+        ``ws.unwatch(path)`` stops it; ``.error`` holds what stopped it, if anything.
+        """
+        from ._experiments.watch import Watch
+
+        p = Path(path)
+        key = str(p.resolve())
+        old = self.session.watchers.pop(key, None)
+        if old is not None:
+            old.stop()
+        fmt = detect_format(p)
+        if fmt == "experiment":
+            from ._loaders.experiment import StreamState
+            from ._loaders.experiment_doc import check_doc
+            from ._loaders.experiment_store import write_experiment
+
+            if not p.name.lower().endswith((".jsonl", ".ndjson")):
+                raise LoadError(
+                    p, None, "only the streaming (.jsonl) form of an export can be watched"
+                )
+            state = StreamState(p)
+            cur = self.con.cursor()
+
+            def update() -> None:
+                if state.read_more():
+                    doc = check_doc(state.document(), p)
+                    write_experiment(cur, doc, source_format="envloop", source_path=str(p))
+
+            update()
+        elif fmt == "envloop":
+            job_id = self.load(p).id
+            cur = self.con.cursor()
+
+            def update() -> None:
+                load_source(cur, p, format="envloop", job_id=job_id)
+
+        else:
+            raise LoadError(
+                p,
+                None,
+                f"a {fmt} source cannot be watched: watch an EnvLoop job or experiment export",
+            )
+        watch = Watch(p, update, interval=interval).start()
+        self.session.watchers[key] = watch
+        return watch
+
+    def unwatch(self, path: str | os.PathLike[str]) -> None:
+        """Stop watching ``path``."""
+        watch = self.session.watchers.pop(str(Path(path).resolve()), None)
+        if watch is None:
+            raise EnvloopError(f"{path} is not being watched")
+        watch.stop()
 
     def remove_experiment(self, experiment: Experiment | str) -> None:
         """Delete an experiment with its cases, results and corrections."""

@@ -9,6 +9,7 @@ from typing import Any
 
 from .listen import Tail
 from .runner import Evaluator
+from .watch import Watch
 
 __all__ = ["Session"]
 
@@ -20,13 +21,15 @@ class Session:
     evaluators: dict[str, dict[str, Evaluator]] = field(default_factory=dict)
     listeners: dict[str, Tail] = field(default_factory=dict)
     listen_info: dict[str, dict[str, Any]] = field(default_factory=dict)
-    watchers: dict[str, Tail] = field(default_factory=dict)
+    watchers: dict[str, Watch] = field(default_factory=dict)
 
     def bound(self, experiment_id: str) -> dict[str, Evaluator]:
         return self.evaluators.setdefault(experiment_id, {})
 
     def stop_all(self) -> None:
-        for tail in [*self.listeners.values(), *self.watchers.values()]:
+        for tail in self.listeners.values():
             tail.stop(timeout=5)
+        for watch in self.watchers.values():
+            watch.stop(timeout=5)
         self.listeners.clear()
         self.watchers.clear()
