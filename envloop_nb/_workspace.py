@@ -237,11 +237,21 @@ class Workspace:
         return exp.use(*evaluators) if evaluators else exp
 
     def load_experiment(
-        self, source: str | os.PathLike[str], *, format: str | None = None
+        self,
+        source: Any,
+        *,
+        format: str | None = None,
+        experiment_id: str | None = None,
+        name: str | None = None,
+        agent: str | None = None,
+        mapping: Mapping[str, str] | None = None,
+        scale: tuple[float, float] = (0.0, 100.0),
     ) -> Experiment:
         """Load an experiment: an EnvLoop experiment export (``.json`` or the streaming
-        ``.jsonl``), or an Inspect AI log read as one (samples × epochs are cases, scorers
-        are evaluators, Inspect's score edits are corrections). Reloading a newer export
+        ``.jsonl``), an Inspect AI log read as one (samples × epochs are cases, scorers
+        are evaluators, Inspect's score edits are corrections), or any long results table
+        (a file or frame with one row per trace × evaluator; ``mapping`` names its
+        columns, see :mod:`envloop_nb._loaders.experiment_table`). Reloading a newer export
         merges: rows are replaced by (trace, evaluator, run), corrections made here are
         kept. One transaction: a bad file changes nothing.
 
@@ -254,8 +264,31 @@ class Workspace:
         """
         from ._loaders.experiment_store import write_experiment
 
+        is_path = isinstance(source, str | os.PathLike)
+        fmt = format or (detect_format(Path(source)) if is_path else "table")
+        if fmt == "table":
+            from ._loaders.experiment_doc import check_doc
+            from ._loaders.experiment_table import table_experiment_doc
+
+            label = str(source) if is_path else f"<{type(source).__name__}>"
+            eid = experiment_id or (f"table:{Path(source).stem}" if is_path else None)
+            if eid is None:
+                raise ValueError("a frame needs experiment_id=... (its experiment's id)")
+            raw = table_experiment_doc(
+                self.con,
+                source,
+                experiment_id=eid,
+                name=name,
+                agent=agent,
+                mapping=mapping,
+                scale=scale,
+            )
+            doc = check_doc(raw, label)
+            eid = write_experiment(
+                self.con, doc, source_format="table", source_path=label if is_path else None
+            )
+            return Experiment(self, eid)
         path = Path(source)
-        fmt = format or detect_format(path)
         if fmt == "experiment":
             from ._loaders.experiment import read_experiment_export
 
