@@ -170,6 +170,7 @@ class ExperimentPanel:
                 self.history_box,
             ]
         )
+        self.widget.add_class("enb-exp-panel")
         for control in (self.evaluator, self.status, self.score, self.search):
             control.observe(lambda _: self.guard.run(self.refresh_cases), names="value")
         self.table.observe(
