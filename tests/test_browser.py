@@ -293,3 +293,66 @@ def test_compare_checkpoints_notebook(browser: Any, lab: Lab) -> None:
     assert output.inner_text() != before, "switching to 'by dimension' changed nothing"
     _shot(page, output, "compare-2-by-dimension")
     page.close()
+
+
+def test_experiments_notebook(browser: Any, lab: Lab) -> None:
+    page = _open_and_run(browser, lab, "experiments.ipynb")
+    page.wait_for_selector(".enb-exp-panel", timeout=120_000)
+    _wait_idle(page, 150)
+    assert _visible_problems(page) == []
+    panel = page.locator(".enb-exp-panel").first
+    panel.scroll_into_view_if_needed()
+    # the notebook re-evaluated tr_009 after the panel was shown: the panel followed
+    _wait_text(panel, "21/24 rows counted")
+    text = panel.inner_text()
+    for expected in ("composite mean", "answer_accuracy", "10/12 counted", "11/12 counted",
+                     "not counted as 0", "no number", "running"):  # fmt: skip
+        assert expected in text, expected
+    _shot(page, panel, "experiment-1-panel")
+
+    # filter: rows not evaluated yet -> only tr_012's running quality row
+    table = panel.locator(".enb-cases table").first
+    panel.locator(".widget-dropdown:has(label:text-is('status')) select").select_option(
+        label="pending"
+    )
+    deadline = time.time() + 20
+    while table.locator("tbody tr[data-row]").count() != 1 and time.time() < deadline:
+        time.sleep(0.25)
+    assert table.locator("tbody tr[data-row]").count() == 1
+    assert "tr_012" in table.inner_text()
+    panel.locator(".widget-dropdown:has(label:text-is('status')) select").select_option(
+        label="any status"
+    )
+    _wait_text(table, "tr_001")
+
+    # open tr_005, correct its accuracy score with a reason, see it counted, then undo
+    table.locator("tbody tr[data-trace='tr_005']").click()
+    detail = panel.locator(".enb-detail").first
+    detail.wait_for(state="visible", timeout=20_000)
+    _wait_text(detail, "Names a tool but not the one asked for.")
+    assert "run 2" in detail.inner_text()
+    form = panel.locator(".widget-dropdown:has(label:text-is('evaluator'))").nth(1)
+    form.locator("select").select_option(label="answer_accuracy")
+    score = panel.locator(".widget-text:has(label:text-is('score 0-100')) input")
+    score.fill("60")
+    score.press("Enter")
+    panel.locator("button:has-text('Save correction')").click()
+    _wait_text(panel, "needs a reason")  # refused without one; nothing changed
+    assert "21/24 rows counted" in panel.inner_text()
+    panel.locator("input[placeholder='reason (required)']").fill(
+        "ss is modern, netstat answers too"
+    )
+    panel.locator("button:has-text('Save correction')").click()
+    _wait_text(panel, "corrected tr_005 · answer_accuracy: 60")
+    _wait_text(detail, "corrected")
+    panel.locator(
+        ".lm-AccordionPanel-title:has-text('correction history'), .p-Accordion-title:has-text('correction history'), .jupyter-widget-Collapse-header:has-text('correction history')"
+    ).first.click()
+    _wait_text(panel, "ss is modern, netstat answers too")
+    _shot(page, panel, "experiment-2-corrected")
+    panel.locator("button:has-text('Undo correction')").click()
+    _wait_text(panel, "undid the correction of tr_005")
+    _wait_text(panel, "undone by")
+    _shot(page, detail, "experiment-3-detail")
+    assert _visible_problems(page) == []
+    page.close()

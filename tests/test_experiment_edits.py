@@ -12,7 +12,9 @@ import pytest
 
 import envloop_nb as enb
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "shared/formats/examples/experiment-two-evaluators.json"
+EXAMPLE = (
+    Path(__file__).resolve().parents[2] / "shared/formats/examples/experiment-two-evaluators.json"
+)
 
 
 def doc() -> dict[str, Any]:
@@ -42,7 +44,12 @@ def test_correct_undo_history() -> None:
     assert exp.evaluators().set_index("evaluator").loc["answer_accuracy", "mean"] == 82.5
     hist = exp.corrections()
     last = hist.iloc[-1]
-    assert (last["state"], last["by"], last["undone_by"], last["reason"]) == ("undone", "rev", "boss", "matches exactly")
+    assert (last["state"], last["by"], last["undone_by"], last["reason"]) == (
+        "undone",
+        "rev",
+        "boss",
+        "matches exactly",
+    )
     assert last["machine_score"] == 95 and last["score"] == 100
     # undone, a new correction of the same row is allowed again
     exp.correct("tr_001", "answer_accuracy", 90, "second look", by="rev")
@@ -64,10 +71,18 @@ def test_reviewer_defaults_to_the_option() -> None:
 @pytest.mark.parametrize(
     ("args", "error", "match"),
     [
-        (("tr_001", "answer_accuracy", 101, "x"), ValueError, "outside 'answer_accuracy''s scale 0-100"),
+        (
+            ("tr_001", "answer_accuracy", 101, "x"),
+            ValueError,
+            "outside 'answer_accuracy''s scale 0-100",
+        ),
         (("tr_001", "answer_accuracy", -1, "x"), ValueError, "outside"),
         (("tr_001", "answer_accuracy", 50, "  "), ValueError, "needs a reason"),
-        (("tr_003", "answer_quality", 50, "x"), enb.EnvloopError, "is running: only a succeeded row"),
+        (
+            ("tr_003", "answer_quality", 50, "x"),
+            enb.EnvloopError,
+            "is running: only a succeeded row",
+        ),
         (("tr_404", "answer_quality", 50, "x"), enb.EnvloopError, "has no case 'tr_404'"),
         (("tr_001", "style", 50, "x"), enb.EnvloopError, "has no evaluator 'style'"),
         (("tr_002", "answer_quality", 50, "x"), enb.EnvloopError, "already has a live correction"),
@@ -117,7 +132,11 @@ def _bad(d: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [
-        ("corrections.0.score", 120, "corrections[0].score: score 120 is outside evaluator 'answer_quality''s scale 0-100"),
+        (
+            "corrections.0.score",
+            120,
+            "corrections[0].score: score 120 is outside evaluator 'answer_quality''s scale 0-100",
+        ),
         ("corrections.0.reason", "", "corrections[0].reason: must not be empty"),
         ("corrections.0.result_id", "r99", "corrections[0].result_id: unknown result 'r99'"),
         ("corrections.1.undone_by", None, None),  # replaced below: two live corrections
@@ -125,19 +144,31 @@ def _bad(d: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         ("results.0.trace_id", "tr_999", "results[0].trace_id: unknown trace 'tr_999'"),
         ("results.0.evaluator", "style", "results[0].evaluator: unknown evaluator 'style'"),
         ("results.0.score", 101, "results[0].score: score 101 is outside"),
-        ("results.0.status", "done", "results[0].status: must be one of pending, running, succeeded, failed"),
+        (
+            "results.0.status",
+            "done",
+            "results[0].status: must be one of pending, running, succeeded, failed",
+        ),
         ("results.2.score", 10, "results[2].score: a failed row has no score"),
         ("results.3.run", 1, "results[3]: ('tr_002', 'answer_accuracy') run 1 appears twice"),
         ("cases.1.trace_id", "tr_001", "cases[1].trace_id: trace 'tr_001' is a case twice"),
         ("results.0.run", 0, "results[0].run: must be an integer >= 1"),
-        ("results.0.evaluated_at", "yesterday", "results[0].evaluated_at: evaluated_at is not an RFC 3339 time"),
+        (
+            "results.0.evaluated_at",
+            "yesterday",
+            "results[0].evaluated_at: evaluated_at is not an RFC 3339 time",
+        ),
     ],
 )
-def test_bad_files_name_the_place_and_change_nothing(tmp_path: Path, path: str, value: Any, message: str | None) -> None:
+def test_bad_files_name_the_place_and_change_nothing(
+    tmp_path: Path, path: str, value: Any, message: str | None
+) -> None:
     d = _bad(doc(), path, value)
     if message is None:  # two live corrections of one row
         d["corrections"][1] = d["corrections"][0] | {"reason": "again"}
-        message = "corrections[1]: a second live correction of result 'r4' (the first: corrections[0])"
+        message = (
+            "corrections[1]: a second live correction of result 'r4' (the first: corrections[0])"
+        )
     ws = enb.open()
     ws.load(EXAMPLE)
     before = snapshot(ws)
@@ -153,7 +184,9 @@ def test_a_bad_streamed_line_names_its_line(tmp_path: Path) -> None:
     d = doc()
     lines = [json.dumps({"schema_version": d["schema_version"], "experiment": d["experiment"]})]
     lines += [json.dumps({"kind": "case", **c}) for c in d["cases"]]
-    lines.append('{"kind": "result", "id": "r1", "trace_id": "tr_001", "evaluator": "nope", "status": "pending"}')
+    lines.append(
+        '{"kind": "result", "id": "r1", "trace_id": "tr_001", "evaluator": "nope", "status": "pending"}'
+    )
     lines.append("{not json")
     p = tmp_path / "e.jsonl"
     p.write_text("\n".join(lines) + "\n")

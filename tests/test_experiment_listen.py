@@ -63,7 +63,9 @@ def test_listen_adds_eligible_main_traces_and_evaluates_them(tmp_path: Path) -> 
         seen.append(case.trace_id)
         return 70.0
 
-    exp = ws.new_experiment("watch", agent="ops-helper", evaluators=[enb.Evaluator("q", judge)], cases=[])
+    exp = ws.new_experiment(
+        "watch", agent="ops-helper", evaluators=[enb.Evaluator("q", judge)], cases=[]
+    )
     feed = tmp_path / "feed.jsonl"
     feed.write_bytes(line(trace("old", trace_started_at="2026-11-19T00:00:00Z")))
     since = dt.datetime(2026, 11, 20, 9, 0, tzinfo=dt.UTC)
@@ -101,7 +103,9 @@ def test_listen_adds_eligible_main_traces_and_evaluates_them(tmp_path: Path) -> 
 
 def test_a_bad_feed_line_stops_listening_with_its_place(tmp_path: Path) -> None:
     ws = enb.open()
-    exp = ws.new_experiment("w", agent="ops-helper", evaluators=[enb.Evaluator("q", lambda c: 1)], cases=[])
+    exp = ws.new_experiment(
+        "w", agent="ops-helper", evaluators=[enb.Evaluator("q", lambda c: 1)], cases=[]
+    )
     feed = tmp_path / "feed.jsonl"
     feed.write_bytes(b"")
     exp.listen(feed, since=dt.datetime(2026, 1, 1, tzinfo=dt.UTC), interval=0.05)
@@ -116,14 +120,18 @@ def test_a_bad_feed_line_stops_listening_with_its_place(tmp_path: Path) -> None:
 
 def test_listen_refuses_reference_based_evaluators(tmp_path: Path) -> None:
     exp = enb.open().load(SHARED / "experiment-two-evaluators.json")
-    with pytest.raises(enb.EnvloopError, match="cannot use reference-based evaluators \\(answer_accuracy\\)"):
+    with pytest.raises(
+        enb.EnvloopError, match="cannot use reference-based evaluators \\(answer_accuracy\\)"
+    ):
         exp.listen(tmp_path / "feed.jsonl")
 
 
 def test_watch_an_experiment_export_that_grows(tmp_path: Path) -> None:
     doc = json.loads((SHARED / "experiment-two-evaluators.json").read_text())
     path = tmp_path / "exp.jsonl"
-    path.write_bytes(line({"schema_version": doc["schema_version"], "experiment": doc["experiment"]}))
+    path.write_bytes(
+        line({"schema_version": doc["schema_version"], "experiment": doc["experiment"]})
+    )
     ws = enb.open()
     for c in doc["cases"][:2]:
         path.open("ab").write(line({"kind": "case", **c}))
@@ -145,7 +153,9 @@ def test_watch_a_job_export_that_grows(tmp_path: Path) -> None:
     src = (SHARED / "three-tasks-two-attempts.json").read_text()
     d = json.loads(src)
     path = tmp_path / "job.jsonl"
-    path.write_bytes(line({"schema_version": d["schema_version"], "job": d["job"]}) + line(d["trials"][0]))
+    path.write_bytes(
+        line({"schema_version": d["schema_version"], "job": d["job"]}) + line(d["trials"][0])
+    )
     ws = enb.open()
     watch = ws.watch(path, interval=0.05)
     job = ws.job(d["job"]["id"])

@@ -15,11 +15,23 @@ import pytest
 
 import envloop_nb as enb
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "shared/formats/examples/experiment-two-evaluators.json"
+EXAMPLE = (
+    Path(__file__).resolve().parents[2] / "shared/formats/examples/experiment-two-evaluators.json"
+)
 
 CASES = [
-    {"trace_id": "t1", "input": "How do I see the current directory?", "output": "pwd", "reference": "pwd"},
-    {"trace_id": "t2", "input": [{"role": "user", "content": " List hidden files "}], "output": "ls", "reference": "ls -a"},
+    {
+        "trace_id": "t1",
+        "input": "How do I see the current directory?",
+        "output": "pwd",
+        "reference": "pwd",
+    },
+    {
+        "trace_id": "t2",
+        "input": [{"role": "user", "content": " List hidden files "}],
+        "output": "ls",
+        "reference": "ls -a",
+    },
     {"trace_id": "t3", "input": "Disk usage?", "output": "du -sh", "reference": "du -sh"},
 ]
 
@@ -45,7 +57,9 @@ def test_new_experiment_runs_sync_and_async_evaluators() -> None:
     assert exp.run(progress=False) == {"succeeded": 6, "failed": 0}
     res = exp.results().set_index(["trace_id", "evaluator"])
     assert res.loc[("t2", "exact"), ["score", "reason"]].tolist() == [0.0, "differs"]
-    assert json.loads(res.loc[("t1", "length"), "points"]) == [{"name": "chars", "score": 3, "evidence": "pwd"}]
+    assert json.loads(res.loc[("t1", "length"), "points"]) == [
+        {"name": "chars", "score": 3, "evidence": "pwd"}
+    ]
     assert exp.evaluators()["mean"].tolist() == [pytest.approx(200 / 3), pytest.approx(110 / 3)]
     assert ws.experiment("exp_demo").summary() == exp.summary()
     with pytest.raises(enb.EnvloopError, match="already exists"):
@@ -85,7 +99,10 @@ def test_failures_are_failed_rows_never_zero() -> None:
     assert ev.loc["none", "succeeded_without_score"] == 1
     # re-evaluating the failed rows with a fixed function: a new run each
     exp.use(enb.Evaluator("raises", lambda c: 42))
-    assert exp.reevaluate(failed=True, evaluator="raises", progress=False) == {"succeeded": 1, "failed": 0}
+    assert exp.reevaluate(failed=True, evaluator="raises", progress=False) == {
+        "succeeded": 1,
+        "failed": 0,
+    }
     res = exp.results().set_index("evaluator")
     assert res.loc["raises", ["run", "score"]].tolist() == [2, 42.0]
     # every failed row again: 'hangs' now answers (its gate is open), the others still fail
@@ -98,8 +115,12 @@ def test_failures_are_failed_rows_never_zero() -> None:
 def test_reference_based_evaluators_and_appended_cases() -> None:
     ws = enb.open()
     no_ref = [dict(c, reference=None) if c["trace_id"] == "t3" else c for c in CASES]
-    with pytest.raises(enb.EnvloopError, match=r"exact needs a reference answer, and 1 case\(s\) have none: t3"):
-        ws.new_experiment("r", evaluators=[enb.Evaluator("exact", exact, needs_reference=True)], cases=no_ref)
+    with pytest.raises(
+        enb.EnvloopError, match=r"exact needs a reference answer, and 1 case\(s\) have none: t3"
+    ):
+        ws.new_experiment(
+            "r", evaluators=[enb.Evaluator("exact", exact, needs_reference=True)], cases=no_ref
+        )
     assert len(ws.experiments()) == 0  # nothing was created
     exp = ws.new_experiment("r", evaluators=[enb.Evaluator("length", length)], cases=no_ref)
     with pytest.raises(enb.EnvloopError, match="have none: t3"):
@@ -109,7 +130,9 @@ def test_reference_based_evaluators_and_appended_cases() -> None:
     exp2 = ws.new_experiment("r2", evaluators=[enb.Evaluator("exact", exact, needs_reference=True),
                                                enb.Evaluator("length", length)], cases=CASES)  # fmt: skip
     exp2.run(progress=False)
-    assert exp2.add_cases([{"trace_id": "t4", "input": "new", "output": "x"}], progress=False) == ["t4"]
+    assert exp2.add_cases([{"trace_id": "t4", "input": "new", "output": "x"}], progress=False) == [
+        "t4"
+    ]
     res = exp2.results().set_index(["trace_id", "evaluator"])
     assert res.loc[("t4", "exact"), ["status", "counted"]].tolist() == ["succeeded", False]
     assert res.loc[("t4", "exact"), "reason"] == "no reference answer: not scored"
@@ -131,7 +154,10 @@ def test_platform_evaluators_need_a_bound_function() -> None:
 
 def test_fill_and_save_references(tmp_path: Path) -> None:
     ws = enb.open()
-    job = ws.load(Path(__file__).resolve().parents[2] / "shared/formats/examples/three-tasks-two-attempts.json")
+    job = ws.load(
+        Path(__file__).resolve().parents[2]
+        / "shared/formats/examples/three-tasks-two-attempts.json"
+    )
     del job
     exp = ws.new_experiment(
         "refs", evaluators=[enb.Evaluator("length", length)],

@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 
 import envloop_nb as enb
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "shared/formats/examples/experiment-two-evaluators.json"
+EXAMPLE = (
+    Path(__file__).resolve().parents[2] / "shared/formats/examples/experiment-two-evaluators.json"
+)
 
 
 @pytest.fixture
@@ -53,7 +55,9 @@ def test_known_answers(exp: enb.Experiment) -> None:
     assert len(res) == 6  # r3 is superseded by its run 2
     assert "r3" not in res["result_id"].tolist()
     q = res.set_index(["trace_id", "evaluator"])
-    assert q.loc[("tr_002", "answer_quality"), ["machine_score", "corrected_score", "score"]].tolist() == [40, 60, 60]
+    assert q.loc[
+        ("tr_002", "answer_quality"), ["machine_score", "corrected_score", "score"]
+    ].tolist() == [40, 60, 60]
     assert q.loc[("tr_001", "answer_quality"), "score"] == 80  # its correction to 100 was undone
     assert q.loc[("tr_002", "answer_accuracy"), "run"] == 2
     hist = exp.corrections()
@@ -91,7 +95,9 @@ def test_streaming_form_gives_the_same_numbers(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
     exp = enb.open().load(path)
     assert exp.progress()["completed"] == 6
-    assert exp.evaluators().set_index("evaluator").loc["answer_quality", "mean"] == pytest.approx(230 / 3)
+    assert exp.evaluators().set_index("evaluator").loc["answer_quality", "mean"] == pytest.approx(
+        230 / 3
+    )
 
 
 # ---------------------------------------------------------------------------------
@@ -106,12 +112,22 @@ def reference(doc: dict[str, Any], ops: list[tuple[Any, ...]]) -> dict[str, Any]
     corrections = [dict(c) for c in doc["corrections"]]
     by_id = {r["id"]: r for r in results}
     for op in ops:
-        cur = max((r for r in results if (r["trace_id"], r["evaluator"]) == op[1:3]), key=lambda r: r["run"])
+        cur = max(
+            (r for r in results if (r["trace_id"], r["evaluator"]) == op[1:3]),
+            key=lambda r: r["run"],
+        )
         if op[0] == "correct":
-            corrections.append({"result_id": cur["id"], "run": cur["run"], "score": op[3], "undone": False})
+            corrections.append(
+                {"result_id": cur["id"], "run": cur["run"], "score": op[3], "undone": False}
+            )
         elif op[0] == "undo":
             for c in corrections:
-                if c["result_id"] == cur["id"] and c["run"] == cur["run"] and not c.get("undone") and not c.get("undone_by"):
+                if (
+                    c["result_id"] == cur["id"]
+                    and c["run"] == cur["run"]
+                    and not c.get("undone")
+                    and not c.get("undone_by")
+                ):
                     c["undone"] = True
         else:
             new = {"id": f"x{len(results)}", "trace_id": op[1], "evaluator": op[2], "run": cur["run"] + 1,
@@ -122,7 +138,9 @@ def reference(doc: dict[str, Any], ops: list[tuple[Any, ...]]) -> dict[str, Any]
     cells: dict[tuple[str, str], tuple[str, Fraction | None]] = {}
     for case in doc["cases"]:
         for ev in evaluators:
-            runs = [r for r in results if r["trace_id"] == case["trace_id"] and r["evaluator"] == ev]
+            runs = [
+                r for r in results if r["trace_id"] == case["trace_id"] and r["evaluator"] == ev
+            ]
             if not runs:
                 cells[case["trace_id"], ev] = ("missing", None)
                 continue
@@ -147,10 +165,13 @@ def reference(doc: dict[str, Any], ops: list[tuple[Any, ...]]) -> dict[str, Any]
         "failed": sum(st == "failed" for st, _ in cells.values()),
         "pending": sum(st in ("pending", "running") for st, _ in cells.values()),
         "per_evaluator": {
-            ev: mean([s for (t, e), (_, s) in cells.items() if e == ev and s is not None]) for ev in evaluators
+            ev: mean([s for (t, e), (_, s) in cells.items() if e == ev and s is not None])
+            for ev in evaluators
         },
         "per_case": {
-            c["trace_id"]: mean([s for (t, _), (_, s) in cells.items() if t == c["trace_id"] and s is not None])
+            c["trace_id"]: mean(
+                [s for (t, _), (_, s) in cells.items() if t == c["trace_id"] and s is not None]
+            )
             for c in doc["cases"]
         },
     }
@@ -165,7 +186,9 @@ def same(got: float | None, want: float | None) -> bool:
     return got is not None and abs(got - want) <= math.ulp(want)
 
 
-SCORES = st.one_of(st.integers(0, 100), st.floats(0, 100, allow_nan=False).map(lambda x: round(x, 3)))
+SCORES = st.one_of(
+    st.integers(0, 100), st.floats(0, 100, allow_nan=False).map(lambda x: round(x, 3))
+)
 
 
 @st.composite
@@ -180,7 +203,9 @@ def experiments(draw: Any) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
             if draw(st.integers(0, 9)) == 0:
                 continue  # never judged
             for run in range(1, draw(st.integers(1, 3)) + 1):
-                status = draw(st.sampled_from(["succeeded", "succeeded", "failed", "pending", "running"]))
+                status = draw(
+                    st.sampled_from(["succeeded", "succeeded", "failed", "pending", "running"])
+                )
                 score = draw(st.one_of(st.none(), SCORES)) if status == "succeeded" else None
                 rid = f"{c['trace_id']}-{e['name']}-{run}"
                 results.append({"id": rid, "trace_id": c["trace_id"], "evaluator": e["name"], "run": run,
@@ -200,13 +225,21 @@ def experiments(draw: Any) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
         if not pairs:
             break
         t, e = draw(st.sampled_from(pairs))
-        ops.append(draw(st.sampled_from([("correct", t, e, draw(SCORES)), ("undo", t, e), ("rerun", t, e, draw(SCORES))])))
+        ops.append(
+            draw(
+                st.sampled_from(
+                    [("correct", t, e, draw(SCORES)), ("undo", t, e), ("rerun", t, e, draw(SCORES))]
+                )
+            )
+        )
     return doc, ops
 
 
 @settings(max_examples=60, deadline=None)
 @given(experiments())
-def test_numbers_match_a_brute_force_reference(case: tuple[dict[str, Any], list[tuple[Any, ...]]]) -> None:
+def test_numbers_match_a_brute_force_reference(
+    case: tuple[dict[str, Any], list[tuple[Any, ...]]],
+) -> None:
     doc, ops = case
     tmp = Path(__import__("tempfile").mkdtemp()) / "e.json"
     tmp.write_text(json.dumps(doc))

@@ -49,11 +49,18 @@ def test_files_and_polars(tmp_path: Path, kind: str) -> None:
 def test_bad_tables_name_the_place() -> None:
     ws = enb.open()
     with pytest.raises(enb.LoadError, match=r"row 1: score and run must be numbers"):
-        ws.load_experiment(FRAME.assign(value=["1", "x", None, None, None]), experiment_id="t", mapping=MAPPING)
+        ws.load_experiment(
+            FRAME.assign(value=["1", "x", None, None, None]), experiment_id="t", mapping=MAPPING
+        )
     with pytest.raises(enb.LoadError, match=r"column 'trace_id' missing"):
         ws.load_experiment(FRAME, experiment_id="t")
-    with pytest.raises(enb.LoadError, match=r"<DataFrame>, row 0.score: score 150 is outside evaluator 'q''s scale 0-100"):
-        ws.load_experiment(FRAME.assign(value=[150, None, None, 50, 30]), experiment_id="t", mapping=MAPPING)
+    with pytest.raises(
+        enb.LoadError,
+        match=r"<DataFrame>, row 0.score: score 150 is outside evaluator 'q''s scale 0-100",
+    ):
+        ws.load_experiment(
+            FRAME.assign(value=[150, None, None, 50, 30]), experiment_id="t", mapping=MAPPING
+        )
     with pytest.raises(ValueError, match="needs experiment_id"):
         ws.load_experiment(FRAME, mapping=MAPPING)
     assert len(ws.experiments()) == 0

@@ -67,6 +67,13 @@ def _digits(summary: Mapping[str, Any]) -> int:
     return 1 if float(summary.get("scale_max") or 100) > 1 else 3
 
 
+def _when(value: Any) -> str:
+    """A time as ``2026-11-20 10:00 UTC`` (text as it is)."""
+    if hasattr(value, "strftime") and not is_missing(value):
+        return str(value.strftime("%Y-%m-%d %H:%M UTC"))
+    return "" if is_missing(value) else str(value)
+
+
 def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value))
 
@@ -177,9 +184,10 @@ def evaluator_cards_html(evaluators: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-def _badge(status: Any, corrected: bool = False) -> str:
+def _badge(status: Any, corrected: bool = False, scored: bool = True) -> str:
     st = "missing" if is_missing(status) else str(status)
-    out = f'<span class="enb-badge {_e(st)}">{_e(st)}</span>'
+    label = "no number" if st == "succeeded" and not scored else st
+    out = f'<span class="enb-badge {_e(st)}" title="{_e(st)}">{_e(label)}</span>'
     if corrected:
         out += ' <span class="enb-badge corrected">corrected</span>'
     return out
@@ -221,7 +229,7 @@ def case_list_html(
             corrected = bool(r.get(f"{n} corrected"))
             cells.append(
                 f'<td class="num">{_e(format_score(_num(score), digits))} '
-                f"{_badge(r.get(f'{n} status'), corrected)}</td>"
+                f"{_badge(r.get(f'{n} status'), corrected, _num(score) is not None)}</td>"
             )
         comp = r.get("composite")
         sel = ' class="enb-selected"' if selected == tid else ""
@@ -280,7 +288,7 @@ def _result_card(r: Mapping[str, Any], digits: int = 1) -> str:
     body += _points(r.get("points"))
     return (
         f'<div class="enb-evcard"><div class="enb-evhead"><span class="enb-evname">{_e(r.get("evaluator"))}</span>'
-        f"{shown}{_badge(status, corrected)}<span class='enb-dim'>{_e(run)}</span></div>{body}</div>"
+        f"{shown}{_badge(status, corrected, score is not None)}<span class='enb-dim'>{_e(run)}</span></div>{body}</div>"
     )
 
 
@@ -343,13 +351,13 @@ def history_html(rows: Sequence[Mapping[str, Any]], *, digits: int = 1) -> str:
         machine = _num(r.get("machine_score"))
         state = str(r.get("state"))
         what = {
-            "undone": f"undone by {r.get('undone_by') or '?'} at {r.get('undone_at')}",
-            "cleared": f"cleared by re-evaluation at {r.get('cleared_at')}",
+            "undone": f"undone by {r.get('undone_by') or '?'} at {_when(r.get('undone_at'))}",
+            "cleared": f"cleared by re-evaluation at {_when(r.get('cleared_at'))}",
             "replaced": "replaced by a later correction",
             "live": "in force",
         }.get(state, state)
         body.append(
-            f"<tr><td>{_e(r.get('at'))}</td><td>{_e(r.get('by'))}</td><td>{_e(r.get('trace_id'))}</td>"
+            f"<tr><td>{_e(_when(r.get('at')))}</td><td>{_e(r.get('by'))}</td><td>{_e(r.get('trace_id'))}</td>"
             f"<td>{_e(r.get('evaluator'))}</td><td class='num'>{_e(r.get('run'))}</td>"
             f"<td class='num'>{_e(format_score(machine, digits))} → {_e(format_score(float(r['score']), digits))}</td>"
             f"<td title='{_e(r.get('reason'))}'>{_e(r.get('reason'))}</td><td>{_badge(state)} {_e(what)}</td></tr>"

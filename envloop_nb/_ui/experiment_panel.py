@@ -18,14 +18,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._experiments import stats
-from .._present.cases_html import ok_box
+from .._present.cases_html import error_box, ok_box
 from .._present.experiment_html import (
     case_detail_html,
     case_list_html,
     history_html,
     summary_card_html,
 )
-from .state import Guard
+from .state import Guard, describe_error
 
 if TYPE_CHECKING:
     import duckdb
@@ -104,7 +104,7 @@ class ExperimentPanel:
         )
         self.score = w.FloatRangeSlider(
             value=(0.0, 100.0), min=0.0, max=100.0, step=1.0, description="score",
-            continuous_update=False, layout=w.Layout(width="340px"),
+            continuous_update=False, readout_format=".0f", layout=w.Layout(width="360px"),
         )  # fmt: skip
         self.search = w.Text(
             placeholder="search trace, input, output", layout=w.Layout(width="240px")
@@ -222,6 +222,8 @@ class ExperimentPanel:
                 ok_status |= bool(row.get(f"{n} corrected"))
             elif status == "not counted":
                 ok_status |= not has
+            elif status == "pending":  # pending or running: not evaluated yet
+                ok_status |= st in ("pending", "running")
             elif status != ALL:
                 ok_status |= st == status
             if not full and has and lo <= float(score or 0.0) <= hi:
@@ -356,7 +358,10 @@ class ExperimentPanel:
                 mark = self._change_mark(cur)
                 if mark != self._mark:
                     self._mark = mark
-                    self.guard.run(lambda: self.refresh(cur))
+                    try:  # not through the Guard: that would clear an action's message
+                        self.refresh(cur)
+                    except Exception as exc:  # shown in the panel, the poll goes on
+                        self.message.value = error_box(describe_error(exc))
         finally:
             cur.close()
 
