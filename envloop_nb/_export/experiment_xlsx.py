@@ -15,6 +15,7 @@ from typing import Any
 import duckdb
 
 from .._experiments import stats
+from .._store.frames import to_frame
 from .._store.ref import JobRef
 from .cells import new_workbook, save_workbook, write_frame
 
@@ -36,8 +37,8 @@ class ExperimentExport:
 
 
 def _frame(rel: duckdb.DuckDBPyRelation, drop: tuple[str, ...] = ()) -> Any:
-    frame = rel.df()
-    return frame.drop(columns=[c for c in drop if c in frame.columns])
+    frame = to_frame(rel)
+    return frame[[c for c in frame.columns if c not in drop]]
 
 
 def export_experiment_xlsx(exp: JobRef, path: Path) -> ExperimentExport:
