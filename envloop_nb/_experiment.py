@@ -402,10 +402,25 @@ class Experiment:
         )
 
     def export_dataset(
-        self, folder: str | Path, *, name: str, version: str, overwrite: bool = False
+        self,
+        folder: str | Path,
+        *,
+        name: str,
+        version: str,
+        traces: Sequence[str] | None = None,
+        below: float | None = None,
+        format: Literal["jsonl", "parquet"] = "jsonl",
+        purpose: Literal["train", "eval"] | None = None,
+        overwrite: bool = False,
     ) -> Dataset:
-        """The cases with an input and a reference as a new dataset (see :meth:`save_references`)."""
-        return self.save_references(folder, name=name, version=version, overwrite=overwrite)
+        """Cases with an input — all, the chosen ``traces``, and/or those whose composite
+        is ``below`` a score (the hard cases) — as a new dataset for retraining or
+        evaluation: input, reference, output, composite with ``counted/total``, and the
+        experiment as provenance (see :meth:`save_references` for annotated cases only)."""
+        return references.export_cases(
+            self.workspace, self.id, folder, name=name, version=version, traces=traces,
+            below=below, format=format, purpose=purpose, overwrite=overwrite,
+        )  # fmt: skip
 
     # -- presentation -----------------------------------------------------------------
     def panel(self) -> ExperimentPanel:

@@ -192,3 +192,18 @@ def test_fill_and_save_references(tmp_path: Path) -> None:
     assert saved.row_count == 3
     assert saved.manifest["source"]["experiment"] == exp.id
     assert [r["task"] for r in saved.rows().to_dict("records")] == ["a", "b", "c"]
+
+
+def test_export_the_hard_cases(tmp_path: Path) -> None:
+    ws = enb.open()
+    exp = ws.load(Path(__file__).resolve().parent.parent / "sample_data/experiments/ops-helper.json")
+    ds = exp.export_dataset(tmp_path, name="ops-hard", version="1", below=70, purpose="train")
+    rows = ds.rows().to_dict("records")
+    assert [r["task"] for r in rows] == ["tr_002", "tr_005"]  # composites 67.5 and 32.5
+    assert rows[1]["output"] == "netstat" and rows[1]["reference"].startswith("ss -ltnp")
+    assert ds.manifest["source"]["experiment"] == "exp_ops01" and ds.manifest["threshold"] == 70
+    assert ws.load(ds.path).content_hash == ds.content_hash
+    chosen = exp.export_dataset(tmp_path, name="two", version="1", traces=["tr_012", "tr_001"])
+    assert [r["task"] for r in chosen.rows().to_dict("records")] == ["tr_001", "tr_012"]
+    with pytest.raises(enb.EnvloopError, match=r"no case\(s\) \['nope'\]"):
+        exp.export_dataset(tmp_path, name="x", version="1", traces=["nope"])

@@ -10,7 +10,7 @@ message (on both sides: a dataset row whose input is a ChatML list too).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -20,10 +20,18 @@ import duckdb
 from .._datasets.dataset import Dataset
 from .._datasets.export import write_dataset
 from .._datasets.heldout import dataset_references_sql, strip_sql
+from .._errors import EnvloopError
+from .._metrics.counts import scored_mean
 from .._store.ref import WorkspaceRef
 from .edits import transaction
 
-__all__ = ["ReferenceFillResult", "fill_case_references", "input_text_sql", "save_references"]
+__all__ = [
+    "ReferenceFillResult",
+    "export_cases",
+    "fill_case_references",
+    "input_text_sql",
+    "save_references",
+]
 
 
 def input_text_sql(column: str) -> str:
@@ -139,6 +147,86 @@ def save_references(
         version=version,
         batches=_case_batches(con, eid),
         format=format,
+        overwrite=overwrite,
+        provenance=provenance,
+    )
+
+
+def _chosen_batches(
+    con: duckdb.DuckDBPyConnection,
+    eid: str,
+    traces: Sequence[str] | None,
+    below: float | None,
+) -> Generator[Any, None, None]:
+    from .stats import current_sql
+
+    params: dict[str, Any] = {"e": eid}
+    where = ""
+    if traces is not None:
+        params["traces"] = list(traces)
+        where += " AND list_contains($traces::VARCHAR[], c.trace_id)"
+    if below is not None:
+        params["below"] = float(below)
+        where += " AND agg.composite < $below"
+    cur = con.cursor()
+    try:
+        reader = cur.execute(
+            f"""WITH p AS ({current_sql()}),
+                     agg AS (SELECT trace_id,
+                                    {scored_mean("CASE WHEN counted THEN score END", "evaluator_position")}
+                                        AS composite,
+                                    count_if(counted)::BIGINT AS counted, count(*) AS total
+                             FROM p GROUP BY trace_id)
+                SELECT c.trace_id AS task, c.input, c.input_is_chat, c.reference, c.tags, c.output,
+                       agg.composite, agg.counted, agg.total, $e AS source_experiment
+                FROM exp_cases c JOIN agg ON agg.trace_id = c.trace_id
+                WHERE c.experiment_id = $e AND c.input IS NOT NULL{where}
+                ORDER BY c.position""",
+            params,
+        ).to_arrow_reader(4096)
+        yield from reader
+    finally:
+        cur.close()
+
+
+def export_cases(
+    ref: WorkspaceRef,
+    eid: str,
+    folder: str | Path,
+    *,
+    name: str,
+    version: str,
+    traces: Sequence[str] | None = None,
+    below: float | None = None,
+    format: Literal["jsonl", "parquet"] = "jsonl",
+    purpose: Literal["train", "eval"] | None = None,
+    overwrite: bool = False,
+) -> Dataset:
+    """Chosen cases with an input (all, ``traces``, and/or those whose composite is
+    ``below`` a score — a case with nothing counted has no composite and is not below
+    anything) as a new dataset: input, reference, output, composite with its
+    ``counted/total``, the experiment as provenance."""
+    known = {
+        r[0]
+        for r in ref.con.execute(
+            "SELECT trace_id FROM exp_cases WHERE experiment_id = ?", [eid]
+        ).fetchall()
+    }
+    unknown = sorted(set(traces or ()) - known)
+    if unknown:
+        raise EnvloopError(f"experiment {eid!r} has no case(s) {unknown}")
+    provenance = {
+        "source": {"experiment": eid, "traces": None if traces is None else list(traces)},
+        "threshold": below,
+    }
+    return write_dataset(
+        ref,
+        folder,
+        name=name,
+        version=version,
+        batches=_chosen_batches(ref.con, eid, traces, below),
+        format=format,
+        purpose=purpose,
         overwrite=overwrite,
         provenance=provenance,
     )
