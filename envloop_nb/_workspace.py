@@ -141,7 +141,10 @@ class Workspace:
         where the format allows it and warns how many. A dataset folder (one holding
         ``manifest.json``, written by ``job.export_dataset``) is not a job: it is handed to
         :meth:`load_dataset`, which registers it and returns a ``Dataset`` (typed as
-        such with ``format="dataset"``; type checkers see a ``Job`` otherwise).
+        such with ``format="dataset"``; type checkers see a ``Job`` otherwise). An
+        experiment export (``envloop.experiment-result/v1``) is not a job either: it goes to
+        :meth:`load_experiment` and an :class:`envloop_nb.Experiment` comes back (typed as
+        such with ``format="experiment"``, or call ``load_experiment`` directly).
 
         The held-out guard runs on its own: when the workspace holds a dataset marked
         ``purpose="train"`` and task inputs of the loaded job are in it, the load warns
