@@ -128,6 +128,7 @@ class ExperimentSummary:
     evaluators: tuple[str, ...]
     live_corrections: int
     scale_max: float = 100.0
+    mixed_scales: bool = False
 
     @property
     def digits(self) -> int:
@@ -151,6 +152,8 @@ class ExperimentSummary:
         ):
             if n:
                 parts.append(f"{n:,} {label}")
+        if self.mixed_scales:
+            parts.append("evaluators on different scales: read them one by one")
         return " · ".join(parts)
 
     def _repr_html_(self) -> str:
@@ -180,7 +183,9 @@ def experiment_summary(con: duckdb.DuckDBPyConnection, experiment_id: str) -> Ex
     ).fetchone()
     info = con.execute("SELECT name, agent FROM experiments WHERE experiment_id = $e", p).fetchone()
     n_cases = con.execute(
-        "SELECT count(*), (SELECT max(scale_max) FROM exp_evaluators WHERE experiment_id = $e)"
+        "SELECT count(*), (SELECT max(scale_max) FROM exp_evaluators WHERE experiment_id = $e),"
+        " (SELECT count(DISTINCT (scale_min, scale_max)) > 1 FROM exp_evaluators"
+        "  WHERE experiment_id = $e)"
         " FROM exp_cases WHERE experiment_id = $e",
         p,
     ).fetchone()
@@ -201,6 +206,7 @@ def experiment_summary(con: duckdb.DuckDBPyConnection, experiment_id: str) -> Ex
         evaluators=tuple(evaluator_names(con, experiment_id)),
         live_corrections=int(row[8]),
         scale_max=100.0 if n_cases[1] is None else float(n_cases[1]),
+        mixed_scales=bool(n_cases[2]),
     )
 
 

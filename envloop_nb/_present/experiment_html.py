@@ -145,8 +145,13 @@ def summary_card_html(
     ]
     cards += [_evaluator_card(ev) for ev in evaluators]
     note = ""
+    if summary.get("mixed_scales"):
+        note += (
+            '<div class="enb-coverage enb-warn">the evaluators score on different scales: the '
+            "composite mixes them — read the evaluators one by one</div>"
+        )
     if counted < total:
-        note = (
+        note += (
             f'<div class="enb-coverage enb-warn">{total - counted:,} of {total:,} rows are not in the '
             "means (failed, pending, or succeeded without a number): they are not counted as 0</div>"
         )
