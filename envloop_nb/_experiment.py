@@ -264,22 +264,51 @@ class Experiment:
         run: bool = True,
         concurrency: int = 8,
         progress: bool = True,
-        added_by: Literal["append", "listen", "selection"] = "append",
-        con: duckdb.DuckDBPyConnection | None = None,
     ) -> list[str]:
         """Append traces (dicts with the export's case fields, or a frame of them) as
         cases and evaluate them with the experiment's notebook evaluators; a case without
-        a reference gets an uncounted row from a reference-based evaluator."""
+        a reference gets an uncounted row from a reference-based evaluator.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> exp = enb.open().new_experiment("demo", evaluators=[enb.Evaluator("len", lambda c: len(c.output))],
+        ...                                 cases=[])
+        >>> exp.add_cases([{"trace_id": "t1", "input": "hi", "output": "hello"}], progress=False)
+        ['t1']
+        >>> exp.results()[["trace_id", "score"]].values.tolist()
+        [['t1', 5.0]]
+        """
         if hasattr(traces, "to_dict"):  # a pandas frame
             traces = traces.to_dict("records")
         elif hasattr(traces, "to_dicts"):  # a polars frame
             traces = traces.to_dicts()
-        c = con or self.con
-        ids = edits.add_cases(c, self.id, list(traces), added_by=added_by)
-        with edits.transaction(c):
-            rows = create.pending_rows(c, self.id, ids, stats.evaluator_names(c, self.id))
+        return self._add_cases(
+            list(traces),
+            run=run,
+            concurrency=concurrency,
+            progress=progress,
+            added_by="append",
+            con=self.con,
+        )
+
+    def _add_cases(
+        self,
+        traces: list[Mapping[str, Any]],
+        *,
+        run: bool,
+        concurrency: int,
+        progress: bool,
+        added_by: str,
+        con: duckdb.DuckDBPyConnection,
+    ) -> list[str]:
+        ids = edits.add_cases(con, self.id, traces, added_by=added_by)
+        with edits.transaction(con):
+            rows = create.pending_rows(con, self.id, ids, stats.evaluator_names(con, self.id))
         if run:
-            self._run_pending(rows, concurrency=concurrency, timeout=None, progress=progress, con=c)
+            self._run_pending(
+                rows, concurrency=concurrency, timeout=None, progress=progress, con=con
+            )
         return ids
 
     # -- listen mode -------------------------------------------------------------
@@ -333,8 +362,8 @@ class Experiment:
                     }
                     new[tid] = keep
             if new:
-                ids = self.add_cases(
-                    list(new.values()), added_by="listen", progress=False,
+                ids = self._add_cases(
+                    list(new.values()), run=True, added_by="listen", progress=False,
                     concurrency=concurrency, con=cur,
                 )  # fmt: skip
                 added.extend(ids)
