@@ -113,12 +113,33 @@ class Experiment:
 
     # -- corrections -----------------------------------------------------------
     def correct(
-        self, trace_id: str, evaluator: str, score: float, reason: str, *, by: str | None = None
+        self,
+        trace_id: str,
+        evaluator: str,
+        score: float,
+        reason: str,
+        *,
+        by: str | None = None,
+        run: int | None = None,
     ) -> None:
         """Correct a succeeded row's score (on the evaluator's scale, 0-100 by default)
         with a required reason; the machine score is kept. ``by`` defaults to
-        ``enb.options.reviewer``, else the OS user."""
-        edits.correct(self.con, self.id, trace_id, evaluator, score, reason, by)
+        ``enb.options.reviewer``, else the OS user. ``run`` (optional) names the run you
+        read: a run superseded by a re-evaluation is refused.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> exp = enb.open().load("../shared/formats/examples/experiment-two-evaluators.json")
+        >>> exp.correct("tr_001", "answer_accuracy", 100, "exact match", by="li.wei")
+        >>> exp.evaluators().set_index("evaluator").loc["answer_accuracy", "mean"]
+        np.float64(85.0)
+        >>> exp.correct("tr_002", "answer_accuracy", 50, "x", run=1)
+        Traceback (most recent call last):
+        ...
+        envloop_nb._errors.EnvloopError: ('tr_002', 'answer_accuracy') run 1 is superseded by run 2: only the current run can be corrected
+        """
+        edits.correct(self.con, self.id, trace_id, evaluator, score, reason, by, run)
 
     def undo_correction(self, trace_id: str, evaluator: str, *, by: str | None = None) -> None:
         """Undo the live correction of a row: the machine score counts again."""
