@@ -437,11 +437,18 @@ class Job:
         """The interactive panel of this job (overview, cases, buckets & export).
 
         ``policy`` and ``threshold`` are the initial settings (both can be changed in the
-        panel); ``page_size`` is the rows per page of the Cases tab.
+        panel); ``page_size`` is the rows per page of the Cases tab. A job whose export is
+        being watched (``ws.watch``) gets a panel that follows it: it redraws as trials
+        arrive.
         """
         from ._ui.panel import job_panel
 
-        return job_panel(self, policy=policy, threshold=threshold, page_size=page_size)
+        panel = job_panel(self, policy=policy, threshold=threshold, page_size=page_size)
+        session = getattr(self.workspace, "session", None)
+        watched = session is not None and any(
+            getattr(w, "job_id", None) == self.id and w.running for w in session.watchers.values()
+        )
+        return panel.follow() if watched else panel
 
     def export_xlsx(
         self,

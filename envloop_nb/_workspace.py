@@ -391,16 +391,20 @@ class Workspace:
                 )
             state = StreamState(p)
             cur = self.con.cursor()
+            ids: dict[str, str | None] = {"job_id": None}
 
             def update() -> None:
                 if state.read_more():
                     doc = check_doc(state.document(), p)
-                    write_experiment(cur, doc, source_format="envloop", source_path=str(p))
+                    ids["experiment_id"] = write_experiment(
+                        cur, doc, source_format="envloop", source_path=str(p)
+                    )
 
             update()
         elif fmt == "envloop":
             job_id = self.load(p).id
             cur = self.con.cursor()
+            ids = {"job_id": job_id}
 
             def update() -> None:
                 load_source(cur, p, format="envloop", job_id=job_id)
@@ -411,7 +415,13 @@ class Workspace:
                 None,
                 f"a {fmt} source cannot be watched: watch an EnvLoop job or experiment export",
             )
-        watch = Watch(p, update, interval=interval).start()
+        watch = Watch(
+            p,
+            update,
+            interval=interval,
+            job_id=ids.get("job_id"),
+            experiment_id=ids.get("experiment_id"),
+        ).start()
         self.session.watchers[key] = watch
         return watch
 

@@ -20,8 +20,17 @@ __all__ = ["Watch"]
 class Watch:
     """Poll ``path`` every ``interval`` seconds; call ``update()`` when it has grown."""
 
-    def __init__(self, path: Path, update: Callable[[], None], *, interval: float = 0.5) -> None:
+    def __init__(
+        self,
+        path: Path,
+        update: Callable[[], None],
+        *,
+        interval: float = 0.5,
+        job_id: str | None = None,
+        experiment_id: str | None = None,
+    ) -> None:
         self.path = path
+        self.job_id, self.experiment_id = job_id, experiment_id
         self.update = update
         self.interval = interval
         self.updates = 0

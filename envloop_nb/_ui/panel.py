@@ -72,8 +72,33 @@ class JobPanel:
         self.state.on_metric(self._policy_changed)
         self.state.on_buckets(self.cases.use_buckets)
 
+        self._follower: Any = None
+
+    def refresh(self) -> None:
+        """Recompute every tab from the workspace (after the job was reloaded)."""
+        self.overview.guard.run(self.overview._recompute)
+        self.cases.refresh()
+
+    def follow(self, *, interval: float = 1.0) -> JobPanel:
+        """Redraw whenever the job is reloaded (``ws.watch`` on its export does that as
+        trials arrive); ``unfollow()`` stops."""
+        from .follow import Follower
+
+        if self._follower is None:
+            self._follower = Follower(
+                self.job.con, "SELECT loaded_at FROM jobs WHERE job_id = ?", [self.job.id],
+                self.refresh, interval=interval,
+            )  # fmt: skip
+        return self
+
+    def unfollow(self) -> None:
+        if self._follower is not None:
+            self._follower.stop()
+            self._follower = None
+
     def close(self) -> None:
         """Close the widgets and drop the panel's temp tables from the workspace."""
+        self.unfollow()
         self.cases.source.close()
         self.widget.close()
 
