@@ -171,7 +171,9 @@ def test_watch_a_job_export_that_grows(tmp_path: Path) -> None:
 def test_a_watched_jobs_panel_follows_it(tmp_path: Path) -> None:
     d = json.loads((SHARED / "three-tasks-two-attempts.json").read_text())
     path = tmp_path / "job.jsonl"
-    path.write_bytes(line({"schema_version": d["schema_version"], "job": d["job"]}) + line(d["trials"][0]))
+    path.write_bytes(
+        line({"schema_version": d["schema_version"], "job": d["job"]}) + line(d["trials"][0])
+    )
     ws = enb.open()
     ws.watch(path, interval=0.05)
     panel = ws.job(d["job"]["id"]).panel()
@@ -180,7 +182,12 @@ def test_a_watched_jobs_panel_follows_it(tmp_path: Path) -> None:
         first = str(panel.overview.summary)
         # only the panel (on its follower thread) touches the workspace while we wait
         Writer(path, [line(t) for t in d["trials"][1:]], pause=0.05).run()
-        wait_for(lambda: str(panel.overview.summary) != first and "5/6 attempts scored" in str(panel.overview.summary))
+        wait_for(
+            lambda: (
+                str(panel.overview.summary) != first
+                and "5/6 attempts scored" in str(panel.overview.summary)
+            )
+        )
         assert panel._follower.changes >= 1
     finally:
         panel.close()

@@ -60,22 +60,43 @@ def test_panel_correction_form(exp: enb.Experiment) -> None:
         p.form_reason.value = "complete answer"
         assert p.guard.run(p._save)
         assert "corrected tr_003" in p.message.value
-        assert exp.results().set_index(["trace_id", "evaluator"]).loc[("tr_003", "answer_quality"), "score"] == 95
+        assert (
+            exp.results()
+            .set_index(["trace_id", "evaluator"])
+            .loc[("tr_003", "answer_quality"), "score"]
+            == 95
+        )
         assert "complete answer" in p.history.value
         assert p.guard.run(p._undo)
-        assert exp.results().set_index(["trace_id", "evaluator"]).loc[("tr_003", "answer_quality"), "score"] == 80
+        assert (
+            exp.results()
+            .set_index(["trace_id", "evaluator"])
+            .loc[("tr_003", "answer_quality"), "score"]
+            == 80
+        )
         # re-evaluate needs a notebook function for a platform judge: the message says so
         assert not p.guard.run(p._rerun)
         assert "exp.use" in p.message.value
         exp.use(enb.Evaluator("answer_quality", lambda c: 50))
         assert p.guard.run(p._rerun)
-        assert exp.results().set_index(["trace_id", "evaluator"]).loc[("tr_003", "answer_quality"), "run"] == 2
+        assert (
+            exp.results()
+            .set_index(["trace_id", "evaluator"])
+            .loc[("tr_003", "answer_quality"), "run"]
+            == 2
+        )
         # + new case: evaluated with the bound function; accuracy has none bound here → pending
-        p.new_id.value, p.new_input.value, p.new_output.value = "tr_new", "What is my IP?", "ip addr"
+        p.new_id.value, p.new_input.value, p.new_output.value = (
+            "tr_new",
+            "What is my IP?",
+            "ip addr",
+        )
         assert p.guard.run(p._add)
         res = exp.results().set_index(["trace_id", "evaluator"])
         assert res.loc[("tr_new", "answer_quality"), "score"] == 50
-        assert res.loc[("tr_new", "answer_accuracy"), "status"] == "succeeded"  # no reference: no number
+        assert (
+            res.loc[("tr_new", "answer_accuracy"), "status"] == "succeeded"
+        )  # no reference: no number
         assert "tr_new" in p.visible
     finally:
         p.close()
@@ -84,7 +105,9 @@ def test_panel_correction_form(exp: enb.Experiment) -> None:
 def test_html_is_escaped_and_honest() -> None:
     s = {"name": "<b>", "agent": None, "composite": None, "counted": 0, "total": 2, "completed": 0,
          "failed": 1, "pending": 1, "missing": 0, "cases": 1, "evaluators": ["e"], "live_corrections": 0}  # fmt: skip
-    out = summary_card_html(s, [{"evaluator": "<e>", "mean": None, "counted": 0, "total": 2, "failed": 1}])
+    out = summary_card_html(
+        s, [{"evaluator": "<e>", "mean": None, "counted": 0, "total": 2, "failed": 1}]
+    )
     assert "&lt;b&gt;" in out and "<b>:" not in out and "&lt;e&gt;" in out
     assert ">-<" in out and "0/2 rows counted" in out and "1 failed" in out
     rows = [{"trace_id": "x", "input": "=cmd()", "composite": float("nan"), "counted": 0, "total": 1,
@@ -95,7 +118,13 @@ def test_html_is_escaped_and_honest() -> None:
 
 def test_workbook_read_back(exp: enb.Experiment, tmp_path: Path) -> None:
     out = exp.export_xlsx(tmp_path / "exp.xlsx")
-    assert out.rows_per_sheet == {"Summary": 12, "Evaluators": 2, "Cases": 12, "Results": 24, "Corrections": 2}
+    assert out.rows_per_sheet == {
+        "Summary": 12,
+        "Evaluators": 2,
+        "Cases": 12,
+        "Results": 24,
+        "Corrections": 2,
+    }
     wb = openpyxl.load_workbook(out.path)
     assert wb.sheetnames == ["Summary", "Evaluators", "Cases", "Results", "Corrections"]
     summary = wb["Summary"]

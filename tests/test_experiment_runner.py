@@ -196,7 +196,9 @@ def test_fill_and_save_references(tmp_path: Path) -> None:
 
 def test_export_the_hard_cases(tmp_path: Path) -> None:
     ws = enb.open()
-    exp = ws.load(Path(__file__).resolve().parent.parent / "sample_data/experiments/ops-helper.json")
+    exp = ws.load(
+        Path(__file__).resolve().parent.parent / "sample_data/experiments/ops-helper.json"
+    )
     ds = exp.export_dataset(tmp_path, name="ops-hard", version="1", below=70, purpose="train")
     rows = ds.rows().to_dict("records")
     assert [r["task"] for r in rows] == ["tr_002", "tr_005"]  # composites 67.5 and 32.5

@@ -26,4 +26,7 @@ def test_the_sample_holds_what_its_readme_says() -> None:
     assert res.loc[("tr_005", "answer_accuracy"), "run"] == 2
     assert res.loc[("tr_009", "answer_accuracy"), "status"] == "failed"
     assert exp.corrections()["state"].tolist() == ["live", "undone"]
-    assert (exp.evaluators().set_index("evaluator").loc["answer_accuracy", "succeeded_without_score"]) == 2
+    assert (
+        (exp.evaluators().set_index("evaluator").loc["answer_accuracy", "succeeded_without_score"])
+        == 2
+    )
