@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ._datasets.dataset import Dataset
     from ._experiments.session import Session
     from ._export.experiment_xlsx import ExperimentExport
+    from ._export.html_report import HtmlReport
     from ._ui.experiment_panel import ExperimentPanel
 
 __all__ = ["Experiment"]
@@ -484,6 +485,13 @@ class Experiment:
         from ._export.experiment_xlsx import export_experiment_xlsx
 
         return export_experiment_xlsx(self, Path(path))
+
+    def export_html(self, path: str | Path, *, cases: int = 500) -> HtmlReport:
+        """Write a standalone HTML report: progress, composite and evaluator cards with
+        ``counted/total``, the case list (the first ``cases``) and the correction history."""
+        from ._export.html_report import export_experiment_html
+
+        return export_experiment_html(self, path, cases=cases)
 
     def _repr_html_(self) -> str:
         from ._present.experiment_html import summary_card_html

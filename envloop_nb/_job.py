@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ._buckets.rules import BucketRules
     from ._datasets.dataset import Dataset
     from ._datasets.heldout import HeldOutResult, ReferenceFill
+    from ._export.html_report import HtmlReport
     from ._export.job_xlsx import ExportResult
     from ._metrics.diagnosis import DiagnosisOptions, Findings
     from ._metrics.groups import PerName
@@ -449,6 +450,32 @@ class Job:
             getattr(w, "job_id", None) == self.id and w.running for w in session.watchers.values()
         )
         return panel.follow() if watched else panel
+
+    def export_html(
+        self,
+        path: str | Path,
+        *,
+        rules: BucketRules | None = None,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        hard_cases: int = 50,
+    ) -> HtmlReport:
+        """Write a standalone HTML report (no Jupyter, no network needed to read it):
+        summary with coverage, facts, charts, per-subset/dimension tables, diagnosis,
+        buckets (with ``rules``) and the ``hard_cases`` tasks with the lowest pass rate.
+
+        Examples
+        --------
+        >>> import tempfile, envloop_nb as enb
+        >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> job.export_html(tempfile.mkdtemp() + "/job.html").sections[:3]
+        ('Summary', 'Job', 'Charts')
+        """
+        from ._export.html_report import export_job_html
+
+        return export_job_html(
+            self, path, rules=rules, policy=policy, threshold=threshold, hard_cases=hard_cases
+        )
 
     def export_xlsx(
         self,

@@ -356,3 +356,59 @@ def test_experiments_notebook(browser: Any, lab: Lab) -> None:
     _shot(page, detail, "experiment-3-detail")
     assert _visible_problems(page) == []
     page.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_html_reports_open_offline(browser: Any, tmp_path: Path, scheme: str) -> None:
+    """The standalone reports in a plain browser: every request that would leave the page
+    is blocked and counted (none may happen), every chart draws."""
+    import envloop_nb as enb
+
+    ws = enb.open()
+    job = ws.load(ROOT / "sample_data" / "base.json")
+    rules = enb.BucketRules(
+        [
+            enb.Bucket("hard", 0, 0.25),
+            enb.Bucket("medium", 0.25, 0.75),
+            enb.Bucket("easy", 0.75, 1.01),
+        ]
+    )
+    exp = ws.load(ROOT / "sample_data" / "experiments" / "ops-helper.json")
+    reports = [
+        job.export_html(tmp_path / "job.html", rules=rules),
+        exp.export_html(tmp_path / "exp.html"),
+    ]
+    for report in reports:
+        context = browser.new_context(viewport={"width": 1200, "height": 1400}, color_scheme=scheme)
+        outside: list[str] = []
+
+        def route(r: Any, outside: list[str] = outside) -> None:
+            if r.request.url.startswith("file://"):
+                r.continue_()
+            else:
+                outside.append(r.request.url)
+                r.abort()
+
+        context.route("**/*", route)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on(
+            "console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None
+        )
+        page.goto(report.path.as_uri())
+        deadline = time.time() + 30
+        state: dict[str, int] = {}
+        while time.time() < deadline:
+            state = page.evaluate("window.enbCharts") or {}
+            if state and state["drawn"] + state["failed"] >= state["total"]:
+                break
+            time.sleep(0.25)
+        assert state == {"drawn": report.charts, "failed": 0, "total": report.charts}
+        assert page.locator("svg.marks").count() == report.charts
+        assert outside == [] and errors == []
+        assert page.locator("section h2").all_inner_texts() == list(report.sections)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(
+            path=str(ARTIFACTS / f"report-{report.path.stem}-{scheme}.png"), full_page=True
+        )
+        context.close()

@@ -1,0 +1,232 @@
+"""Standalone HTML reports of a job and of an experiment (``job.export_html``,
+``exp.export_html``): what the panels show, in one self-contained file for people who do
+not run Jupyter (see :mod:`envloop_nb._present.report_html`).
+
+A job's report: the summary cards with their coverage, the job's facts, the pass@k /
+pass^k curve and score by subset, the per-subset and per-dimension tables, the diagnosis,
+the buckets (with ``rules``) and a bounded sample of hard cases (the tasks with the
+lowest pass rate; ``hard_cases`` of them). An experiment's: progress, composite and
+evaluator cards with ``counted/total``, the case list (bounded) and the correction
+history. The file is written atomically.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._buckets.apply import job_buckets
+from .._buckets.rules import BucketRules
+from .._experiments import stats as exp_stats
+from .._metrics.diagnosis import diagnose
+from .._metrics.facts import noted_summary
+from .._metrics.groups import group_summaries
+from .._metrics.passk_views import curve, samples
+from .._present import charts
+from .._present.cases_html import chat_snippet
+from .._present.display import format_pct
+from .._present.experiment_html import case_list_html, history_html, summary_card_html
+from .._present.panel_html import (
+    PANEL_CSS,
+    bucket_counts_html,
+    facts_html,
+    findings_html,
+    groups_html,
+    rows_table,
+)
+from .._present.report_html import ReportSection, report_html
+from .._store.ref import JobRef, job_info, job_k
+from .._types import Policy
+
+__all__ = ["HtmlReport", "export_experiment_html", "export_job_html"]
+
+
+@dataclass(frozen=True)
+class HtmlReport:
+    """What an HTML export wrote: the file, its size, its sections and charts."""
+
+    path: Path
+    bytes: int
+    sections: tuple[str, ...]
+    charts: int
+
+    def __str__(self) -> str:
+        return f"wrote {self.path} ({self.bytes / 1e6:.1f} MB, {len(self.sections)} sections, {self.charts} charts)"
+
+
+def _written_by() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"envloop_nb {version('envloop_nb')}"
+    except PackageNotFoundError:  # pragma: no cover - a source tree
+        return "envloop_nb"
+
+
+def _write(path: Path, text: str, sections: list[ReportSection]) -> HtmlReport:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".partial-write")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return HtmlReport(
+        path=path,
+        bytes=path.stat().st_size,
+        sections=tuple(s.title for s in sections),
+        charts=sum(len(s.charts) for s in sections),
+    )
+
+
+def _hard_cases(job: JobRef, policy: Policy, threshold: float | None, limit: int) -> str:
+    frame = samples(job.con, job.id, policy=policy, threshold=threshold)
+    if not len(frame) or limit <= 0:
+        return ""
+    hard = frame.sort_values(["pass_rate", "task"], na_position="last").head(limit)
+    firsts = {
+        task: (error, text, bool(chat))
+        for task, error, text, chat in job.con.execute(
+            """SELECT task, arg_min(error, attempt) FILTER (WHERE error IS NOT NULL),
+                      arg_min(input, attempt) FILTER (WHERE input IS NOT NULL),
+                      arg_min(input_is_chat, attempt) FILTER (WHERE input IS NOT NULL)
+               FROM attempts WHERE job_id = ? GROUP BY task""",
+            [job.id],
+        ).fetchall()
+    }
+    rows = []
+    for r in hard.to_dict("records"):
+        error, prompt, chat = firsts.get(r["task"], (None, None, False))
+        if error:
+            text = f"error: {' '.join(str(error).split())}"
+        elif prompt and chat:
+            text = chat_snippet(str(prompt))
+        else:
+            text = " ".join(str(prompt or "").split())
+        rows.append(
+            [str(r["task"]), str(r.get("subset") or ""), format_pct(r.get("pass_rate")),
+             f"{int(r.get('scored') or 0)}/{int(r.get('n') or 0)}", text[:120] + ("…" if len(text) > 120 else "")]
+        )  # fmt: skip
+    note = (
+        f'<div class="enb-dim">the {len(rows)} tasks with the lowest pass rate of {len(frame):,} '
+        "(tasks without a pass rate — not every attempt scored — come last)</div>"
+    )
+    table = rows_table(
+        ["task", "subset", "pass rate", "scored", "input (last user turn) or first error"],
+        rows,
+        {2, 3},
+    )
+    return f'{PANEL_CSS}<div class="enb-panel">{note}{table}</div>'
+
+
+def export_job_html(
+    job: JobRef,
+    path: str | Path,
+    *,
+    rules: BucketRules | None = None,
+    policy: Policy = "unknown",
+    threshold: float | None = None,
+    hard_cases: int = 50,
+) -> HtmlReport:
+    """Write the job's standalone HTML report (see the module docstring)."""
+    con, jid = job.con, job.id
+    info = job_info(con, jid)
+    summary = noted_summary(con, jid, policy=policy, threshold=threshold)
+    states = dict(
+        con.execute(
+            "SELECT status, count(*) FROM attempts WHERE job_id = ? GROUP BY status ORDER BY 2 DESC",
+            [jid],
+        ).fetchall()
+    )
+    sections = [
+        ReportSection(
+            "Summary",
+            summary._repr_html_(),
+            note=f"policy {policy}"
+            + ("" if threshold is None else f" · pass threshold {threshold:g}"),
+        ),
+        ReportSection("Job", facts_html(info, {str(k): int(v) for k, v in states.items()})),
+    ]
+    curve_chart = charts.curve_chart(
+        curve(con, jid, policy=policy, threshold=threshold),
+        title=f"pass@k / pass^k, k = 1..{job_k(con, jid)}",
+    )
+    by_subset = group_summaries(con, jid, by="subset", policy=policy, threshold=threshold)
+    specs = [curve_chart.to_dict()]
+    if len(by_subset):
+        scores = by_subset[["value", "score"]].rename(columns={"value": "subset"})
+        rate = bool(scores["score"].dropna().between(0, 1).all())
+        specs.append(
+            charts.bar_chart(
+                scores, category="subset", value="score", title="score by subset", percent=rate
+            ).to_dict()
+        )
+    sections.append(ReportSection("Charts", "", charts=tuple(specs)))
+    tables = groups_html(by_subset, "subset")
+    by_dim = group_summaries(con, jid, by="dimension", policy=policy, threshold=threshold)
+    if len(by_dim):
+        tables += groups_html(by_dim, "dimension")
+    if tables:
+        sections.append(ReportSection("By subset and dimension", tables))
+    sections.append(ReportSection("Diagnosis", findings_html(diagnose(job))))
+    if rules is not None:
+        result = job_buckets(job, rules, policy=policy, threshold=threshold, allow_partial=True)
+        what = "tasks" if rules.level == "task" else "attempts"
+        counts = bucket_counts_html(result.counts, f"Buckets of {jid} on {result.metric}", what)
+        chart = charts.bucket_chart(result.counts).to_dict()
+        note = "PARTIAL: the job is not finished" if result.partial else ""
+        sections.append(ReportSection("Buckets", counts, charts=(chart,), note=note))
+    hard = _hard_cases(job, policy, threshold, hard_cases)
+    if hard:
+        sections.append(ReportSection("Hard cases", hard))
+    meta = [str(info.get("model") or "-"), f"{info.get('dataset_name') or '-'}@{info.get('dataset_version') or '-'}",
+            f"k = {info.get('attempts')}", str(info.get("status") or "-"), str(info.get("source_format"))]  # fmt: skip
+    text = report_html(f"Job {jid}", sections, meta=meta, written_by=_written_by())
+    return _write(Path(path), text, sections)
+
+
+def export_experiment_html(exp: JobRef, path: str | Path, *, cases: int = 500) -> HtmlReport:
+    """Write the experiment's standalone HTML report (see the module docstring)."""
+    con, eid = exp.con, exp.id
+    summary = exp_stats.experiment_summary(con, eid)
+    ev_rel = exp_stats.evaluator_table(con, eid)
+    evaluators = [dict(zip(ev_rel.columns, r, strict=True)) for r in ev_rel.fetchall()]
+    case_rel = exp_stats.case_table(con, eid)
+    rows = [dict(zip(case_rel.columns, r, strict=True)) for r in case_rel.fetchall()]
+    hist_rel = exp_stats.correction_history(con, eid)
+    history = [dict(zip(hist_rel.columns, r, strict=True)) for r in hist_rel.fetchall()]
+    names = list(summary.evaluators)
+    shown = rows[:cases]
+    note = "" if len(rows) <= cases else f"the first {cases:,} of {len(rows):,} cases"
+    means = [e for e in evaluators if e.get("mean") is not None]
+    specs: tuple[dict[str, object], ...] = ()
+    if means:
+        import pandas as pd
+
+        frame = pd.DataFrame(
+            {
+                "evaluator": [str(e["evaluator"]) for e in means],
+                "mean": [float(e["mean"]) for e in means],
+                "counted": [f"{int(e['counted'])}/{int(e['total'])}" for e in means],
+            }
+        )
+        chart = charts.bar_chart(
+            frame, category="evaluator", value="mean", title="mean per evaluator (counted rows)",
+            percent=False, extra_tooltip=("counted",),
+        )  # fmt: skip
+        specs = (chart.to_dict(),)
+    sections = [
+        ReportSection("Summary", summary_card_html(summary.to_dict(), evaluators), charts=specs),
+        ReportSection("Cases", case_list_html(shown, names, digits=summary.digits), note=note),
+        ReportSection("Corrections", history_html(history, digits=summary.digits)),
+    ]
+    meta = [
+        f"agent {summary.agent or '-'}",
+        f"{summary.cases:,} cases × {len(names)} evaluators",
+        str(summary),
+    ]
+    text = report_html(
+        f"Experiment {html.unescape(summary.name or eid)}",
+        sections,
+        meta=meta,
+        written_by=_written_by(),
+    )
+    return _write(Path(path), text, sections)

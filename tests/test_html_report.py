@@ -1,0 +1,52 @@
+"""Standalone HTML reports, checked without a browser (the offline rendering in Chromium
+with the network blocked is in ``tests/test_browser.py``)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import envloop_nb as enb
+from envloop_nb._present.report_html import ReportSection, report_html
+
+ROOT = Path(__file__).resolve().parent.parent
+RULES = enb.BucketRules(
+    [enb.Bucket("hard", 0, 0.25), enb.Bucket("medium", 0.25, 0.75), enb.Bucket("easy", 0.75, 1.01)]
+)
+
+
+def test_job_report_holds_the_panels_numbers(tmp_path: Path) -> None:
+    job = enb.open().load(ROOT / "sample_data" / "base.json")
+    out = job.export_html(tmp_path / "job.html", rules=RULES, hard_cases=10)
+    assert out.sections == ("Summary", "Job", "Charts", "By subset and dimension", "Diagnosis",
+                            "Buckets", "Hard cases")  # fmt: skip
+    assert out.charts == 3 and out.bytes < 10_000_000
+    text = out.path.read_text(encoding="utf-8")
+    assert "767/800 attempts scored" in text and "169/200 members complete" in text
+    assert "Buckets of job_base on pass_rate" in text
+    assert text.count('data-chart="') == 3
+    assert "the 10 tasks with the lowest pass rate of 200" in text
+    # self-contained: no script or stylesheet is loaded from anywhere, and the page forbids it
+    assert not re.search(r"<(script|link)[^>]+(src|href)=", text)
+    assert "default-src 'none'" in text
+
+
+def test_experiment_report(tmp_path: Path) -> None:
+    exp = enb.open().load(ROOT / "sample_data" / "experiments" / "ops-helper.json")
+    out = exp.export_html(tmp_path / "exp.html", cases=5)
+    text = out.path.read_text(encoding="utf-8")
+    assert out.sections == ("Summary", "Cases", "Corrections") and out.charts == 1
+    assert "20/24 rows counted" in text and "the first 5 of 12 cases" in text
+    assert "Judge penalised brevity wrongly." in text
+
+
+def test_text_is_escaped() -> None:
+    out = report_html(
+        "<script>alert(1)</script>", [ReportSection("a <b>", "<i>ours</i>", note="<x>")], bundle=""
+    )
+    assert "<script>alert(1)</script>" not in out and "&lt;script&gt;" in out
+    assert "<i>ours</i>" in out and "&lt;x&gt;" in out
+    # chart data cannot end the script element it sits in
+    spec = {"data": {"values": [{"t": "</script><script>alert(2)</script>"}]}, "mark": "point"}
+    out = report_html("t", [ReportSection("c", charts=(spec,))], bundle="")
+    assert "</script><script>alert(2)" not in out
