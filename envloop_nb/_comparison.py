@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import polars as pl
 
+    from ._export.html_report import HtmlReport
     from ._metrics.summary import JobSummary
     from ._ui.compare_panel import ComparisonPanel
 
@@ -355,6 +356,13 @@ class Comparison:
         ['job_sft1000', 'job_sft1000', 'job_sft1000', 'job_sft1000', 'job_base']
         """
         return _as_frame(_tables.table(self.state, by, tag=tag), frame)
+
+    def export_html(self, path: str | Path) -> HtmlReport:
+        """Write a standalone HTML report of the comparison (guard, leaderboard, charts,
+        tables, strengths, paired statistics; no Jupyter or network needed to read it)."""
+        from ._export.html_report import export_compare_html
+
+        return export_compare_html(self.state, path)
 
     def table_html(self, by: By = "subset", *, tag: str | None = None) -> str:
         """The comparison table as HTML: best per row highlighted, coverage under each value."""

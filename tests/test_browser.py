@@ -374,9 +374,11 @@ def test_html_reports_open_offline(browser: Any, tmp_path: Path, scheme: str) ->
         ]
     )
     exp = ws.load(ROOT / "sample_data" / "experiments" / "ops-helper.json")
+    other = ws.load(ROOT / "sample_data" / "other-revision.json")
     reports = [
         job.export_html(tmp_path / "job.html", rules=rules),
         exp.export_html(tmp_path / "exp.html"),
+        ws.compare([job, other]).export_html(tmp_path / "cmp.html"),
     ]
     for report in reports:
         context = browser.new_context(viewport={"width": 1200, "height": 1400}, color_scheme=scheme)

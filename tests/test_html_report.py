@@ -50,3 +50,14 @@ def test_text_is_escaped() -> None:
     spec = {"data": {"values": [{"t": "</script><script>alert(2)</script>"}]}, "mark": "point"}
     out = report_html("t", [ReportSection("c", charts=(spec,))], bundle="")
     assert "</script><script>alert(2)" not in out
+
+
+def test_comparison_report_marks_incomparable_jobs(tmp_path: Path) -> None:
+    ws = enb.open()
+    base = ws.load(ROOT / "sample_data" / "base.json")
+    other = ws.load(ROOT / "sample_data" / "other-revision.json")
+    out = ws.compare([base, other]).export_html(tmp_path / "cmp.html")
+    text = out.path.read_text(encoding="utf-8")
+    assert out.sections[:4] == ("Guard", "Leaderboard", "Charts", "By subset") and out.charts == 3
+    assert "NOT comparable" in text and text.count("not comparable: dataset") >= 3
+    assert "not assessed: jobs not comparable" in text

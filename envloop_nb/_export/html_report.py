@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .._buckets.apply import job_buckets
 from .._buckets.rules import BucketRules
+from .._compare.state import CompareState
 from .._experiments import stats as exp_stats
 from .._metrics.diagnosis import diagnose
 from .._metrics.facts import noted_summary
@@ -35,11 +36,11 @@ from .._present.panel_html import (
     groups_html,
     rows_table,
 )
-from .._present.report_html import ReportSection, report_html
+from .._present.report_html import ReportSection, frame_table_html, report_html
 from .._store.ref import JobRef, job_info, job_k
 from .._types import Policy
 
-__all__ = ["HtmlReport", "export_experiment_html", "export_job_html"]
+__all__ = ["HtmlReport", "export_compare_html", "export_experiment_html", "export_job_html"]
 
 
 @dataclass(frozen=True)
@@ -228,5 +229,46 @@ def export_experiment_html(exp: JobRef, path: str | Path, *, cases: int = 500) -
         sections,
         meta=meta,
         written_by=_written_by(),
+    )
+    return _write(Path(path), text, sections)
+
+
+def export_compare_html(state: CompareState, path: str | Path) -> HtmlReport:
+    """Write a comparison's standalone HTML report: the guard (incomparable jobs are
+    marked), the leaderboard, radar / bars / curves, the per-subset (and per-dimension)
+    tables, strengths and weaknesses in words, and the paired statistics."""
+    from .._compare import charts as cmp_charts
+    from .._compare.guard import differences, mark
+    from .._compare.leaderboard import leaderboard
+    from .._compare.paired import paired
+    from .._compare.tables import strengths, table, table_html
+    from .._present.compare_html import guard_html
+
+    note = mark(state)
+    sections = [
+        ReportSection("Guard", guard_html(differences(state), len(state.job_ids))),
+        ReportSection("Leaderboard", frame_table_html(leaderboard(state)), note=note),
+        ReportSection(
+            "Charts",
+            charts=(
+                cmp_charts.radar(state).to_dict(),
+                cmp_charts.bars(state).to_dict(),
+                cmp_charts.curves(state).to_dict(),
+            ),
+            note=note,
+        ),
+        ReportSection("By subset", table_html(state, "subset"), note=note),
+    ]
+    if len(table(state, "dimension")):
+        sections.append(ReportSection("By dimension", table_html(state, "dimension"), note=note))
+    words = strengths(state, "subset")
+    if len(words):
+        sections.append(
+            ReportSection("Strengths and weaknesses", frame_table_html(words, columns=["sentence"]))
+        )
+    sections.append(ReportSection("Paired statistics", frame_table_html(paired(state)), note=note))
+    meta = [f"{len(state.job_ids)} jobs", f"baseline {state.baseline}", f"policy {state.policy}"]
+    text = report_html(
+        "Comparison " + " vs ".join(state.job_ids), sections, meta=meta, written_by=_written_by()
     )
     return _write(Path(path), text, sections)

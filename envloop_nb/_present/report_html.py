@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ReportSection", "report_html", "vega_bundle"]
+__all__ = ["ReportSection", "frame_table_html", "report_html", "vega_bundle"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,11 @@ section{margin-top:26px;break-inside:avoid-page} section h2{font-size:16px;margi
 section .enb-section-note{color:var(--jp-ui-font-color2);font-size:12px;margin:-4px 0 8px}
 .enb-charts{display:flex;flex-wrap:wrap;gap:18px;margin-top:10px}
 .enb-chart{min-width:320px}
+.enb-report-table{overflow-x:auto} .enb-report-table table{border-collapse:collapse;font-size:12px}
+.enb-report-table th{text-align:left;color:var(--jp-ui-font-color2);border-bottom:1px solid var(--jp-border-color1);padding:3px 8px;white-space:nowrap}
+.enb-report-table td{padding:2px 8px;border-bottom:1px solid var(--jp-border-color3);vertical-align:top}
+.enb-report-table td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.enb-dim{color:var(--jp-ui-font-color2)}
 footer{margin-top:36px;color:var(--jp-ui-font-color3);font-size:12px}
 @media print{body{font-size:11px} main{max-width:none;padding:0} .enb-chart{break-inside:avoid} a{color:inherit}}
 </style>
@@ -91,6 +96,55 @@ document.querySelectorAll("[data-chart]").forEach((el) => {
 </body>
 </html>
 """
+
+
+def frame_table_html(
+    frame: Any, *, columns: Sequence[str] | None = None, max_rows: int = 200
+) -> str:
+    """A frame as a plain table for a report: numbers right-aligned (rates in [0, 1] as
+    percentages where the column says ``score``/``pass``/``rate``), missing as ``-``;
+    at most ``max_rows`` rows, with a note when cut. Escaped.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> out = frame_table_html(pd.DataFrame({"job": ["<a>"], "score": [0.5], "n": [3]}))
+    >>> "&lt;a&gt;" in out and ">50%<" in out and ">3<" in out
+    True
+    """
+    import html as _html
+    import math
+
+    from .display import format_pct
+
+    cols = [c for c in (columns or list(frame.columns)) if c in frame.columns]
+    rate_words = ("score", "pass", "rate", "share", "coverage_rate")
+
+    def cell(col: str, v: Any) -> tuple[str, bool]:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "-", True
+        if isinstance(v, bool):
+            return ("yes" if v else "no"), False
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            if any(w in col.lower() for w in rate_words) and 0 <= float(v) <= 1:
+                return format_pct(float(v)), True
+            return (f"{v:,}" if isinstance(v, int) else f"{v:,.4g}"), True
+        return str(v), False
+
+    head = "".join(f"<th>{_html.escape(str(c))}</th>" for c in cols)
+    body = []
+    for row in frame[cols].head(max_rows).itertuples(index=False, name=None):
+        tds = []
+        for c, v in zip(cols, row, strict=True):
+            text, num = cell(str(c), v.item() if hasattr(v, "item") else v)
+            tds.append(f'<td class="{"num" if num else ""}">{_html.escape(text)}</td>')
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    cut = (
+        f'<div class="enb-dim">the first {max_rows:,} of {len(frame):,} rows</div>'
+        if len(frame) > max_rows
+        else ""
+    )
+    return f'<div class="enb-report-table"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{cut}</div>'
 
 
 def vega_bundle() -> str:
