@@ -125,3 +125,20 @@ def test_every_job_chart_renders_offline(ws: enb.Workspace) -> None:
     assert_renders_offline(_charts.bar_chart(f, category="subset", value="score", title="s"))
     assert_renders_offline(_charts.bucket_chart(pd.DataFrame({"bucket": ["x"], "count": [1]})))
     assert_renders_offline(_charts.curve_chart(job.curve()))
+
+
+def test_counts_are_binned_by_whole_values() -> None:
+    """Turns 1..40 in 30 bins: not a comb of 1.3-wide bins (some holding two values, some
+    none) but 20 bins of exactly two turns each."""
+    import pyarrow as pa
+
+    ws = enb.open()
+    rows = pa.table({"task": [f"t{i}" for i in range(40)], "attempt": [1] * 40, "reward": [1.0] * 40,
+                     "turns": list(range(1, 41))})  # fmt: skip
+    job = ws.load(rows, job_id="turns")
+    frame = _charts.distribution_frame(job.con, job.id, "turns", bins=30)
+    assert len(frame) == 20 and set(frame["count"]) == {2}
+    assert frame[["from", "to"]].iloc[0].tolist() == [1, 2] and frame["to"].iloc[-1] == 40
+    assert (frame["high"] - frame["low"]).eq(2.0).all()  # edges halfway between integers
+    spec = _charts.distribution_chart(frame, title="turns", x_title="turns").to_dict()
+    assert spec["encoding"]["tooltip"][0]["field"] == "from"

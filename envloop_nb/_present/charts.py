@@ -13,6 +13,7 @@ dark themes; the background is transparent.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -77,6 +78,10 @@ def _styled(chart: Any) -> Any:
 # -- aggregation in DuckDB ---------------------------------------------------------------
 
 
+#: Measures that count things (turns, tokens): binned by whole values.
+WHOLE_MEASURES = frozenset({"turns", "tokens", "input_tokens", "output_tokens"})
+
+
 def distribution_frame(
     con: duckdb.DuckDBPyConnection, job_id: str, measure: str, *, bins: int = 30
 ) -> pd.DataFrame:
@@ -84,7 +89,11 @@ def distribution_frame(
 
     Returns one row per bin with columns ``low``, ``high``, ``count``. When the measure
     takes at most ``bins`` distinct values (binary rewards, turns), each value is its
-    own bar and ``low == high``. Attempts without a value are left out (not zero).
+    own bar and ``low == high``. Counts (:data:`WHOLE_MEASURES`) with more values than ``bins``
+    get bins of whole values (each covering the same number of integers, edges halfway
+    between them, with ``from``/``to`` the first and last integer), so no bin holds two
+    values while its neighbour holds none. Attempts without a value are left out (not
+    zero).
 
     Examples
     --------
@@ -103,8 +112,9 @@ def distribution_frame(
     else:
         where = f"{expr} IS NOT NULL"
     base = f"SELECT ({expr})::DOUBLE AS x FROM attempts WHERE job_id = $job_id AND {where}"
-    lo, hi, distinct = con.execute(
-        f"SELECT min(x), max(x), count(DISTINCT x) FROM ({base})", {"job_id": job_id}
+    lo, hi, distinct, fractional = con.execute(
+        f"SELECT min(x), max(x), count(DISTINCT x), count_if(x <> floor(x)) FROM ({base})",
+        {"job_id": job_id},
     ).fetchone()  # type: ignore[misc]
     if lo is None:
         sql = "SELECT 0.0 AS low, 0.0 AS high, 0::BIGINT AS count WHERE false"
@@ -112,6 +122,16 @@ def distribution_frame(
     if distinct <= bins:
         sql = f"SELECT x AS low, x AS high, count(*) AS count FROM ({base}) GROUP BY x ORDER BY x"
         return con.execute(sql, {"job_id": job_id}).df()
+    if not fractional and measure in WHOLE_MEASURES:  # counts: bins of whole values
+        width = math.ceil((hi - lo + 1) / bins)
+        sql = f"""
+            SELECT $lo + b * $w - 0.5 AS low, $lo + (b + 1) * $w - 0.5 AS high,
+                   count(*) AS count, ($lo + b * $w)::BIGINT AS "from",
+                   ($lo + (b + 1) * $w - 1)::BIGINT AS "to"
+            FROM (SELECT floor((x - $lo) / $w)::INTEGER AS b FROM ({base}))
+            GROUP BY b ORDER BY b
+        """
+        return con.execute(sql, {"job_id": job_id, "lo": lo, "w": float(width)}).df()
     width = (hi - lo) / bins
     sql = f"""
         SELECT $lo + b * $w AS low, $lo + (b + 1) * $w AS high, count(*) AS count
@@ -173,9 +193,10 @@ def distribution_chart(frame: pd.DataFrame, *, title: str, x_title: str) -> Any:
     n = int(frame["count"].sum()) if len(frame) else 0
     full_title = f"{title} · {n:,} attempts"
     base = alt.Chart(frame, title=full_title, width=WIDTH, height=HEIGHT)
+    whole = "from" in frame.columns  # bins of whole values: say which integers
     tooltip = [
-        alt.Tooltip("low:Q", title="from", format=",.4~g"),
-        alt.Tooltip("high:Q", title="to", format=",.4~g"),
+        alt.Tooltip("from:Q" if whole else "low:Q", title="from", format=",.4~g"),
+        alt.Tooltip("to:Q" if whole else "high:Q", title="to", format=",.4~g"),
         alt.Tooltip("count:Q", title="attempts", format=","),
     ]
     count_y = alt.Y("count:Q", title="attempts", axis=alt.Axis(format="~s", tickCount=4))
