@@ -279,3 +279,29 @@ def test_hidden_cases_tab_catches_up_when_read(small: enb.JobPanel) -> None:
     frame = small.cases.frame  # reading the page re-queries it
     assert not small.cases._stale
     assert frame.set_index("task").loc["C", "pass_rate"] == 0.0  # missing counted as 0
+
+
+def test_cases_first_last_and_go_to_page() -> None:
+    """Paging by more than one step from the widget (there may be 50,000 pages)."""
+    from .conftest import SAMPLE_DATA
+
+    job = enb.open().load(SAMPLE_DATA / "base.json")
+    p = job.panel()
+    try:
+        c = p.cases
+        assert (c.page.pages, c.page_number.max, c.page_number.value) == (40, 40, 1)
+        c.page_number.value = 10
+        assert c.query.page == 9 and c.page.describe().startswith("rows 181–200")
+        c.last_page.click()
+        assert (c.query.page, c.page_number.value, c.next_page.disabled, c.last_page.disabled) == (
+            39,
+            40,
+            True,
+            True,
+        )
+        c.first_page.click()
+        assert (c.query.page, c.page_number.value, c.first_page.disabled) == (0, 1, True)
+        c.status.value = "failed"  # fewer pages: the box's bound follows
+        assert c.page_number.max == c.page.pages == 1
+    finally:
+        p.close()

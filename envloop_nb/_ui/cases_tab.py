@@ -93,10 +93,15 @@ class CasesTab:
             options=[10, 20, 50, 100],
             value=page_size,
             description="rows",
-            layout=w.Layout(width="130px"),
+            layout=w.Layout(width="150px"),
         )
+        self.first_page = w.Button(description="« first", layout=w.Layout(width="70px"))
         self.prev_page = w.Button(description="‹ prev", layout=w.Layout(width="70px"))
         self.next_page = w.Button(description="next ›", layout=w.Layout(width="70px"))
+        self.last_page = w.Button(description="last »", layout=w.Layout(width="70px"))
+        self.page_number = w.BoundedIntText(
+            value=1, min=1, max=1, description="page", layout=w.Layout(width="150px")
+        )
         self.page_label = w.HTML()
         from .clicktable import ClickableTable
 
@@ -115,8 +120,11 @@ class CasesTab:
                         self.sort_by, self.descending, self.page_size):  # fmt: skip
             control.observe(lambda _: self._on_filter(), names="value")
         self.view.observe(lambda _: self._on_view(), names="value")
+        self.first_page.on_click(lambda _: self.go_to_page(0))
         self.prev_page.on_click(lambda _: self.go_to_page(self.query.page - 1))
         self.next_page.on_click(lambda _: self.go_to_page(self.query.page + 1))
+        self.last_page.on_click(lambda _: self.go_to_page(self._pages() - 1))
+        self.page_number.observe(lambda _: self._on_page_number(), names="value")
         self.row.observe(lambda _: self._on_row(), names="value")
         self.table.observe(lambda _: self.select_row(self.table.clicked), names="clicks")
         filters = w.HBox(
@@ -124,8 +132,8 @@ class CasesTab:
         )
         filters2 = w.HBox([self.value_range, self.search], layout=w.Layout(flex_flow="row wrap"))
         paging = w.HBox(
-            [self.sort_by, self.descending, self.page_size, self.prev_page, self.next_page,
-             self.page_label],
+            [self.sort_by, self.descending, self.page_size, self.first_page, self.prev_page,
+             self.page_number, self.next_page, self.last_page, self.page_label],
             layout=w.Layout(align_items="center", flex_flow="row wrap"),
         )  # fmt: skip
         self.widget = w.VBox(
@@ -199,6 +207,13 @@ class CasesTab:
 
         self.guard.run(change)
 
+    def _pages(self) -> int:
+        return self.page.pages if self.page is not None else 1
+
+    def _on_page_number(self) -> None:
+        if not self._quiet and self.page_number.value - 1 != self.query.page:
+            self.go_to_page(self.page_number.value - 1)
+
     def go_to_page(self, page: int) -> None:
         """Show page ``page`` (0-based; clipped to the pages there are)."""
         pages = self.page.pages if self.page is not None else 1
@@ -249,8 +264,11 @@ class CasesTab:
         self.page_label.value = (
             f'<span style="font-variant-numeric:tabular-nums">{html.escape(page.describe())}</span>'
         )
-        self.prev_page.disabled = query.page <= 0
-        self.next_page.disabled = query.page >= page.pages - 1
+        self.prev_page.disabled = self.first_page.disabled = query.page <= 0
+        self.next_page.disabled = self.last_page.disabled = query.page >= page.pages - 1
+        with self._quietly():  # go-to-page box follows the page shown
+            self.page_number.max = max(1, page.pages)
+            self.page_number.value = query.page + 1
         options: list[tuple[str, int]] = [("— choose a row —", -1)]
         for i, r in enumerate(page.frame.itertuples(index=False)):
             label = f"{page.first_row + i}. {r.task}"
