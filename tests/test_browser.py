@@ -226,8 +226,23 @@ def test_explore_job_notebook(browser: Any, lab: Lab) -> None:
     assert after != before
     statuses = cases_table.locator("tbody td.enb-st-failed").count()
     assert statuses == 18
+    # on a short screen the detail opens below the fold: the click brings it into view
+    page.set_viewport_size({"width": 1400, "height": 700})
+    cases_table.evaluate("el => el.scrollIntoView({block: 'start'})")
     cases_table.locator("tbody tr[data-row='0']").click()  # clicking a row opens its detail
     panel.locator(".enb-detail").first.wait_for(state="visible", timeout=20_000)
+    # wholly in view, or (taller than the screen) its top at the top
+    in_view = (
+        "el => { const r = el.getBoundingClientRect();"
+        " return r.top >= -2 && (r.bottom <= innerHeight + 2 || r.top < 60); }"
+    )
+    deadline = time.time() + 10
+    while not panel.locator(".enb-detail").first.evaluate(in_view) and time.time() < deadline:
+        time.sleep(0.2)
+    assert panel.locator(".enb-detail").first.evaluate(in_view), (
+        "the row's detail stayed below the fold"
+    )
+    page.set_viewport_size({"width": 1400, "height": 1600})
     assert cases_table.locator("tbody tr.enb-selected").count() == 1
     _wait_text(panel, "AgentTimeoutError")
     _shot(page, panel, "panel-2-cases")

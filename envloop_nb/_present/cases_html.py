@@ -43,7 +43,8 @@ CASES_CSS = """
 .enb-cases td{padding:2px 6px;border-bottom:1px solid var(--jp-border-color3,#8883);
   vertical-align:top;max-width:240px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .enb-cases td.num,.enb-cases th.num{text-align:right;font-variant-numeric:tabular-nums}
-.enb-cases tr.enb-selected td{background:var(--jp-layout-color2,#8882)}
+.enb-cases tr.enb-selected td{background:color-mix(in srgb,var(--jp-brand-color1,#1976d2) 16%,transparent)}
+.enb-cases tr.enb-selected td:first-child{box-shadow:inset 3px 0 0 var(--jp-brand-color1,#1976d2)}
 .enb-cases tbody tr[data-row]{cursor:pointer}
 .enb-cases tbody tr[data-row]:hover td{background:var(--jp-layout-color2,#8881)}
 .enb-cases .enb-dim{color:var(--jp-ui-font-color3,#888)}

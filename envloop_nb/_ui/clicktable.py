@@ -15,6 +15,23 @@ __all__ = ["ClickableTable"]
 
 _ESM = """
 function render({ model, el }) {
+  // the detail the click opens is drawn by Python a moment later, below the table:
+  // bring it into view once it changed (it may sit below the fold)
+  const scrollToDetail = () => {
+    const panel = el.closest(".enb-job-panel, .enb-exp-panel") || el.parentElement;
+    const detail = () => panel && panel.querySelector(".enb-detail");
+    const before = detail() ? detail().innerHTML : null;
+    let tries = 0;
+    const look = () => {
+      const d = detail();
+      if (d && d.innerHTML !== before) {
+        d.scrollIntoView({ block: "nearest", behavior: "smooth" });
+      } else if (tries++ < 40) {
+        setTimeout(look, 100);
+      }
+    };
+    setTimeout(look, 100);
+  };
   const draw = () => {
     el.innerHTML = model.get("value");
     el.querySelectorAll("tbody tr[data-row]").forEach((tr) => {
@@ -22,6 +39,7 @@ function render({ model, el }) {
         model.set("clicked", Number(tr.dataset.row));
         model.set("clicks", model.get("clicks") + 1);
         model.save_changes();
+        scrollToDetail();
       });
     });
   };
