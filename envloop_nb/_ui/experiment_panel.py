@@ -25,7 +25,7 @@ from .._present.experiment_html import (
     history_html,
     summary_card_html,
 )
-from .state import Guard, describe_error
+from .state import Guard, describe_error, widget_bundle
 
 if TYPE_CHECKING:
     import duckdb
@@ -374,10 +374,4 @@ class ExperimentPanel:
         return f"<ExperimentPanel {self.exp.id}>"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        bundle = self.widget._repr_mimebundle_(**kwargs)
-        if isinstance(bundle, tuple):
-            data, meta = bundle
-            return {**data, "text/plain": repr(self)}, meta
-        if isinstance(bundle, dict):
-            bundle = {**bundle, "text/plain": repr(self)}
-        return bundle
+        return widget_bundle(self.widget, repr(self), **kwargs)

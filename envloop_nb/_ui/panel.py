@@ -23,7 +23,7 @@ from .._types import Policy
 from .buckets_tab import BucketsTab
 from .cases_tab import CasesTab
 from .overview import OverviewTab
-from .state import PanelState
+from .state import PanelState, widget_bundle
 
 if TYPE_CHECKING:
     from .._store.ref import JobRef
@@ -115,14 +115,7 @@ class JobPanel:
         return f"<JobPanel {self.job.id}: {' · '.join(TAB_TITLES)}>"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        bundle = self.widget._repr_mimebundle_(**kwargs)
-        if isinstance(bundle, tuple):
-            data, meta = bundle
-            data = {**data, "text/plain": repr(self)}
-            return data, meta
-        if isinstance(bundle, dict):
-            bundle = {**bundle, "text/plain": repr(self)}
-        return bundle
+        return widget_bundle(self.widget, repr(self), **kwargs)
 
 
 def job_panel(

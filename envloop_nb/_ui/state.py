@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .._buckets.apply import BucketResult
     from .._store.ref import JobRef
 
-__all__ = ["Guard", "PanelState", "describe_error"]
+__all__ = ["Guard", "PanelState", "describe_error", "widget_bundle"]
 
 Listener = Callable[["PanelState"], None]
 
@@ -126,3 +126,15 @@ class Guard:
             return False
         self.last_error = None
         return True
+
+
+def widget_bundle(widget: Any, text: str, **kwargs: Any) -> Any:
+    """``widget``'s display bundle with ``text`` as its plain-text form (what a notebook
+    shows without the widget front end, and what nbval compares)."""
+    bundle = widget._repr_mimebundle_(**kwargs)
+    if isinstance(bundle, tuple):
+        data, meta = bundle
+        return {**data, "text/plain": text}, meta
+    if isinstance(bundle, dict):
+        bundle = {**bundle, "text/plain": text}
+    return bundle
