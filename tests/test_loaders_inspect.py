@@ -352,3 +352,24 @@ def test_dict_scores_nested_metadata_and_odd_values_in_a_real_log(tmp_path: Path
 def test_a_bad_k_is_refused_like_every_loader(k: object) -> None:
     with pytest.raises(enb.LoadError, match=r"\.eval, k: (expected an integer >= 1|k \d+ is out)"):
         enb.open().load(EVAL_LOGS[0], k=k)
+
+
+def test_a_json_log_too_large_for_memory_says_so_and_changes_nothing() -> None:
+    """At 100k samples × 5 epochs the .json form (1 GB) exceeds the default 1 GB memory
+    limit when read whole: the error says so and what to do (it was a misleading
+    "transaction is aborted"), and the workspace is unchanged."""
+    import glob
+
+    import envloop_nb as enb
+
+    path = sorted(glob.glob(str(FIXTURES / "json" / "*.json")))[0]
+    ws = enb.open()
+    ws.con.execute("SET memory_limit = '3MB'")
+    with pytest.raises(
+        enb.LoadError,
+        match=r"too large for the workspace's memory limit when read whole .*memory_limit='4GB'.*\.eval form",
+    ):
+        ws.load(path)
+    ws.con.execute("SET memory_limit = '1GB'")
+    assert len(ws.jobs()) == 0
+    assert ws.load(path).id  # and with room, it loads

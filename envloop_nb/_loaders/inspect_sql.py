@@ -112,8 +112,21 @@ def _extract_fields(
                       FROM ({rows_sql}))""",
             {"paths": paths, **params},
         )
-    except duckdb.Error:  # a sample that is not JSON: Python's parser says where
-        for place, text in con.execute(f"SELECT place, t FROM ({rows_sql})", params).fetchall():
+    except duckdb.OutOfMemoryException as err:
+        raise LoadError(
+            path,
+            None,
+            "too large for the workspace's memory limit when read whole "
+            f"({str(err).splitlines()[0]}): open the workspace with a larger memory_limit "
+            "(enb.open(memory_limit='4GB')), or load the log's .eval form, which is read "
+            "member by member",
+        ) from err
+    except duckdb.Error as err:  # a sample that is not JSON: Python's parser says where
+        try:
+            rows = con.execute(f"SELECT place, t FROM ({rows_sql})", params).fetchall()
+        except duckdb.Error:  # the transaction is aborted: the first error is the one to show
+            raise err from None
+        for place, text in rows:
             parse_json(f"{path} {place}", str(text), what="a JSON sample")
         raise
 
