@@ -18,7 +18,7 @@ from ._job import Job
 from ._loaders import detect_format, job_loads, load_source, load_sources
 from ._metrics.counts import job_list_sql
 from ._store.frames import to_frame
-from ._store.schema import EXPERIMENT_TABLES, JOB_TABLES, SCHEMA_SQL, SCHEMA_VERSION
+from ._store.schema import EXPERIMENT_TABLES, JOB_TABLES, SCHEMA_SQL, SCHEMA_VERSION, written_by
 from ._types import FrameKind
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class Workspace:
             con.execute(SCHEMA_SQL)
             con.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), ('written_by', ?)",
-                [str(SCHEMA_VERSION), _written_by()],
+                [str(SCHEMA_VERSION), written_by()],
             )
 
     def __repr__(self) -> str:
@@ -636,16 +636,6 @@ def _is_experiment(source: str | os.PathLike[str]) -> bool:
         return False
 
 
-def _written_by() -> str:
-    """``envloop_nb <version>``, kept in the file's ``meta`` beside the schema version."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"envloop_nb {version('envloop_nb')}"
-    except PackageNotFoundError:  # pragma: no cover - run from a source tree
-        return "envloop_nb"
-
-
 def _check_schema_version(con: duckdb.DuckDBPyConnection, path: str | None) -> None:
     """Refuse a workspace file whose schema is newer than this code knows.
 
@@ -686,7 +676,7 @@ def _check_schema_version(con: duckdb.DuckDBPyConnection, path: str | None) -> N
         raise LoadError(
             path or ":memory:",
             "meta.schema_version",
-            f"written by {by} (workspace schema version {found}); {_written_by()} reads "
+            f"written by {by} (workspace schema version {found}); {written_by()} reads "
             f"schema version {SCHEMA_VERSION} at most: upgrade envloop_nb to open it "
             "(the file was not changed)",
         )

@@ -1556,7 +1556,7 @@ def test_frames_arrow_cannot_hold(
 def test_workspace_file_from_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
     import duckdb
 
-    from envloop_nb._workspace import _written_by
+    from envloop_nb._store.schema import written_by as _written_by
 
     path = tmp_path / "evals.duckdb"
     ws = enb.open(path)

@@ -38,6 +38,7 @@ from .._present.panel_html import (
 )
 from .._present.report_html import ReportSection, frame_table_html, report_html
 from .._store.ref import JobRef, job_info, job_k
+from .._store.schema import written_by
 from .._types import Policy
 
 __all__ = ["HtmlReport", "export_compare_html", "export_experiment_html", "export_job_html"]
@@ -54,15 +55,6 @@ class HtmlReport:
 
     def __str__(self) -> str:
         return f"wrote {self.path} ({self.bytes / 1e6:.1f} MB, {len(self.sections)} sections, {self.charts} charts)"
-
-
-def _written_by() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"envloop_nb {version('envloop_nb')}"
-    except PackageNotFoundError:  # pragma: no cover - a source tree
-        return "envloop_nb"
 
 
 def _write(path: Path, text: str, sections: list[ReportSection]) -> HtmlReport:
@@ -180,7 +172,7 @@ def export_job_html(
         sections.append(ReportSection("Hard cases", hard))
     meta = [str(info.get("model") or "-"), f"{info.get('dataset_name') or '-'}@{info.get('dataset_version') or '-'}",
             f"k = {info.get('attempts')}", str(info.get("status") or "-"), str(info.get("source_format"))]  # fmt: skip
-    text = report_html(f"Job {jid}", sections, meta=meta, written_by=_written_by())
+    text = report_html(f"Job {jid}", sections, meta=meta, written_by=written_by())
     return _write(Path(path), text, sections)
 
 
@@ -228,7 +220,7 @@ def export_experiment_html(exp: JobRef, path: str | Path, *, cases: int = 500) -
         f"Experiment {html.unescape(summary.name or eid)}",
         sections,
         meta=meta,
-        written_by=_written_by(),
+        written_by=written_by(),
     )
     return _write(Path(path), text, sections)
 
@@ -269,6 +261,6 @@ def export_compare_html(state: CompareState, path: str | Path) -> HtmlReport:
     sections.append(ReportSection("Paired statistics", frame_table_html(paired(state)), note=note))
     meta = [f"{len(state.job_ids)} jobs", f"baseline {state.baseline}", f"policy {state.policy}"]
     text = report_html(
-        "Comparison " + " vs ".join(state.job_ids), sections, meta=meta, written_by=_written_by()
+        "Comparison " + " vs ".join(state.job_ids), sections, meta=meta, written_by=written_by()
     )
     return _write(Path(path), text, sections)

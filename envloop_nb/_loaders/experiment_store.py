@@ -22,6 +22,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from .._store.sql import ident
 from .experiment_doc import ExperimentDoc
 
 __all__ = ["arrow_rows", "insert_arrow", "next_seq", "write_experiment"]
@@ -61,7 +62,7 @@ def insert_arrow(
     if not rows:
         return
     data = arrow_rows(rows, columns)
-    names = ", ".join(f'"{c}"' for c in columns)
+    names = ", ".join(ident(c) for c in columns)
     con.register("_el_exp_rows", data)
     try:
         con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM _el_exp_rows")

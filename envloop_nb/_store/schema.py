@@ -19,9 +19,20 @@ Every table carries ``job_id`` first so that a job is replaced or removed with o
 
 from __future__ import annotations
 
-__all__ = ["EXPERIMENT_TABLES", "JOB_TABLES", "SCHEMA_SQL", "SCHEMA_VERSION"]
+__all__ = ["EXPERIMENT_TABLES", "JOB_TABLES", "SCHEMA_SQL", "SCHEMA_VERSION", "written_by"]
 
 SCHEMA_VERSION = 1
+
+
+def written_by() -> str:
+    """``envloop_nb <version>``: stamped in a workspace's ``meta`` and in reports."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"envloop_nb {version('envloop_nb')}"
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return "envloop_nb"
+
 
 # Tables whose rows belong to one job, in the order they are written.
 JOB_TABLES = ("jobs", "tasks", "task_tags", "attempts", "dimensions", "dimension_meta")
