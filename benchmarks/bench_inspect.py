@@ -246,7 +246,7 @@ async def _write(n: int, epochs: int, eval_path: Path, json_path: Path) -> None:
     done = 0
     tmp_json = json_path.with_suffix(".json.part")
     with tmp_json.open("wb") as jf:
-        jf.write(b'"samples": [')
+        jf.write(b'  "samples": [\n')  # laid out as Inspect's JSONRecorder writes it: indent 2
         count = 0
         for epoch in range(1, epochs + 1):
             for i in range(n):
@@ -259,15 +259,15 @@ async def _write(n: int, epochs: int, eval_path: Path, json_path: Path) -> None:
                 in_tok += u.input_tokens
                 out_tok += u.output_tokens
                 if count:
-                    jf.write(b",")
-                jf.write(to_json_safe(sample))
+                    jf.write(b",\n")
+                jf.write(b"\n".join(b"    " + line for line in to_json_safe(sample).split(b"\n")))
                 await recorder.log_sample(spec, sample)
                 count += 1
                 if count % FLUSH_EVERY == 0:
                     # write the buffer into the recorder's temp zip (its own flush
                     # also copies the whole temp file to the destination: quadratic)
                     await zip_log.write_buffered_samples()
-        jf.write(b"]")
+        jf.write(b"\n  ]\n")
     stats = EvalStats(
         started_at="2026-12-01T10:00:00+00:00",
         completed_at="2026-12-01T12:00:00+00:00",
@@ -284,7 +284,7 @@ async def _write(n: int, epochs: int, eval_path: Path, json_path: Path) -> None:
     head = to_json_safe(header).rstrip()
     assert head.endswith(b"}")
     with json_path.open("wb") as out, tmp_json.open("rb") as part:
-        out.write(head[:-1] + b",\n")
+        out.write(head[:-1].rstrip() + b",\n")
         while chunk := part.read(1 << 24):
             out.write(chunk)
         out.write(b"}")

@@ -38,13 +38,11 @@ from ._stage import begin_job, insert_rows, stage_name
 from .inspect_map import STATUS, reward_name, source_numbers, value_to_float
 from .inspect_read import InspectLog, open_inspect_log
 from .inspect_sql import (
-    RAW,
-    check_samples,
+    check_duplicates,
     epochs_seen,
-    insert_attempts,
-    insert_dimensions,
+    insert_dimension_meta,
     insert_tasks,
-    stage_raw,
+    stage_samples,
 )
 
 __all__ = ["load_inspect", "value_to_float"]
@@ -88,15 +86,35 @@ def load_inspect(
     path = Path(source)
     check_k(path, k)
     log = open_inspect_log(path)
+    reward = reward_name(log.header)
+    jid = job_id or _job_id(log)
+    begin_job(con, jid)
+    # the samples, chunk by chunk, straight into the attempts; the mapping is SQL (inspect_sql)
+    scratch = stage_samples(con, log, jid=jid, reward=reward)
+    try:
+        _finish(con, scratch, log, jid=jid, k=k, reward=reward)
+    finally:
+        scratch.close()
+
+
+def _finish(
+    con: duckdb.DuckDBPyConnection,
+    scratch: duckdb.DuckDBPyConnection,
+    log: InspectLog,
+    *,
+    jid: str,
+    k: int | None,
+    reward: str | None,
+) -> None:
+    """The checks over the whole log, k, and the job, tasks and dimensions rows."""
+    path = log.path
     ev = log.header["eval"]
     config = ev.get("config") if isinstance(ev.get("config"), Mapping) else {}
     epochs = config.get("epochs")
-    reward = reward_name(log.header)
     dataset = ev.get("dataset") if isinstance(ev.get("dataset"), Mapping) else {}
     listed = [str(s) for s in dataset.get("sample_ids") or []]
-    stage_raw(con, log)  # the samples as JSON rows; the mapping is SQL (inspect_sql)
-    check_samples(con, path)
-    most, counts = epochs_seen(con)
+    check_duplicates(scratch, path)
+    most, counts = epochs_seen(scratch)
     if k is not None:
         job_k = k
     elif isinstance(epochs, int) and epochs >= 1:
@@ -108,8 +126,6 @@ def load_inspect(
             path, "eval.config.epochs", f"a sample ran epoch {most}, beyond k = {job_k}"
         )
     _warn_uneven(path, counts, job_k, log.header.get("status"))
-    jid = job_id or _job_id(log)
-    begin_job(con, jid)
     stats_raw = log.header.get("stats")
     stats: Mapping[str, Any] = stats_raw if isinstance(stats_raw, Mapping) else {}
     results = log.header.get("results")
@@ -157,16 +173,14 @@ def load_inspect(
             }
         ],
     )
-    insert_tasks(con, jid, listed)
-    insert_attempts(con, jid, reward)
-    dims = insert_dimensions(con, jid, reward)
+    insert_tasks(con, scratch, jid, listed)
+    dims = insert_dimension_meta(con, jid)
     numbers = source_numbers(log.header, reward, dims)
     con.execute(
         f"""UPDATE {stage_name("jobs")}
             SET extra = json_merge_patch(extra, json_object('source_numbers', ?::JSON))""",
         [json.dumps(numbers)],
     )
-    con.execute(f"DROP TABLE IF EXISTS {RAW}")
 
 
 def _warn_uneven(path: Path, counts: list[tuple[str, int]], k: int, status: Any) -> None:

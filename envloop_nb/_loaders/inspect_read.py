@@ -18,23 +18,31 @@ Errors are :class:`~envloop_nb.LoadError` naming the file and the member or line
 from __future__ import annotations
 
 import json
+import os
 import struct
 import zipfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._errors import LoadError
 from ._read import decode_utf8, parse_json, read_bytes
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 __all__ = [
+    "Directory",
     "InspectLog",
     "Member",
     "central_directory",
+    "directory",
     "is_inspect_json_head",
+    "json_sample_chunks",
     "mapped",
     "member_bytes",
     "open_inspect_log",
@@ -68,7 +76,7 @@ class InspectLog:
     header: dict[str, Any]
     form: str  # "eval" | "json"
     _samples: list[dict[str, Any]] | None = None
-    _members: list[Member] | None = None
+    _directory: Directory | None = None
 
     def samples(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """``(place, sample)`` for each sample in the log, in the log's order."""
@@ -78,21 +86,26 @@ class InspectLog:
             for i, sample in enumerate(self._samples):
                 yield f"samples[{i}]", sample
             return
-        assert self._members is not None
         with mapped(self.path) as data:
-            for info in self._members:
+            for info in self.members:
                 yield info.filename, _member_json(self.path, data, info)
+
+    @property
+    def directory(self) -> Directory | None:
+        """The ``samples/*.json`` entries of an ``.eval`` archive, by column (None for
+        ``.json``)."""
+        return self._directory
 
     @property
     def members(self) -> list[Member]:
         """The ``samples/*.json`` members of an ``.eval`` archive (empty for ``.json``)."""
-        return list(self._members or [])
+        return self._directory.members() if self._directory is not None else []
 
     @property
     def sample_count(self) -> int:
         if self.form == "json":
             return sum(1 for _ in self.samples())
-        return len(self._members or [])
+        return len(self._directory) if self._directory is not None else 0
 
 
 def open_inspect_log(path: Path) -> InspectLog:
@@ -124,11 +137,20 @@ def _python_doc(path: Path) -> dict[str, Any]:
 
 
 def _open_json(path: Path) -> InspectLog:
-    """The header of a ``.json`` log, read by DuckDB (its JSON parser is C++ and does not
-    build Python objects for the samples); any problem is explained by Python's parser."""
+    """The header of a ``.json`` log.
+
+    Laid out as Inspect writes it (indent 2), the file is parsed in Python with the
+    samples array's content skipped (:func:`_json_header`): a log of 500,000 samples is
+    not read whole. Otherwise DuckDB reads it (its JSON parser is C++ and does not build
+    Python objects for the samples); any problem is explained by Python's parser.
+    """
+    keys = _HEADER_KEYS
+    doc = _json_header(path)  # indent-2 layout: the samples are not read at all
+    if doc is not None and isinstance(doc.get("eval"), dict):
+        return InspectLog(path, {key: doc.get(key) for key in keys}, "json")
+
     import duckdb
 
-    keys = _HEADER_KEYS
     paths = [f"$.{key}" for key in keys]
     try:  # each JSON function parses the document: two parses, not a cast and four
         with duckdb.connect() as con:
@@ -151,10 +173,267 @@ def _open_json(path: Path) -> InspectLog:
     return InspectLog(path, header, "json")
 
 
-@dataclass(frozen=True)
-class Member:
+# Inspect's JSONRecorder writes the log with ``indent=2``. JSON strings never hold a raw
+# newline, so in such a file a line's indentation is its depth: the top-level samples
+# array opens on the line ``  "samples": [``, each sample (depth 2) opens on a line
+# ``    {`` and closes on a line ``    }`` (nothing inside a sample is indented by only
+# four spaces), and after the last one comes the line ``  ]`` or ``  ],``. So, scanning
+# from the opening line, every ``    }`` line is a sample's end, followed either by
+# ``,`` and the next sample's ``    {`` line or by the array's closing line.
+_JSON_SAMPLES_OPEN = b'\n  "samples": [\n'
+_JSON_SAMPLE_END = b"\n    }"
+_JSON_SAMPLE_NEXT = b",\n    {"  # after a sample's end: another sample follows
+_JSON_SAMPLES_CLOSE = b"\n  ]"  # after a sample's end: the array closes
+_JSON_BLOCK = 1 << 24  # bytes read at a time (os.pread: the file is never mapped)
+_JSON_OVERLAP = 16  # > the longest pattern checked around a "}"
+
+
+def _find(fd: int, needle: bytes, start: int, stop: int) -> int:
+    """The first offset in ``[start, stop)`` of the file where ``needle`` starts (and
+    ends by ``stop``), or -1; read block by block, so memory stays at one block."""
+    pos = start
+    while pos < stop:
+        block = os.pread(fd, min(_JSON_BLOCK, stop - pos), pos)
+        if not block:
+            return -1
+        at = block.find(needle)
+        if at >= 0:
+            return pos + at
+        if pos + len(block) >= stop:
+            return -1
+        pos += len(block) - len(needle) + 1  # a match may straddle the block's end
+    return -1
+
+
+def _matches(a: Any, at: Any, offset: int, pattern: bytes) -> Any:
+    """Where ``a[at + offset :]`` starts with ``pattern`` (a mask over ``at``)."""
+    ok = a[at + offset] == pattern[0]
+    for i in range(1, len(pattern)):
+        ok &= a[at + offset + i] == pattern[i]
+    return ok
+
+
+def _json_layout(fd: int, size: int) -> tuple[int, int, Any] | None:
+    """Where the samples are in an indent-2 log, or None when it is not laid out so.
+
+    Returns ``(begin, end, cuts)``: the array's content is the file's bytes
+    ``[begin, end)`` (``begin`` just after its ``[``, ``end`` at the newline before its
+    ``]``), and sample ``k`` is bytes ``[cuts[k], cuts[k + 1])``: ``cuts`` (``int64``)
+    holds each sample's opening ``{``, then ``end``, so a sample's bytes end with the
+    comma and indentation before the next one (``},\n    ``, the comma 6 bytes before
+    the next cut) or, for the last, with its ``}``. One pass over the
+    samples, in blocks, with numpy: every ``}`` is a candidate, kept when its line is
+    ``    }`` and classified by the bytes after it.
+    """
+    import numpy as np
+
+    if os.pread(fd, 5, 0) != b'{\n  "':  # an indent-2 object, its first key at depth 1
+        return None
+    opening = _find(fd, _JSON_SAMPLES_OPEN, 0, size)
+    if opening < 0:
+        return None
+    begin = opening + len(_JSON_SAMPLES_OPEN) - 1
+    start = os.pread(fd, 6, begin)
+    if start[:4] == _JSON_SAMPLES_CLOSE:  # an empty array written over two lines
+        end, cuts = begin, np.array([begin], dtype=np.int64)  # no samples: no cuts
+    elif start != b"\n    {":
+        return None
+    else:
+        end = -1
+        parts = [np.array([begin + 5], dtype=np.int64)]  # the first sample's "{"
+        pos = begin
+        while end < 0:
+            block = os.pread(fd, _JSON_BLOCK, pos)
+            last = len(block) < _JSON_BLOCK
+            if last:  # zeros after the end: the checks after a "}" may look past it
+                block += bytes(_JSON_OVERLAP)
+            a = np.frombuffer(block, dtype=np.uint8)
+            # "}" with 5 bytes before it and 7 after, in the part of the block that the
+            # next block (starting _JSON_OVERLAP bytes before this one's end) does not
+            # start with: each "}" is looked at once.
+            at = np.flatnonzero(a[5 : len(a) - _JSON_OVERLAP + 5] == 0x7D) + 5
+            at = at[a[at - 5] == 0x0A]  # most "}" are deeper: one test drops them
+            at = at[_matches(a, at, -5, _JSON_SAMPLE_END)]
+            after = _matches(a, at, 1, _JSON_SAMPLE_NEXT)
+            stop = np.flatnonzero(~after)
+            if stop.size:  # the first "    }" not followed by another sample
+                k = int(stop[0])
+                close = at[k : k + 1]
+                if not (
+                    _matches(a, close, 1, _JSON_SAMPLES_CLOSE + b"\n")
+                    | _matches(a, close, 1, _JSON_SAMPLES_CLOSE + b",\n")
+                ).all():
+                    return None
+                at = at[:k]
+                end = pos + int(close[0]) + 1
+            parts.append(at + (pos + 7))  # the "{" of each sample but the first
+            if end < 0:
+                if last:
+                    return None  # end of file without the closing line: cut short
+                pos += len(block) - _JSON_OVERLAP
+        parts.append(np.array([end], dtype=np.int64))
+        cuts = np.concatenate(parts)
+    after_close = os.pread(fd, 2, end + len(_JSON_SAMPLES_CLOSE))
+    if after_close[:1] != b"\n" and after_close != b",\n":  # exactly "  ]" or "  ],"
+        return None
+    return begin, end, cuts
+
+
+# The last layout found, keyed by the file's identity: open_inspect_log reads the header
+# and the loader then asks for the samples, and the scan need not run twice. A file
+# rewritten in place with the same size and mtime would be caught by _json_batch's
+# check that every comma between samples is still where the scan saw it.
+_LAYOUT_CACHE: dict[tuple[str, int, int, int, int], tuple[int, int, Any] | None] = {}
+
+
+def _cached_layout(path: Path, fd: int) -> tuple[int, int, Any] | None:
+    """:func:`_json_layout` of the open file ``fd``, scanned once per file version."""
+    st = os.fstat(fd)
+    key = (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _LAYOUT_CACHE:
+        layout = _json_layout(fd, st.st_size)
+        _LAYOUT_CACHE.clear()  # one entry: a log's cuts are 8 bytes per sample
+        _LAYOUT_CACHE[key] = layout
+    return _LAYOUT_CACHE[key]
+
+
+def json_sample_chunks(path: Path, chunk: int) -> Iterator[tuple[list[str], pa.Array]] | None:
+    """The samples of an indent-2 ``.json`` log as JSON text, ``chunk`` at a time, without
+    parsing them or holding the file in memory; None when the file is not laid out the
+    way Inspect writes it (compact, cut short, ...): read it whole then.
+
+    Parameters
+    ----------
+    path
+        The ``.json`` log.
+    chunk
+        Samples per yielded batch (the last may hold fewer).
+
+    Returns
+    -------
+    Iterator of ``(places, texts)`` or None
+        ``places`` are ``"samples[i]"`` (``i`` counting over the whole log); ``texts`` is
+        a ``pa.large_string()`` array whose ``k``-th value is exactly the JSON text of
+        the sample at ``places[k]``: it starts with ``{`` and may end with whitespace. A sample that is not
+        valid UTF-8 raises :class:`~envloop_nb.LoadError` naming it and its line; text
+        that is not valid JSON is left for the caller's parser to report.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> log = sorted(Path("../shared/fixtures/inspect/json").glob("*.json"))[0]
+    >>> places, texts = next(json_sample_chunks(log, 8))
+    >>> places[:2], len(texts), texts[0].as_py()[:14], texts[0].as_py()[-8:]
+    (['samples[0]', 'samples[1]'], 8, '{\\n      "id": ', ' } \\n    ')
+    """
+    if chunk < 1:
+        raise ValueError("chunk must be at least 1")
+    with path.open("rb") as f:
+        layout = _cached_layout(path, f.fileno())
+    if layout is None:
+        return None
+    return _json_chunks(path, chunk, layout[2])
+
+
+def _json_chunks(path: Path, chunk: int, cuts: Any) -> Iterator[tuple[list[str], pa.Array]]:
+    """The batches of :func:`json_sample_chunks`, given the samples' ``cuts``."""
+    with path.open("rb") as f:
+        for first in range(0, len(cuts) - 1, chunk):
+            last = first + chunk >= len(cuts) - 1
+            yield _json_batch(path, f.fileno(), first, cuts[first : first + chunk + 1], last)
+
+
+def _json_batch(
+    path: Path, fd: int, first: int, cuts: Any, last: bool
+) -> tuple[list[str], pa.Array]:
+    """Samples ``first ..`` whose texts lie between consecutive ``cuts`` (file offsets;
+    ``last`` when the batch ends the array): the span is read once, and the commas that
+    separate samples become spaces, so each value is one JSON object that starts with
+    ``{`` and may end with whitespace."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(cuts) - 1
+    span = bytearray(int(cuts[-1] - cuts[0]))
+    if not _read_into(fd, span, int(cuts[0])):
+        raise LoadError(path, f"samples[{first + n - 1}]", "the file changed while being read")
+    offsets = cuts - cuts[0]
+    commas = offsets[1:-1] - 6 if last else offsets[1:] - 6  # each "}" ends with "},"
+    buf = np.frombuffer(span, dtype=np.uint8)
+    if not (buf[commas] == 0x2C).all():  # the file changed since it was scanned
+        raise LoadError(path, f"samples[{first}]", "the file changed while being read")
+    buf[commas] = 0x20
+    del buf  # no numpy view may outlive this: pyarrow takes the bytearray below
+    try:
+        # One check for the whole batch (the sample is found below); ASCII, the usual
+        # case, is checked without building a str.
+        span.isascii() or span.decode("utf-8")
+    except UnicodeDecodeError as err:
+        k = int(np.searchsorted(offsets, err.start, side="right")) - 1
+        text = bytes(span[offsets[k] : offsets[k + 1]])
+        line = 1 + _count_newlines(fd, int(cuts[k]))
+        decode_utf8(f"{path} samples[{first + k}]", text, line=line)
+        raise  # not reached: decode_utf8 raises for the same byte
+    places = [f"samples[{i}]" for i in range(first, first + n)]
+    texts = pa.Array.from_buffers(
+        pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(span)]
+    )
+    return places, texts
+
+
+def _read_into(fd: int, buf: bytearray, offset: int) -> bool:
+    """Fill ``buf`` with the file's bytes from ``offset`` (False if the file ends first);
+    one ``preadv`` normally, more when the kernel returns less (over 2 GB at a time)."""
+    with memoryview(buf) as view:
+        done = 0
+        while done < len(buf):
+            got = os.preadv(fd, [view[done:]], offset + done)
+            if got <= 0:
+                return False
+            done += got
+    return True
+
+
+def _count_newlines(fd: int, stop: int) -> int:
+    """Newlines in the file's first ``stop`` bytes (to name a line in an error)."""
+    count = pos = 0
+    while pos < stop:
+        block = os.pread(fd, min(_JSON_BLOCK, stop - pos), pos)
+        if not block:
+            break
+        count += block.count(b"\n")
+        pos += len(block)
+    return count
+
+
+def _json_header(path: Path) -> dict[str, Any] | None:
+    """The whole ``.json`` log but its samples (``"samples": []``), parsed in Python
+    without reading the samples, or None when the file is not laid out the way Inspect
+    writes it or this text does not parse (the caller's exact path then explains)."""
+    with path.open("rb") as f:
+        fd = f.fileno()
+        layout = _cached_layout(path, fd)
+        if layout is None:
+            return None
+        begin, end, _cuts = layout
+        closing = end + len(_JSON_SAMPLES_CLOSE)  # just after the array's "]"
+        size = os.fstat(fd).st_size
+        text = os.pread(fd, begin, 0) + b"]" + os.pread(fd, size - closing, closing)
+    try:
+        doc = json.loads(text)  # bare NaN / Infinity are read, as Inspect writes them
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+class Member(NamedTuple):
     """One entry of a zip archive's central directory (the fields of ``zipfile.ZipInfo``
-    this module reads)."""
+    this module reads).
+
+    A ``NamedTuple`` rather than a frozen dataclass: an archive of 500,000 samples has
+    500,000 entries, and a tuple is built in C (``tuple.__new__``) where a frozen
+    dataclass runs ``object.__setattr__`` per field (about 4x slower).
+    """
 
     filename: str
     compress_type: int
@@ -162,6 +441,61 @@ class Member:
     compress_size: int
     file_size: int
     header_offset: int
+
+
+@dataclass(frozen=True)
+class Directory:
+    """A central directory by column: the names, and each number field as a numpy
+    ``int64`` array (``method``, ``crc``, ``csize``, ``usize``, ``offset``).
+
+    500,000 :class:`Member` tuples hold ~200 MB; these columns hold ~40 MB (the names),
+    and a chunk of members is a slice, not a list comprehension.
+    """
+
+    names: list[str]
+    method: Any
+    crc: Any
+    csize: Any
+    usize: Any
+    offset: Any
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def members(self, start: int = 0, stop: int | None = None) -> list[Member]:
+        """The entries ``start:stop`` as :class:`Member` tuples."""
+        cols = (
+            self.names[start:stop],
+            self.method[start:stop].tolist(),
+            self.crc[start:stop].tolist(),
+            self.csize[start:stop].tolist(),
+            self.usize[start:stop].tolist(),
+            self.offset[start:stop].tolist(),
+        )
+        return list(map(tuple.__new__, repeat(Member), zip(*cols, strict=True)))
+
+    def take(self, keep: Any) -> Directory:
+        """The entries where the boolean array ``keep`` is true."""
+        import numpy as np
+
+        index = np.flatnonzero(keep)
+        return Directory(
+            [self.names[i] for i in index.tolist()],
+            self.method[index],
+            self.crc[index],
+            self.csize[index],
+            self.usize[index],
+            self.offset[index],
+        )
+
+    @staticmethod
+    def of(members: list[Member]) -> Directory:
+        import numpy as np
+
+        def col(i: int) -> Any:
+            return np.fromiter((m[i] for m in members), np.int64, len(members))
+
+        return Directory([m.filename for m in members], col(1), col(2), col(3), col(4), col(5))
 
 
 _EOCD = struct.Struct("<4s4H2LH")  # end of central directory, 22 bytes
@@ -174,9 +508,10 @@ def central_directory(path: Path) -> list[Member]:
     """The archive's entries, read straight from its central directory (zip64 too).
 
     ``zipfile.ZipFile`` builds a ``ZipInfo`` object per entry in Python; a log of
-    500,000 samples has 500,000 entries, so this reads the fixed-size records with
-    ``struct`` instead. Anything unusual (a comment hiding the end record, encrypted
-    entries) falls back to ``zipfile``.
+    500,000 samples has 500,000 entries, so this reads the fixed-size records itself:
+    all at once with numpy when the directory is plain (ASCII names, no zip64 extras, no
+    encryption: Inspect's archives), else one by one with ``struct``. Anything unusual
+    (a comment hiding the end record, encrypted entries) falls back to ``zipfile``.
 
     Examples
     --------
@@ -185,6 +520,11 @@ def central_directory(path: Path) -> list[Member]:
     >>> [m.filename for m in central_directory(log)][:2]
     ['_journal/start.json', 'samples/c00_epoch_1.json']
     """
+    return directory(path).members()
+
+
+def directory(path: Path) -> Directory:
+    """The archive's central directory, by column (see :func:`central_directory`)."""
     try:
         with mapped(path) as data:
             return _read_directory(data)
@@ -192,17 +532,19 @@ def central_directory(path: Path) -> list[Member]:
         pass
     try:
         with zipfile.ZipFile(path) as archive:
-            return [
-                Member(
-                    i.filename,
-                    i.compress_type,
-                    i.CRC,
-                    i.compress_size,
-                    i.file_size,
-                    i.header_offset,
-                )
-                for i in archive.infolist()
-            ]
+            return Directory.of(
+                [
+                    Member(
+                        i.filename,
+                        i.compress_type,
+                        i.CRC,
+                        i.compress_size,
+                        i.file_size,
+                        i.header_offset,
+                    )
+                    for i in archive.infolist()
+                ]
+            )
     except (zipfile.BadZipFile, OSError) as err:
         raise LoadError(path, None, f"not a readable .eval archive ({err})") from None
 
@@ -216,7 +558,19 @@ def mapped(path: Path) -> Iterator[Any]:
         yield data
 
 
-def _read_directory(data: Any) -> list[Member]:
+def _read_directory(data: Any) -> Directory:
+    """The central directory's entries: :func:`_fast_directory` when it applies, else the
+    exact entry-by-entry walk."""
+    count, cd_size, cd_offset = _directory_extent(data)
+    fast = _fast_directory(bytes(data[cd_offset : cd_offset + cd_size]), count)
+    if fast is not None:
+        return fast
+    return Directory.of(_walk_directory(data, count, cd_size, cd_offset))
+
+
+def _directory_extent(data: Any) -> tuple[int, int, int]:
+    """``(entry count, size, offset)`` of the central directory, from the end record (or
+    the zip64 end record when there is one)."""
     end = data.rfind(b"PK\x05\x06", max(0, len(data) - 65_557))
     if end < 0:
         raise ValueError("no end of central directory")
@@ -230,6 +584,11 @@ def _read_directory(data: Any) -> list[Member]:
         if fields[0] != b"PK\x06\x06":
             raise ValueError("bad zip64 end record")
         count, cd_size, cd_offset = fields[7], fields[8], fields[9]
+    return count, cd_size, cd_offset
+
+
+def _walk_directory(data: Any, count: int, cd_size: int, cd_offset: int) -> list[Member]:
+    """The entries read one by one with ``struct`` (any name encoding, zip64 extras)."""
     out: list[Member] = []
     at = cd_offset
     stop = cd_offset + cd_size
@@ -257,6 +616,90 @@ def _read_directory(data: Any) -> list[Member]:
     return out
 
 
+# The central directory file header (``_ENTRY``) as a numpy record: packed, little-endian.
+_ENTRY_FIELDS = (
+    ("signature", "<u4"),
+    ("made_by", "<u2"),
+    ("needed", "<u2"),
+    ("flags", "<u2"),
+    ("method", "<u2"),
+    ("time", "<u2"),
+    ("date", "<u2"),
+    ("crc", "<u4"),
+    ("csize", "<u4"),
+    ("usize", "<u4"),
+    ("name_len", "<u2"),
+    ("extra_len", "<u2"),
+    ("comment_len", "<u2"),
+    ("disk", "<u2"),
+    ("internal", "<u2"),
+    ("external", "<u4"),
+    ("offset", "<u4"),
+)
+
+_ENTRY_DTYPE: Any = None  # built on first use: numpy is imported lazily
+
+
+def _fast_directory(cd: bytes, count: int) -> Directory | None:
+    """The entries of central directory ``cd`` read with numpy, or None when the layout
+    is not the plain one this handles (then the caller walks the entries one by one).
+
+    Every ``PK\\x01\\x02`` in ``cd`` is taken as a candidate entry. The result is
+    accepted only if the candidates are exactly the chain of entries the walk would
+    follow: ``count`` of them, the first at 0, each one's end (46 + name + extra +
+    comment bytes) the next one's start and the last one's end the directory's end. A
+    name holding those four bytes adds a candidate and so fails the count; an entry
+    needing zip64 extras (a field of ``0xFFFFFFFF``), an encrypted entry or a name that is
+    not ASCII (the walk decodes it as UTF-8 or cp437 by a flag) also sends the caller to
+    the walk, so the two always agree.
+    """
+    import numpy as np
+
+    global _ENTRY_DTYPE
+    if _ENTRY_DTYPE is None:
+        _ENTRY_DTYPE = np.dtype(list(_ENTRY_FIELDS))
+        assert _ENTRY_DTYPE.itemsize == _ENTRY.size
+    if count == 0 or len(cd) < 46:
+        return None
+    b = np.frombuffer(cd, dtype=np.uint8)
+    # Every "P", then the three bytes after it: one pass over the directory, not four.
+    cand = np.flatnonzero(b[:-3] == 0x50)
+    cand = cand[(b[cand + 1] == 0x4B) & (b[cand + 2] == 0x01) & (b[cand + 3] == 0x02)]
+    if len(cand) != count or cand[0] != 0 or int(cand[-1]) + 46 > len(cd):
+        return None
+
+    # The 46-byte fixed part of every entry, one row each (a C copy per row: no index
+    # array per byte), read through a structured dtype that spells the record out.
+    rows = np.lib.stride_tricks.sliding_window_view(b, 46)[cand].view(_ENTRY_DTYPE)[:, 0]
+    name_len = rows["name_len"].astype(np.int64)
+    nxt = cand + 46 + name_len + rows["extra_len"] + rows["comment_len"]
+    if (
+        nxt[-1] != len(cd)
+        or not np.array_equal(nxt[:-1], cand[1:])
+        or (rows["flags"] & 0x1).any()  # encrypted
+    ):
+        return None
+    csize, usize, offset = rows["csize"], rows["usize"], rows["offset"]
+    if (csize == 0xFFFFFFFF).any() or (usize == 0xFFFFFFFF).any() or (offset == 0xFFFFFFFF).any():
+        return None
+    # Latin-1 maps byte i to code point i, so slicing the decoded directory slices the
+    # names' bytes; when every name is ASCII that is also their UTF-8 and cp437 text.
+    text = cd.decode("latin-1")
+    starts = cand + 46
+    names = [text[i:j] for i, j in zip(starts.tolist(), (starts + name_len).tolist(), strict=True)]
+    if not "".join(names).isascii():
+        return None
+    i64 = np.int64
+    return Directory(
+        names,
+        rows["method"].astype(i64),
+        rows["crc"].astype(i64),
+        csize.astype(i64),
+        usize.astype(i64),
+        offset.astype(i64),
+    )
+
+
 def _zip64_sizes(extra: bytes, csize: int, usize: int, offset: int) -> tuple[int, int, int]:
     i = 0
     while i + 4 <= len(extra):
@@ -275,11 +718,21 @@ def _zip64_sizes(extra: bytes, csize: int, usize: int, offset: int) -> tuple[int
 
 
 def _open_eval(path: Path) -> InspectLog:
-    infos = central_directory(path)
-    by_name = {i.filename: i for i in infos}
-    samples = [
-        i for i in infos if i.filename.startswith("samples/") and i.filename.endswith(".json")
-    ]
+    import numpy as np
+
+    entries = directory(path)
+    names = entries.names
+    samples = entries.take(
+        np.fromiter(
+            (n.startswith("samples/") and n.endswith(".json") for n in names), bool, len(names)
+        )
+    )
+    by_name = {  # the two members read here, not a dict of every sample's
+        m.filename: m
+        for i, n in enumerate(names)
+        if n in ("header.json", "_journal/start.json")
+        for m in entries.members(i, i + 1)
+    }
     with mapped(path) as data:
         if "header.json" in by_name:
             header = _member_json(path, data, by_name["header.json"])
@@ -292,7 +745,7 @@ def _open_eval(path: Path) -> InspectLog:
             )
     if not isinstance(header, dict) or not isinstance(header.get("eval"), dict):
         raise LoadError(path, "header.json", "not an Inspect AI log header: no 'eval' object")
-    return InspectLog(path, header, "eval", _members=samples)
+    return InspectLog(path, header, "eval", _directory=samples)
 
 
 def member_bytes(path: Path, data: Any, info: Member | zipfile.ZipInfo, zstd: Any = None) -> bytes:

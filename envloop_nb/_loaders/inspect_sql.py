@@ -1,10 +1,19 @@
-"""The Inspect mapping in DuckDB SQL: samples staged as JSON rows, mapped in one pass.
+"""The Inspect mapping in DuckDB SQL: samples handed to DuckDB as JSON text in chunks,
+each chunk mapped and written to the workspace before the next is read.
 
 Python only takes the samples out of the log: an ``.eval`` member is decompressed (zstd)
-and handed to DuckDB as text in chunks through Arrow; a ``.json`` log is read by DuckDB
-itself (``read_text``, ``json_extract(doc, '$.samples[*]')``). Everything else — ids,
-epochs, statuses, Inspect's ``value_to_float``, errors, ChatML, usage, tags, dimensions
-— is SQL over the staged rows ``_el_insp(ord, place, j)``.
+and a pretty-printed ``.json`` log is split at its sample boundaries
+(:func:`~.inspect_read.json_sample_chunks`), and each chunk goes to DuckDB as one Arrow
+string column; any other ``.json`` log is read whole by DuckDB (``read_text``,
+``json_extract(doc, '$.samples[*]')``). Everything else — ids, epochs, statuses,
+Inspect's ``value_to_float``, errors, ChatML, usage, tags, dimensions — is SQL over the
+chunk's fields ``_el_insp`` (each sample's JSON parsed once, for a list of paths).
+
+Only a few small columns of every sample outlive its chunk (``_el_insp_keys``: place,
+id, epoch; ``_el_insp_firsts``: each id's first input, target and metadata), for the
+checks that need the whole log (a (sample, epoch) seen twice, k) and the tasks table.
+Memory is therefore bounded by a chunk, not the log: at 100,000 samples × 5 epochs
+the whole log staged at once spilled past the memory limit and took twice as long.
 
 The pure Python mapping (:class:`envloop_nb._loaders.inspect_map.Rows`) is the
 reference this path is tested against, field by field (``tests/test_loaders_inspect.py``).
@@ -12,6 +21,9 @@ reference this path is tested against, field by field (``tests/test_loaders_insp
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -22,23 +34,23 @@ from .._errors import LoadError
 from .._store.sql import literal
 from ._read import decode_utf8, parse_json
 from ._stage import stage_name
-from .inspect_read import InspectLog, Member, mapped, member_bytes
+from .inspect_read import Directory, InspectLog, json_sample_chunks, mapped, member_bytes
 
 __all__ = [
-    "RAW",
-    "check_samples",
+    "check_duplicates",
     "epochs_seen",
-    "insert_attempts",
-    "insert_dimensions",
+    "insert_dimension_meta",
     "insert_tasks",
-    "stage_raw",
+    "stage_samples",
     "value_to_float_sql",
 ]
 
-#: The staged samples, one row each: ``ord`` (log order), ``place`` (member or
+#: One chunk's samples, one row each: ``ord`` (log order), ``place`` (member or
 #: ``samples[i]``) and the fields the mapping reads, each taken out of the sample's JSON
 #: in one parse (``json_extract`` with a list of paths); the JSON text itself is dropped.
 RAW = "_el_insp"
+KEYS = "_el_insp_keys"
+FIRSTS = "_el_insp_firsts"
 #: (column, JSON path, how the column is kept: "json" or "text")
 _FIELDS = (
     ("id", "$.id", "json"), ("epoch", "$.epoch", "json"), ("uuid", "$.uuid", "text"),
@@ -51,7 +63,29 @@ _FIELDS = (
     ("metadata", "$.metadata", "json"), ("sample_limit", "$.limit", "json"),
     ("error_retries", "$.error_retries", "json"),
 )  # fmt: skip
-_CHUNK = 8192  # members per Arrow batch handed to DuckDB
+_CHUNK = 16384  # samples per Arrow batch handed to DuckDB
+#: Writes a chunk's rows into the load's transaction while the next chunk is mapped.
+_WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envloop-inspect-writer")
+_ZSTD = 93  # the zip compression method of zstd
+_LOCAL_HEADER_MAX = 30 + 2 * 65_535  # a zip local header: 30 bytes, a name and an extra field
+
+
+def _pointer(*keys: str) -> str:
+    """A JSON pointer to ``keys`` (RFC 6901: ``~`` → ``~0``, ``/`` → ``~1``), so a
+    scorer's name is a key whatever characters it holds."""
+    return "".join("/" + k.replace("~", "~0").replace("/", "~1") for k in keys)
+
+
+def _reward_fields(reward: str | None) -> tuple[tuple[str, str, str], ...]:
+    """The reward's value and explanation, taken in the same parse as the other fields."""
+    scorer, key = _score_path(reward)
+    if scorer is None:
+        return ()
+    value = _pointer("scores", scorer, "value") + ("" if key is None else _pointer(key))
+    return (
+        ("reward_value", value, "json"),
+        ("reward_explanation", _pointer("scores", scorer, "explanation"), "json"),
+    )
 
 
 def value_to_float_sql(v: str) -> str:
@@ -82,37 +116,183 @@ def value_to_float_sql(v: str) -> str:
         END)::DOUBLE"""
 
 
-def stage_raw(con: duckdb.DuckDBPyConnection, log: InspectLog) -> int:
-    """Stage the log's samples in ``_el_insp`` (their fields, see ``_FIELDS``); return
-    how many."""
-    cols = ", ".join(
-        f"{name} {'JSON' if kind == 'json' else 'VARCHAR'}" for name, _p, kind in _FIELDS
+def stage_samples(
+    con: duckdb.DuckDBPyConnection, log: InspectLog, *, jid: str, reward: str | None
+) -> duckdb.DuckDBPyConnection:
+    """Map every sample of the log into the workspace's ``attempts`` and ``dimensions``
+    rows of job ``jid``, chunk by chunk (each checked first: see :func:`_check_chunk`).
+
+    The chunks are mapped on a scratch connection (a cursor of the same database, in its
+    own transactions): a table replaced inside the load's transaction keeps its old rows
+    until the commit, so a chunk table replaced on ``con`` held the whole log in memory
+    by the end. Only the mapped rows cross into the load's transaction, as Arrow.
+    Returns the scratch connection, holding each sample's keys (``_el_insp_keys``) and
+    each id's first fields (``_el_insp_firsts``) for :func:`check_duplicates`,
+    :func:`epochs_seen` and :func:`insert_tasks`; the caller closes it.
+    """
+    scratch = con.cursor()
+    scratch.execute(
+        f"CREATE TEMP TABLE {KEYS} (ord BIGINT, place VARCHAR, task VARCHAR, epoch INTEGER)"
     )
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE {RAW} (ord BIGINT, place VARCHAR, is_object BOOLEAN, {cols})"
+    scratch.execute(
+        f"CREATE TEMP TABLE {FIRSTS} "
+        "(task VARCHAR, ord BIGINT, input JSON, target JSON, metadata JSON)"
     )
-    return _stage_json(con, log.path) if log.form == "json" else _stage_eval(con, log)
+    path = log.path
+    fields = _FIELDS + _reward_fields(reward)
+    mapping = _Mapping(con, scratch, path, fields, jid, reward)
+    chunks = _eval_chunks(log) if log.form == "eval" else json_sample_chunks(path, _CHUNK)
+    if chunks is None:  # a .json log not laid out as Inspect writes it: DuckDB reads it whole
+        mapping.chunk(
+            f"""SELECT i AS ord, 'samples[' || i || ']' AS place, s::VARCHAR AS t
+            FROM (SELECT unnest(samples) AS s, unnest(range(len(samples))) AS i
+                  FROM (SELECT json_extract(content, '$.samples[*]') AS samples
+                        FROM read_text({literal(str(path))})))""",
+            whole=True,
+        )
+        return scratch
+    try:
+        _map_chunks(scratch, mapping, chunks)
+    except BaseException:
+        with suppress(Exception):  # the first error is the one to show
+            mapping.wait()  # never roll back while the writer still works in the transaction
+        raise
+    mapping.wait()
+    scratch.execute(f"DROP TABLE IF EXISTS {RAW}")
+    return scratch
+
+
+def _map_chunks(
+    scratch: duckdb.DuckDBPyConnection,
+    mapping: _Mapping,
+    chunks: Iterator[tuple[list[str], pa.Array]],
+) -> None:
+    first = 0
+    for places, texts in chunks:
+        n = len(places)
+        batch = pa.table(
+            {
+                "ord": pa.array(range(first, first + n), pa.int64()),
+                "place": pa.array(places, pa.string()),
+                "t": texts,
+            }
+        )
+        scratch.register("_el_insp_batch", batch)
+        try:
+            mapping.chunk("SELECT ord, place, t FROM _el_insp_batch")
+        finally:
+            scratch.unregister("_el_insp_batch")
+        first += n
+
+
+class _Mapping:
+    """One log's chunks: extracted and mapped on ``scratch``, written on ``con``."""
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        scratch: duckdb.DuckDBPyConnection,
+        path: Path,
+        fields: tuple[tuple[str, str, str], ...],
+        jid: str,
+        reward: str | None,
+    ) -> None:
+        self.con, self.scratch, self.path, self.fields = con, scratch, path, fields
+        self.jid, self.reward = jid, reward
+        self.attempts_sql = _attempts_sql(reward)
+        self.dimensions_sql = _dimensions_sql()
+        self.writing: Future[None] | None = None  # the previous chunk's rows, being written
+
+    def wait(self) -> None:
+        """Wait for the previous chunk's rows to be written (raising its error, if any)."""
+        if self.writing is not None:
+            writing, self.writing = self.writing, None
+            writing.result()
+
+    def chunk(self, rows_sql: str, *, whole: bool = False) -> None:
+        """Extract the fields of the samples ``rows_sql`` gives (ord, place, t), check
+        them, write their attempts and dimension values, and keep their keys and firsts."""
+        try:
+            self._chunk(rows_sql, whole=whole)
+            if whole:
+                self.wait()
+        except duckdb.OutOfMemoryException as err:
+            raise LoadError(
+                self.path,
+                None,
+                "a chunk of its samples does not fit the workspace's memory limit "
+                f"({str(err).splitlines()[0]}): open the workspace with a larger "
+                "memory_limit (enb.open(memory_limit='4GB'))",
+            ) from err
+
+    def _chunk(self, rows_sql: str, *, whole: bool) -> None:
+        scratch, path = self.scratch, self.path
+        _extract_fields(scratch, path, rows_sql, self.fields, whole=whole)
+        _check_chunk(scratch, path)
+        attempts = scratch.execute(self.attempts_sql, {"jid": self.jid}).to_arrow_table()
+        dimensions = scratch.execute(
+            self.dimensions_sql,
+            {"jid": self.jid, "reward": self.reward, "map": '"MAP(VARCHAR, STRUCT(value JSON))"'},
+        ).to_arrow_table()
+        self.wait()  # one chunk in the workspace's transaction at a time, in order
+        self.writing = _WRITER.submit(_append_rows, self.con, attempts, dimensions)
+        scratch.execute(
+            f"""INSERT INTO {KEYS}
+                SELECT ord, place, id->>'$', coalesce(TRY_CAST(epoch AS INTEGER), 1)
+                FROM {RAW}"""
+        )
+        scratch.execute(
+            f"""INSERT INTO {FIRSTS}
+                SELECT id->>'$' AS task, min(ord), arg_min(input, ord), arg_min(target, ord),
+                       arg_min(metadata, ord)
+                FROM {RAW} WHERE id->>'$' NOT IN (SELECT task FROM {FIRSTS}) GROUP BY task"""
+        )
+
+
+def _append_rows(con: duckdb.DuckDBPyConnection, attempts: pa.Table, dimensions: pa.Table) -> None:
+    """Write one chunk's rows (on the writer thread, while the next chunk is mapped:
+    DuckDB releases the GIL, so the two connections work at once)."""
+    _append_arrow(con, "attempts", attempts)
+    _append_arrow(con, "dimensions", dimensions)
+
+
+def _append_arrow(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
+    """Insert ``rows`` into ``table`` inside the load's transaction.
+
+    Through a replacement scan of a local name, not ``con.register``: a view dropped
+    inside a transaction stays in the catalog until the commit, and with it the Arrow
+    table it holds, so registering each chunk kept every chunk in memory to the end.
+    """
+    _el_insp_rows = rows  # read by DuckDB's replacement scan, by name
+    con.execute(f"INSERT INTO {stage_name(table)} BY NAME SELECT * FROM _el_insp_rows")
 
 
 def _extract_fields(
-    con: duckdb.DuckDBPyConnection, path: Path, rows_sql: str, params: dict[str, Any]
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    rows_sql: str,
+    fields: tuple[tuple[str, str, str], ...],
+    *,
+    whole: bool,
 ) -> None:
-    """Append to ``_el_insp`` the fields of the samples ``rows_sql`` gives (ord, place, t):
+    """Make ``_el_insp`` the fields of the samples ``rows_sql`` gives (ord, place, t):
     each sample's JSON is parsed once (``json_extract`` with the list of paths)."""
     cols = ", ".join(
-        f"f[{i}]" if kind == "json" else f"f[{i}] ->> '$'"
-        for i, (_name, _path, kind) in enumerate(_FIELDS, start=1)
+        f"f[{i}] AS {name}" if kind == "json" else f"f[{i}] ->> '$' AS {name}"
+        for i, (name, _path, kind) in enumerate(fields, start=1)
     )
-    paths = [p for _name, p, _kind in _FIELDS]
+    paths = [p for _name, p, _kind in fields]
     try:
         con.execute(
-            f"""INSERT INTO {RAW}
-                SELECT ord, place, starts_with(ltrim(t), '{{'), {cols}
+            f"""CREATE OR REPLACE TEMP TABLE {RAW} AS
+                SELECT ord, place, starts_with(ltrim(t), '{{') AS is_object, {cols}
                 FROM (SELECT ord, place, json_extract(t, $paths::VARCHAR[]) AS f, t
                       FROM ({rows_sql}))""",
-            {"paths": paths, **params},
+            {"paths": paths},
         )
     except duckdb.OutOfMemoryException as err:
+        if not whole:
+            raise
         raise LoadError(
             path,
             None,
@@ -123,7 +303,7 @@ def _extract_fields(
         ) from err
     except duckdb.Error as err:  # a sample that is not JSON: Python's parser says where
         try:
-            rows = con.execute(f"SELECT place, t FROM ({rows_sql})", params).fetchall()
+            rows = con.execute(f"SELECT place, t FROM ({rows_sql})").fetchall()
         except duckdb.Error:  # the transaction is aborted: the first error is the one to show
             raise err from None
         for place, text in rows:
@@ -131,77 +311,124 @@ def _extract_fields(
         raise
 
 
-def _stage_eval(con: duckdb.DuckDBPyConnection, log: InspectLog) -> int:
-    """Decompress the sample members (zstd releases the GIL: two threads), check each
-    CRC-32, and hand DuckDB each chunk as one Arrow string column built from buffers."""
-    from concurrent.futures import ThreadPoolExecutor
+def _eval_chunks(log: InspectLog) -> Iterator[tuple[list[str], pa.Array]]:
+    """The sample members in chunks of ``_CHUNK``, each as one Arrow string column.
 
-    members = log.members
+    A chunk is decompressed by :func:`_inflate_chunk` on a worker thread one chunk ahead
+    of the one DuckDB is mapping (zstd and DuckDB both release the GIL), so memory holds
+    two chunks, never the log.
+    """
+    entries = log.directory
+    if entries is None or len(entries) == 0:
+        return
     path = log.path
-    n = 0
-    with mapped(path) as data, ThreadPoolExecutor(max_workers=2) as pool:
-        chunks = [members[i : i + _CHUNK] for i in range(0, len(members), _CHUNK)]
-        for texts in pool.map(lambda chunk: _inflate(path, data, chunk), chunks):
-            chunk = members[n : n + len(texts)]
-            _append(con, path, n, [m.filename for m in chunk], texts)
-            n += len(texts)
-    return n
+    spans = [(i, min(i + _CHUNK, len(entries))) for i in range(0, len(entries), _CHUNK)]
+    with path.open("rb") as f, ThreadPoolExecutor(max_workers=1) as pool:
+        fd, size = f.fileno(), path.stat().st_size
+        ahead = pool.submit(_inflate_chunk, path, fd, size, entries, *spans[0])
+        for i, (start, stop) in enumerate(spans):
+            joined, offsets = ahead.result()
+            if i + 1 < len(spans):
+                ahead = pool.submit(_inflate_chunk, path, fd, size, entries, *spans[i + 1])
+            places = entries.names[start:stop]
+            yield places, _arrow_texts(path, places, joined, offsets)
 
 
-def _inflate(path: Path, data: Any, members: list[Member]) -> list[bytes]:
-    import zstandard
+def _inflate_chunk(
+    path: Path, fd: int, size: int, entries: Directory, start: int, stop: int
+) -> tuple[bytes, Any]:
+    """The uncompressed bytes of members ``start:stop`` joined, and the offsets of each
+    in the join.
 
-    zstd = zstandard.ZstdDecompressor()  # one per thread: it is not shared across threads
-    return [member_bytes(path, data, info, zstd) for info in members]
-
-
-def _append(
-    con: duckdb.DuckDBPyConnection, path: Path, first: int, places: list[str], blobs: list[bytes]
-) -> None:
+    The chunk's span of the archive is read once (``pread``: no mapped pages stay in
+    memory) and its zstd frames are decompressed together in C on two threads
+    (``multi_decompress_to_buffer``); each member's CRC-32 is checked. Anything the
+    fast path does not expect (another compression method, a bad header, a corrupt
+    frame, a CRC mismatch) sends the chunk through :func:`member_bytes`, member by
+    member, which names the member at fault.
+    """
     import numpy as np
 
-    joined = b"".join(blobs)
-    try:
-        joined.decode("utf-8")  # one check for the chunk; the member is found on failure
-    except UnicodeDecodeError:
-        for place, blob in zip(places, blobs, strict=True):
-            decode_utf8(f"{path} member {place}", blob)
-        raise
+    fast = _inflate_zstd(fd, size, entries, start, stop)
+    if fast is not None:
+        return fast
+    with mapped(path) as data:
+        import zstandard
+
+        zstd = zstandard.ZstdDecompressor()
+        blobs = [member_bytes(path, data, m, zstd) for m in entries.members(start, stop)]
     offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
     np.cumsum([len(b) for b in blobs], out=offsets[1:])
-    texts = pa.Array.from_buffers(
-        pa.large_string(), len(blobs), [None, pa.py_buffer(offsets), pa.py_buffer(joined)]
-    )
-    batch = pa.table({"place": pa.array(places, pa.string()), "t": texts})
-    con.register("_el_insp_batch", batch)
+    return b"".join(blobs), offsets
+
+
+def _inflate_zstd(
+    fd: int, size: int, entries: Directory, start: int, stop: int
+) -> tuple[bytes, Any] | None:
+    import os
+    import zlib
+
+    import numpy as np
+    import zstandard
+
+    n = stop - start
+    if (entries.method[start:stop] != _ZSTD).any():
+        return None
+    at = entries.offset[start:stop]
+    csize = entries.csize[start:stop]
+    usize = entries.usize[start:stop]
+    lo = int(at.min())
+    hi = min(size, int((at + csize).max()) + _LOCAL_HEADER_MAX)
+    span = os.pread(fd, hi - lo, lo)
+    buf = np.frombuffer(span, np.uint8)
+    rel = at - lo
+    if (rel + 30 > len(span)).any():
+        return None
+    signed = (buf[rel] == 0x50) & (buf[rel + 1] == 0x4B) & (buf[rel + 2] == 3) & (buf[rel + 3] == 4)
+    if not signed.all():
+        return None
+    begin = (
+        rel + 30 + (buf[rel + 26] | buf[rel + 27].astype(np.int64) << 8)
+        + (buf[rel + 28] | buf[rel + 29].astype(np.int64) << 8)
+    )  # fmt: skip
+    if (begin + csize > len(span)).any():
+        return None
+    segments = np.stack([begin, csize], axis=1).astype(np.uint64)
     try:
-        _extract_fields(
-            con,
-            path,
-            """SELECT $first + row_number() OVER () - 1 AS ord, place, t
-                FROM _el_insp_batch""",
-            {"first": first},
+        out = zstandard.ZstdDecompressor().multi_decompress_to_buffer(
+            zstandard.BufferWithSegments(span, segments.tobytes()),
+            decompressed_sizes=usize.astype(np.uint64).tobytes(),
+            threads=2,
         )
-    finally:
-        con.unregister("_el_insp_batch")
+    except zstandard.ZstdError:
+        return None
+    parts: list[Any] = [out[i] for i in range(n)]  # BufferSegment: the buffer protocol
+    for part, length, crc in zip(
+        parts, usize.tolist(), entries.crc[start:stop].tolist(), strict=True
+    ):
+        if len(part) != length or zlib.crc32(part) != crc:
+            return None
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(usize, out=offsets[1:])
+    return b"".join(parts), offsets
 
 
-def _stage_json(con: duckdb.DuckDBPyConnection, path: Path) -> int:
-    _extract_fields(
-        con,
-        path,
-        f"""SELECT i AS ord, 'samples[' || i || ']' AS place, s::VARCHAR AS t
-            FROM (SELECT unnest(samples) AS s, unnest(range(len(samples))) AS i
-                  FROM (SELECT json_extract(content, '$.samples[*]') AS samples
-                        FROM read_text({literal(str(path))})))""",
-        {},
+def _arrow_texts(path: Path, places: list[str], joined: bytes, offsets: Any) -> pa.Array:
+    """The members' texts as one Arrow string column (UTF-8 checked once per chunk; the
+    member is named on failure)."""
+    try:
+        joined.decode("utf-8")
+    except UnicodeDecodeError:
+        for i, place in enumerate(places):
+            decode_utf8(f"{path} member {place}", joined[offsets[i] : offsets[i + 1]])
+        raise
+    return pa.Array.from_buffers(
+        pa.large_string(), len(places), [None, pa.py_buffer(offsets), pa.py_buffer(joined)]
     )
-    row = con.execute(f"SELECT count(*) FROM {RAW}").fetchone()
-    return int(row[0]) if row else 0
 
 
-def check_samples(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """Refuse a sample without a usable id or epoch, and a (sample, epoch) seen twice."""
+def _check_chunk(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Refuse a sample without a usable id or epoch, or with a time that is not one."""
     bad = con.execute(
         f"""SELECT place, CASE
               WHEN NOT is_object THEN 'expected a sample object'
@@ -220,10 +447,13 @@ def check_samples(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     ).fetchone()
     if bad is not None:
         raise LoadError(path, str(bad[0]), str(bad[1]))
+
+
+def check_duplicates(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Refuse a (sample, epoch) seen twice in the log."""
     dup = con.execute(
-        f"""SELECT id->>'$', coalesce(TRY_CAST(epoch AS INTEGER), 1) AS e,
-                   arg_max(place, ord), arg_min(place, ord)
-            FROM {RAW} GROUP BY ALL HAVING count(*) > 1 ORDER BY min(ord) LIMIT 1"""
+        f"""SELECT task, epoch, arg_max(place, ord), arg_min(place, ord)
+            FROM {KEYS} GROUP BY ALL HAVING count(*) > 1 ORDER BY min(ord) LIMIT 1"""
     ).fetchone()
     if dup is not None:
         raise LoadError(
@@ -235,9 +465,9 @@ def check_samples(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 def epochs_seen(con: duckdb.DuckDBPyConnection) -> tuple[int, list[tuple[str, int]]]:
     """The highest epoch, and each task with its number of epochs (in log order)."""
-    top = con.execute(f"SELECT coalesce(max(TRY_CAST(epoch AS INTEGER)), 1) FROM {RAW}").fetchone()
+    top = con.execute(f"SELECT coalesce(max(epoch), 1) FROM {KEYS}").fetchone()
     counts = con.execute(
-        f"SELECT id->>'$' AS task, count(*) FROM {RAW} GROUP BY task ORDER BY min(ord)"
+        f"SELECT task, count(*) FROM {KEYS} GROUP BY task ORDER BY min(ord)"
     ).fetchall()
     return int(top[0]) if top else 1, [(str(t), int(n)) for t, n in counts]
 
@@ -250,30 +480,27 @@ def _score_path(reward: str | None) -> tuple[str | None, str | None]:
     return scorer, key or None
 
 
-def insert_attempts(con: duckdb.DuckDBPyConnection, jid: str, reward: str | None) -> None:
-    """One attempt row per staged sample (columns as :class:`~.inspect_map.Rows`)."""
-    scorer, key = _score_path(reward)
-    if scorer is None:
+def _attempts_sql(reward: str | None) -> str:
+    """One attempt row per sample of the chunk (columns as :class:`~.inspect_map.Rows`);
+    parameter ``$jid``."""
+    if reward is None:
         reward_value = "NULL::DOUBLE"
         judge = "NULL::VARCHAR"
-    else:
-        score = f"(scores->{literal(scorer)})"
-        value = f"({score}->'value')" if key is None else f"({score}->'value'->{literal(key)})"
-        reward_value = value_to_float_sql(value)
-        judge = f"({score}->>'explanation')"
-    usage = "json_extract(usage, '$.*')"
+    else:  # taken out of the sample in the one parse (``_reward_fields``)
+        reward_value = value_to_float_sql("reward_value")
+        judge = "(reward_explanation ->> '$')"
+    usage = "usage_list"
 
     def usage_sum(name: str, kind: str = "BIGINT") -> str:
         return (
             f"CASE WHEN len({usage}) > 0 THEN coalesce(list_sum(list_transform({usage}, "
-            f"lambda u: TRY_CAST(u->>'{name}' AS {kind}))), 0) END"
+            f"lambda u: TRY_CAST(u->>'{name}' AS {kind}))), 0)::{kind} END"
         )
 
     message = "nullif(error->>'message', '')"
     failed = "(error IS NOT NULL AND json_type(error) <> 'NULL')"
-    messages = "json_extract(messages, '$[*]')"
-    chat = """CASE WHEN json_type(messages) = 'ARRAY' AND json_array_length(messages) > 0
-        THEN messages::VARCHAR END"""
+    # json_extract writes compact JSON, so the text says an array and an empty one
+    chat = "CASE WHEN msg_array AND messages::VARCHAR <> '[]' THEN messages::VARCHAR END"
     text_or_json = (
         "CASE json_type({0}) WHEN 'VARCHAR' THEN {0}->>'$' WHEN 'NULL' THEN NULL "
         "ELSE {0}::VARCHAR END"
@@ -281,8 +508,7 @@ def insert_attempts(con: duckdb.DuckDBPyConnection, jid: str, reward: str | None
     extra = """json_merge_patch('{}', json_object(
         'working_time', working_time, 'scores', scores, 'limit', sample_limit,
         'error_retries', CASE WHEN json_array_length(error_retries) > 0 THEN error_retries END))"""
-    con.execute(
-        f"""INSERT INTO {stage_name("attempts")} BY NAME
+    return f"""
         SELECT $jid AS job_id, id->>'$' AS task,
                coalesce(TRY_CAST(epoch AS INTEGER), 1) AS attempt,
                uuid AS trial_id,
@@ -297,9 +523,9 @@ def insert_attempts(con: duckdb.DuckDBPyConnection, jid: str, reward: str | None
                {usage_sum("output_tokens")} AS output_tokens,
                {usage_sum("input_tokens_cache_read")} AS cache_tokens,
                coalesce(TRY_CAST(turn_count AS INTEGER),
-                        CASE WHEN json_type(messages) = 'ARRAY' THEN
-                            len(list_filter({messages}, lambda m: (m->>'role') = 'assistant'))::INTEGER
-                        END) AS turns,
+                        CASE WHEN msg_array THEN len(list_filter(
+                            json_extract(messages, '$[*].role'), lambda r: (r->>'$') = 'assistant'
+                        ))::INTEGER END) AS turns,
                list_sum(list_transform({usage}, lambda u: TRY_CAST(u->>'total_cost' AS DOUBLE)))
                    AS cost_usd,
                TRY_CAST(started_at AS TIMESTAMPTZ) AS started_at,
@@ -311,43 +537,39 @@ def insert_attempts(con: duckdb.DuckDBPyConnection, jid: str, reward: str | None
                {text_or_json.format("target")} AS reference,
                {extra} AS extra,
                1 AS n_trials, place AS source_place
-        FROM {RAW}""",
-        {"jid": jid},
-    )
+        FROM (SELECT *, json_extract(usage, '$.*') AS usage_list,
+                     starts_with(messages::VARCHAR, '[') AS msg_array FROM {RAW})"""
 
 
-def insert_dimensions(con: duckdb.DuckDBPyConnection, jid: str, reward: str | None) -> list[str]:
-    """Every score value but the reward as a dimension (a dict score: one per key);
-    returns the dimension names, sorted."""
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE _el_insp_dims AS
-        WITH s AS (
-            SELECT r.id->>'$' AS task, coalesce(TRY_CAST(r.epoch AS INTEGER), 1) AS attempt,
-                   e.key AS scorer, e.value->'value' AS v
-            FROM {RAW} r, json_each(r.scores) e)
-        SELECT task, attempt, scorer AS name, {value_to_float_sql("v")} AS value FROM s
-        WHERE json_type(v) NOT IN ('OBJECT', 'ARRAY')
-        UNION ALL
-        SELECT task, attempt, scorer || '.' || d.key, {value_to_float_sql("d.value")}
-        FROM s, json_each(v) d WHERE json_type(v) = 'OBJECT'
-        UNION ALL
-        SELECT task, attempt, scorer || '[' || d.key || ']', {value_to_float_sql("d.value")}
-        FROM s, json_each(v) d WHERE json_type(v) = 'ARRAY'"""
-    )
-    try:
-        con.execute(
-            f"""INSERT INTO {stage_name("dimensions")} BY NAME
-                SELECT $jid AS job_id, task, attempt, name, value FROM _el_insp_dims
-                WHERE name IS DISTINCT FROM $reward""",
-            {"jid": jid, "reward": reward},
-        )
-        names = con.execute(
-            """SELECT DISTINCT name FROM _el_insp_dims WHERE name IS DISTINCT FROM $reward
-               ORDER BY name""",
-            {"reward": reward},
-        ).fetchall()
-    finally:
-        con.execute("DROP TABLE IF EXISTS _el_insp_dims")
+def _dimensions_sql() -> str:
+    """Every score value of the chunk but the reward as a dimension value (a dict
+    score: one per key, ``scorer.key``; a list: ``scorer[i]``); parameters ``$jid``,
+    ``$reward`` and ``$map``."""
+    return f"""
+        WITH e AS (  -- a scorer's entries in one parse (json_each is ~5x slower)
+            SELECT id->>'$' AS task, coalesce(TRY_CAST(epoch AS INTEGER), 1) AS attempt,
+                   unnest(map_entries(json_transform(scores, $map))) AS e
+            FROM {RAW} WHERE json_type(scores) = 'OBJECT'),
+        s AS (SELECT task, attempt, e.key AS scorer, e.value.value AS v FROM e),
+        d AS (
+            SELECT task, attempt, scorer AS name, {value_to_float_sql("v")} AS value FROM s
+            WHERE coalesce(json_type(v), 'NULL') NOT IN ('OBJECT', 'ARRAY')
+            UNION ALL
+            SELECT task, attempt, scorer || '.' || d.key, {value_to_float_sql("d.value")}
+            FROM s, json_each(v) d WHERE json_type(v) = 'OBJECT'
+            UNION ALL
+            SELECT task, attempt, scorer || '[' || d.key || ']', {value_to_float_sql("d.value")}
+            FROM s, json_each(v) d WHERE json_type(v) = 'ARRAY')
+        SELECT $jid AS job_id, task, attempt, name, value FROM d
+        WHERE name IS DISTINCT FROM $reward"""
+
+
+def insert_dimension_meta(con: duckdb.DuckDBPyConnection, jid: str) -> list[str]:
+    """Record the job's dimensions (every name a value was written under); return them,
+    sorted."""
+    names = con.execute(
+        "SELECT DISTINCT name FROM dimensions WHERE job_id = $jid ORDER BY name", {"jid": jid}
+    ).fetchall()
     dims = [str(n) for (n,) in names]
     if dims:
         con.execute(
@@ -358,15 +580,18 @@ def insert_dimensions(con: duckdb.DuckDBPyConnection, jid: str, reward: str | No
     return dims
 
 
-def insert_tasks(con: duckdb.DuckDBPyConnection, jid: str, listed: list[str]) -> None:
+def insert_tasks(
+    con: duckdb.DuckDBPyConnection,
+    scratch: duckdb.DuckDBPyConnection,
+    jid: str,
+    listed: list[str],
+) -> None:
     """The requested tasks (``listed`` first, then any other id seen), their digests
-    and tags (metadata leaves, nested keys dotted, lists as JSON text)."""
-    con.execute(
+    and tags (metadata leaves, nested keys dotted, lists as JSON text): worked out on
+    ``scratch`` from each id's first sample, written on ``con``."""
+    scratch.execute(
         f"""CREATE OR REPLACE TEMP TABLE _el_insp_tasks AS
-        WITH firsts AS (
-            SELECT id->>'$' AS task, arg_min(input, ord) AS input, arg_min(target, ord) AS target,
-                   arg_min(metadata, ord) AS metadata, min(ord) AS first
-            FROM {RAW} GROUP BY task),
+        WITH firsts AS (SELECT task, input, target, metadata, ord AS first FROM {FIRSTS}),
         listed AS (SELECT unnest($listed::VARCHAR[]) AS task,
                           generate_subscripts($listed::VARCHAR[], 1) AS pos)
         SELECT coalesce(l.task, f.task) AS task,
@@ -376,25 +601,27 @@ def insert_tasks(con: duckdb.DuckDBPyConnection, jid: str, listed: list[str]) ->
         FROM listed l FULL JOIN firsts f ON f.task = l.task""",
         {"listed": listed},
     )
-    try:
-        con.execute(
-            f"""INSERT INTO {stage_name("task_tags")} BY NAME
-            SELECT $jid AS job_id, t.task,
-                   regexp_replace(e.fullkey[3:], '"', '', 'g') AS key,
-                   CASE e.type WHEN 'VARCHAR' THEN e.value->>'$' ELSE e.value::VARCHAR END
-                       AS value
-            FROM _el_insp_tasks t, json_tree(t.metadata) e
-            WHERE json_type(t.metadata) = 'OBJECT' AND e.type NOT IN ('OBJECT', 'NULL')
-              AND NOT contains(e.fullkey, '[')  -- a list's items stay in the list's JSON text""",
-            {"jid": jid},
-        )
-        con.execute(
-            f"""INSERT INTO {stage_name("tasks")} BY NAME
-            SELECT $jid AS job_id, t.task, t.position::INTEGER AS position, t.digest,
-                   coalesce((SELECT json_group_object(g.key, g.value) FROM task_tags g
-                             WHERE g.job_id = $jid AND g.task = t.task), '{{}}')::JSON AS tags
-            FROM _el_insp_tasks t ORDER BY t.position""",
-            {"jid": jid},
-        )
-    finally:
-        con.execute("DROP TABLE IF EXISTS _el_insp_tasks")
+    scratch.execute(
+        """CREATE OR REPLACE TEMP TABLE _el_insp_tags AS
+        SELECT t.task, regexp_replace(e.fullkey[3:], '"', '', 'g') AS key,
+               CASE e.type WHEN 'VARCHAR' THEN e.value->>'$' ELSE e.value::VARCHAR END AS value
+        FROM _el_insp_tasks t, json_tree(t.metadata) e
+        WHERE json_type(t.metadata) = 'OBJECT' AND e.type NOT IN ('OBJECT', 'NULL')
+          AND NOT contains(e.fullkey, '[')  -- a list's items stay in the list's JSON text"""
+    )
+    tags = scratch.execute(
+        "SELECT $jid AS job_id, task, key, value FROM _el_insp_tags", {"jid": jid}
+    ).to_arrow_table()
+    tasks = scratch.execute(
+        """SELECT $jid AS job_id, t.task, t.position::INTEGER AS position, t.digest,
+                  coalesce(g.tags, '{}')::VARCHAR AS tags
+           FROM _el_insp_tasks t
+           LEFT JOIN (SELECT task, json_group_object(key, value) AS tags
+                      FROM _el_insp_tags GROUP BY task) g ON g.task = t.task
+           ORDER BY t.position""",
+        {"jid": jid},
+    ).to_arrow_table()
+    scratch.execute("DROP TABLE _el_insp_tasks")
+    scratch.execute("DROP TABLE _el_insp_tags")
+    _append_arrow(con, "task_tags", tags)
+    _append_arrow(con, "tasks", tasks)
