@@ -377,3 +377,66 @@ def test_a_json_log_too_large_for_memory_says_so_and_changes_nothing(tmp_path: P
         ws.con.execute("SET memory_limit = '1GB'")
         assert len(ws.jobs()) == 0
         assert ws.load(log).id  # and with room, it loads
+
+
+def _job_rows(ws: enb.Workspace, jid: str) -> dict[str, list]:
+    order = {
+        "attempts": "task, attempt",
+        "dimensions": "task, attempt, name",
+        "tasks": "position",
+        "task_tags": "task, key",
+        "dimension_meta": "name",
+    }
+    return {
+        table: ws.con.execute(
+            f"SELECT * EXCLUDE (job_id) FROM {table} WHERE job_id = ? ORDER BY {keys}", [jid]
+        ).fetchall()
+        for table, keys in order.items()
+    }
+
+
+@pytest.mark.parametrize("log", ALL_LOGS, ids=lambda p: p.suffix + "/" + p.name[-20:])
+def test_a_log_read_in_many_chunks_equals_one_read_whole(
+    log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The samples are mapped chunk by chunk (each chunk's rows written while the next
+    is mapped): a log split into chunks of 7 samples gives exactly the rows of one
+    chunk, including tasks whose first sample is in an earlier chunk."""
+    from envloop_nb._loaders import inspect_sql
+
+    whole = enb.open()
+    job = whole.load(log)
+    monkeypatch.setattr(inspect_sql, "_CHUNK", 7)
+    chunked = enb.open()
+    assert chunked.load(log).id == job.id
+    assert _job_rows(chunked, job.id) == _job_rows(whole, job.id)
+    assert len(_job_rows(whole, job.id)["attempts"]) == 60
+
+
+def test_a_duplicate_across_chunks_and_a_bad_sample_in_a_later_chunk_change_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Errors found after earlier chunks were written (a duplicate across chunks, a bad
+    sample in the last chunk) still roll the whole load back, naming the place."""
+    from envloop_nb._loaders import inspect_sql
+
+    monkeypatch.setattr(inspect_sql, "_CHUNK", 7)
+    doc = json.loads(JSON_LOGS[0].read_text())
+    ws = enb.open()
+    ws.load(EVAL_LOGS[0])
+    before = _snapshot(ws)
+    dup = json.loads(json.dumps(doc))
+    dup["samples"][50] = dict(
+        dup["samples"][50], id=dup["samples"][2]["id"], epoch=dup["samples"][2]["epoch"]
+    )
+    bad = json.loads(json.dumps(doc))
+    bad["samples"][58]["started_at"] = "yesterday"
+    for name, changed, message in (
+        ("dup.json", dup, r"samples\[50\]: sample .* appears twice \(also at samples\[2\]\)"),
+        ("bad.json", bad, r"samples\[58\]: started_at is not an RFC 3339 time"),
+    ):
+        path = tmp_path / name
+        path.write_text(json.dumps(changed, indent=2))  # Inspect's layout: read in chunks
+        with pytest.raises(enb.LoadError, match=message):
+            ws.load(path)
+        assert _snapshot(ws) == before

@@ -63,7 +63,8 @@ _FIELDS = (
     ("metadata", "$.metadata", "json"), ("sample_limit", "$.limit", "json"),
     ("error_retries", "$.error_retries", "json"),
 )  # fmt: skip
-_CHUNK = 16384  # samples per Arrow batch handed to DuckDB
+_CHUNK = 12288  # samples per Arrow batch handed to DuckDB
+_SCAN_BATCH = 2048  # samples per record batch of a chunk
 #: Writes a chunk's rows into the load's transaction while the next chunk is mapped.
 _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envloop-inspect-writer")
 _ZSTD = 93  # the zip compression method of zstd
@@ -165,7 +166,7 @@ def stage_samples(
 def _map_chunks(
     scratch: duckdb.DuckDBPyConnection,
     mapping: _Mapping,
-    chunks: Iterator[tuple[list[str], pa.Array]],
+    chunks: Iterator[tuple[list[str], pa.Array]] | Iterator[tuple[pa.Array, pa.Array]],
 ) -> None:
     first = 0
     for places, texts in chunks:
@@ -173,10 +174,15 @@ def _map_chunks(
         batch = pa.table(
             {
                 "ord": pa.array(range(first, first + n), pa.int64()),
-                "place": pa.array(places, pa.string()),
+                "place": places
+                if isinstance(places, pa.Array)
+                else pa.array(places, pa.large_string()),
                 "t": texts,
             }
         )
+        # several record batches (zero-copy slices) so DuckDB parses them on every
+        # thread: one batch is one scan task (0.35 s → 0.24 s for 16,384 samples)
+        batch = pa.Table.from_batches(batch.to_batches(max_chunksize=_SCAN_BATCH))
         scratch.register("_el_insp_batch", batch)
         try:
             mapping.chunk("SELECT ord, place, t FROM _el_insp_batch")
@@ -311,7 +317,7 @@ def _extract_fields(
         raise
 
 
-def _eval_chunks(log: InspectLog) -> Iterator[tuple[list[str], pa.Array]]:
+def _eval_chunks(log: InspectLog) -> Iterator[tuple[pa.Array, pa.Array]]:
     """The sample members in chunks of ``_CHUNK``, each as one Arrow string column.
 
     A chunk is decompressed by :func:`_inflate_chunk` on a worker thread one chunk ahead
@@ -413,13 +419,13 @@ def _inflate_zstd(
     return b"".join(parts), offsets
 
 
-def _arrow_texts(path: Path, places: list[str], joined: bytes, offsets: Any) -> pa.Array:
+def _arrow_texts(path: Path, places: pa.Array, joined: bytes, offsets: Any) -> pa.Array:
     """The members' texts as one Arrow string column (UTF-8 checked once per chunk; the
     member is named on failure)."""
     try:
         joined.decode("utf-8")
     except UnicodeDecodeError:
-        for i, place in enumerate(places):
+        for i, place in enumerate(places.to_pylist()):
             decode_utf8(f"{path} member {place}", joined[offsets[i] : offsets[i + 1]])
         raise
     return pa.Array.from_buffers(
