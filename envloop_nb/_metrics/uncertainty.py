@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import ndtri
 
 from .._present.display import format_metric, format_pct
 
@@ -91,6 +90,8 @@ def _check_confidence(confidence: float) -> None:
 
 
 def _z(confidence: float) -> float:
+    from scipy.special import ndtri  # here, not at import: scipy takes ~0.5 s to load
+
     return float(ndtri(0.5 + confidence / 2))
 
 
