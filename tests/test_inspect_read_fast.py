@@ -15,6 +15,7 @@ import pytest
 
 from envloop_nb import LoadError
 from envloop_nb._loaders import inspect_read as ir
+from envloop_nb._loaders import inspect_zip as iz
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "inspect"
 EVAL_LOGS = sorted((FIXTURES / "eval").glob("*.eval"))
@@ -29,13 +30,13 @@ BENCH_EVAL = sorted(BENCH.glob("*_10kx5.eval"))
 def _walked(path: Path) -> list[ir.Member]:
     """The entries as the exact entry-by-entry walk reads them."""
     with ir.mapped(path) as data:
-        return ir._walk_directory(data, *ir._directory_extent(data))
+        return iz._walk_directory(data, *iz._directory_extent(data))
 
 
 def _fast(path: Path) -> list[ir.Member] | None:
     with ir.mapped(path) as data:
-        count, size, offset = ir._directory_extent(data)
-        fast = ir._fast_directory(bytes(data[offset : offset + size]), count)
+        count, size, offset = iz._directory_extent(data)
+        fast = iz._fast_directory(bytes(data[offset : offset + size]), count)
     return None if fast is None else fast.members()
 
 
@@ -118,11 +119,11 @@ def _directory_only(entries: list[tuple[bytes, int, int, int, int, int, bytes]])
     extra)`` written as given, sizes of ``0xFFFFFFFF`` included."""
     cd = b""
     for name, method, crc, csize, usize, offset, extra in entries:
-        cd += ir._ENTRY.pack(
+        cd += iz._ENTRY.pack(
             b"PK\x01\x02", 45, 45, 0, method, 0, 0, crc, csize, usize,
             len(name), len(extra), 0, 0, 0, 0, offset,
         ) + name + extra  # fmt: skip
-    end = ir._EOCD.pack(b"PK\x05\x06", 0, 0, len(entries), len(entries), len(cd), 0, 0)
+    end = iz._EOCD.pack(b"PK\x05\x06", 0, 0, len(entries), len(entries), len(cd), 0, 0)
     return cd + end
 
 
@@ -169,8 +170,8 @@ def test_broken_chain_falls_back(tmp_path: Path) -> None:
     struct.pack_into("<L", blob, len(blob) - 10, 2 * 46 + 12 - 1)
     log.write_bytes(bytes(blob))
     with ir.mapped(log) as data:
-        count, size, offset = ir._directory_extent(data)
-        assert ir._fast_directory(bytes(data[offset : offset + size]), count) is None
+        count, size, offset = iz._directory_extent(data)
+        assert iz._fast_directory(bytes(data[offset : offset + size]), count) is None
 
 
 # --- the .json log ----------------------------------------------------------------
@@ -204,7 +205,7 @@ def test_json_chunks_are_the_samples(log: Path, chunk: int) -> None:
 @pytest.mark.parametrize("log", JSON_LOGS, ids=lambda p: p.name[20:40])
 def test_json_header_skips_the_samples(log: Path) -> None:
     doc = json.loads(log.read_bytes())
-    header = ir._json_header(log)
+    header = ir.json_header(log)
     assert header is not None
     assert header.pop("samples") == []
     del doc["samples"]
@@ -256,7 +257,7 @@ def test_strings_that_look_like_the_layout_do_not_split(tmp_path: Path) -> None:
         places, texts = _all_texts(log, chunk)
         assert places == ["samples[0]", "samples[1]", "samples[2]", "samples[3]"]
         assert json.dumps([json.loads(t) for t in texts]) == json.dumps(TRICKY)
-    header = ir._json_header(log)
+    header = ir.json_header(log)
     assert header is not None and header.pop("samples") == []
     assert json.dumps(header) == json.dumps({k: v for k, v in doc.items() if k != "samples"})
 
@@ -283,7 +284,7 @@ def test_other_layouts_fall_back(tmp_path: Path, kw: dict[str, Any]) -> None:
     doc = _inspect_like(TRICKY)
     log = _write(tmp_path / "other.json", doc, **kw)
     assert ir.json_sample_chunks(log, 10) is None
-    assert ir._json_header(log) is None
+    assert ir.json_header(log) is None
     opened = ir.open_inspect_log(log)  # the whole-document path
     assert opened.header["eval"] == doc["eval"]
     assert len(list(opened.samples())) == len(TRICKY)
@@ -317,7 +318,7 @@ def test_cut_short_never_escapes_but_as_load_error(tmp_path: Path) -> None:
             for _places, texts in it:
                 for text in texts.to_pylist():
                     json.loads(text)
-        assert ir._json_header(log) is None
+        assert ir.json_header(log) is None
         with pytest.raises(LoadError):
             ir.open_inspect_log(log)
 

@@ -7,7 +7,11 @@ and a pretty-printed ``.json`` log is split at its sample boundaries
 string column; any other ``.json`` log is read whole by DuckDB (``read_text``,
 ``json_extract(doc, '$.samples[*]')``). Everything else — ids, epochs, statuses,
 Inspect's ``value_to_float``, errors, ChatML, usage, tags, dimensions — is SQL over the
-chunk's fields ``_el_insp`` (each sample's JSON parsed once, for a list of paths).
+chunk's texts: the attempt rows straight from them (each sample parsed once for a list
+of paths), the checks, dimension values, keys and firsts over the few fields of each
+sample kept in ``_el_insp`` (:data:`_KEPT`). The chunks are mapped on a scratch
+cursor and their rows written into the load's transaction on a writer thread while
+the next chunk is mapped (see :func:`stage_samples` for why).
 
 Only a few small columns of every sample outlive its chunk (``_el_insp_keys``: place,
 id, epoch; ``_el_insp_firsts``: each id's first input, target and metadata), for the
@@ -25,16 +29,16 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from .._errors import LoadError
 from .._store.sql import literal
-from ._read import decode_utf8, parse_json
+from ._read import parse_json
 from ._stage import stage_name
-from .inspect_read import Directory, InspectLog, json_sample_chunks, mapped, member_bytes
+from .inspect_read import InspectLog, json_sample_chunks
+from .inspect_zip import sample_chunks
 
 __all__ = [
     "check_duplicates",
@@ -51,6 +55,8 @@ __all__ = [
 RAW = "_el_insp"
 KEYS = "_el_insp_keys"
 FIRSTS = "_el_insp_firsts"
+#: The fields kept per chunk for the checks, dimensions, keys and firsts.
+_KEPT = ("id", "epoch", "started_at", "completed_at", "scores", "input", "target", "metadata")
 #: (column, JSON path, how the column is kept: "json" or "text")
 _FIELDS = (
     ("id", "$.id", "json"), ("epoch", "$.epoch", "json"), ("uuid", "$.uuid", "text"),
@@ -67,8 +73,6 @@ _CHUNK = 12288  # samples per Arrow batch handed to DuckDB
 _SCAN_BATCH = 2048  # samples per record batch of a chunk
 #: Writes a chunk's rows into the load's transaction while the next chunk is mapped.
 _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envloop-inspect-writer")
-_ZSTD = 93  # the zip compression method of zstd
-_LOCAL_HEADER_MAX = 30 + 2 * 65_535  # a zip local header: 30 bytes, a name and an extra field
 
 
 def _pointer(*keys: str) -> str:
@@ -142,7 +146,10 @@ def stage_samples(
     path = log.path
     fields = _FIELDS + _reward_fields(reward)
     mapping = _Mapping(con, scratch, path, fields, jid, reward)
-    chunks = _eval_chunks(log) if log.form == "eval" else json_sample_chunks(path, _CHUNK)
+    if log.form == "eval":
+        chunks = sample_chunks(path, log.directory, _CHUNK) if log.directory is not None else None
+    else:
+        chunks = json_sample_chunks(path, _CHUNK)
     if chunks is None:  # a .json log not laid out as Inspect writes it: DuckDB reads it whole
         mapping.chunk(
             f"""SELECT i AS ord, 'samples[' || i || ']' AS place, s::VARCHAR AS t
@@ -160,6 +167,7 @@ def stage_samples(
         raise
     mapping.wait()
     scratch.execute(f"DROP TABLE IF EXISTS {RAW}")
+    scratch.execute("DROP TABLE IF EXISTS _el_insp_texts")
     return scratch
 
 
@@ -205,7 +213,8 @@ class _Mapping:
     ) -> None:
         self.con, self.scratch, self.path, self.fields = con, scratch, path, fields
         self.jid, self.reward = jid, reward
-        self.attempts_sql = _attempts_sql(reward)
+        self.kept = tuple(f for f in fields if f[0] in _KEPT)
+        self.paths = [p for _name, p, _kind in fields]
         self.dimensions_sql = _dimensions_sql()
         self.writing: Future[None] | None = None  # the previous chunk's rows, being written
 
@@ -233,9 +242,21 @@ class _Mapping:
 
     def _chunk(self, rows_sql: str, *, whole: bool) -> None:
         scratch, path = self.scratch, self.path
-        _extract_fields(scratch, path, rows_sql, self.fields, whole=whole)
+        if whole:  # read the document once, not once per statement below
+            try:
+                scratch.execute(f"CREATE OR REPLACE TEMP TABLE _el_insp_texts AS {rows_sql}")
+            except duckdb.OutOfMemoryException as err:
+                raise _too_large_whole(path, err) from err
+            rows_sql = "SELECT ord, place, t FROM _el_insp_texts"
+        # the few fields the checks, dimensions, keys and firsts read, kept for them;
+        # the attempts come straight from the texts (a second parse is cheaper than
+        # keeping the messages, errors and completions of every sample in a table)
+        _extract_fields(scratch, path, rows_sql, self.kept, whole=whole)
         _check_chunk(scratch, path)
-        attempts = scratch.execute(self.attempts_sql, {"jid": self.jid}).to_arrow_table()
+        attempts = scratch.execute(
+            _attempts_sql(self.reward, f"({_fields_sql(rows_sql, self.fields)})"),
+            {"jid": self.jid, "paths": self.paths},
+        ).to_arrow_table()
         dimensions = scratch.execute(
             self.dimensions_sql,
             {"jid": self.jid, "reward": self.reward, "map": '"MAP(VARCHAR, STRUCT(value JSON))"'},
@@ -273,6 +294,29 @@ def _append_arrow(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) ->
     con.execute(f"INSERT INTO {stage_name(table)} BY NAME SELECT * FROM _el_insp_rows")
 
 
+def _too_large_whole(path: Path, err: duckdb.Error) -> LoadError:
+    return LoadError(
+        path,
+        None,
+        "too large for the workspace's memory limit when read whole "
+        f"({str(err).splitlines()[0]}): open the workspace with a larger memory_limit "
+        "(enb.open(memory_limit='4GB')), or load the log's .eval form, which is read "
+        "member by member",
+    )
+
+
+def _fields_sql(rows_sql: str, fields: tuple[tuple[str, str, str], ...]) -> str:
+    """The named fields of the samples ``rows_sql`` gives (ord, place, t), each sample
+    parsed once; parameter ``$paths`` (the fields' paths)."""
+    cols = ", ".join(
+        f"f[{i}] AS {name}" if kind == "json" else f"f[{i}] ->> '$' AS {name}"
+        for i, (name, _path, kind) in enumerate(fields, start=1)
+    )
+    return f"""SELECT ord, place, starts_with(ltrim(t), '{{') AS is_object, {cols}
+        FROM (SELECT ord, place, json_extract(t, $paths::VARCHAR[]) AS f, t
+              FROM ({rows_sql}))"""
+
+
 def _extract_fields(
     con: duckdb.DuckDBPyConnection,
     path: Path,
@@ -283,30 +327,16 @@ def _extract_fields(
 ) -> None:
     """Make ``_el_insp`` the fields of the samples ``rows_sql`` gives (ord, place, t):
     each sample's JSON is parsed once (``json_extract`` with the list of paths)."""
-    cols = ", ".join(
-        f"f[{i}] AS {name}" if kind == "json" else f"f[{i}] ->> '$' AS {name}"
-        for i, (name, _path, kind) in enumerate(fields, start=1)
-    )
     paths = [p for _name, p, _kind in fields]
     try:
         con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE {RAW} AS
-                SELECT ord, place, starts_with(ltrim(t), '{{') AS is_object, {cols}
-                FROM (SELECT ord, place, json_extract(t, $paths::VARCHAR[]) AS f, t
-                      FROM ({rows_sql}))""",
+            f"CREATE OR REPLACE TEMP TABLE {RAW} AS {_fields_sql(rows_sql, fields)}",
             {"paths": paths},
         )
     except duckdb.OutOfMemoryException as err:
         if not whole:
             raise
-        raise LoadError(
-            path,
-            None,
-            "too large for the workspace's memory limit when read whole "
-            f"({str(err).splitlines()[0]}): open the workspace with a larger memory_limit "
-            "(enb.open(memory_limit='4GB')), or load the log's .eval form, which is read "
-            "member by member",
-        ) from err
+        raise _too_large_whole(path, err) from err
     except duckdb.Error as err:  # a sample that is not JSON: Python's parser says where
         try:
             rows = con.execute(f"SELECT place, t FROM ({rows_sql})").fetchall()
@@ -315,122 +345,6 @@ def _extract_fields(
         for place, text in rows:
             parse_json(f"{path} {place}", str(text), what="a JSON sample")
         raise
-
-
-def _eval_chunks(log: InspectLog) -> Iterator[tuple[pa.Array, pa.Array]]:
-    """The sample members in chunks of ``_CHUNK``, each as one Arrow string column.
-
-    A chunk is decompressed by :func:`_inflate_chunk` on a worker thread one chunk ahead
-    of the one DuckDB is mapping (zstd and DuckDB both release the GIL), so memory holds
-    two chunks, never the log.
-    """
-    entries = log.directory
-    if entries is None or len(entries) == 0:
-        return
-    path = log.path
-    spans = [(i, min(i + _CHUNK, len(entries))) for i in range(0, len(entries), _CHUNK)]
-    with path.open("rb") as f, ThreadPoolExecutor(max_workers=1) as pool:
-        fd, size = f.fileno(), path.stat().st_size
-        ahead = pool.submit(_inflate_chunk, path, fd, size, entries, *spans[0])
-        for i, (start, stop) in enumerate(spans):
-            joined, offsets = ahead.result()
-            if i + 1 < len(spans):
-                ahead = pool.submit(_inflate_chunk, path, fd, size, entries, *spans[i + 1])
-            places = entries.names[start:stop]
-            yield places, _arrow_texts(path, places, joined, offsets)
-
-
-def _inflate_chunk(
-    path: Path, fd: int, size: int, entries: Directory, start: int, stop: int
-) -> tuple[bytes, Any]:
-    """The uncompressed bytes of members ``start:stop`` joined, and the offsets of each
-    in the join.
-
-    The chunk's span of the archive is read once (``pread``: no mapped pages stay in
-    memory) and its zstd frames are decompressed together in C on two threads
-    (``multi_decompress_to_buffer``); each member's CRC-32 is checked. Anything the
-    fast path does not expect (another compression method, a bad header, a corrupt
-    frame, a CRC mismatch) sends the chunk through :func:`member_bytes`, member by
-    member, which names the member at fault.
-    """
-    import numpy as np
-
-    fast = _inflate_zstd(fd, size, entries, start, stop)
-    if fast is not None:
-        return fast
-    with mapped(path) as data:
-        import zstandard
-
-        zstd = zstandard.ZstdDecompressor()
-        blobs = [member_bytes(path, data, m, zstd) for m in entries.members(start, stop)]
-    offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in blobs], out=offsets[1:])
-    return b"".join(blobs), offsets
-
-
-def _inflate_zstd(
-    fd: int, size: int, entries: Directory, start: int, stop: int
-) -> tuple[bytes, Any] | None:
-    import os
-    import zlib
-
-    import numpy as np
-    import zstandard
-
-    n = stop - start
-    if (entries.method[start:stop] != _ZSTD).any():
-        return None
-    at = entries.offset[start:stop]
-    csize = entries.csize[start:stop]
-    usize = entries.usize[start:stop]
-    lo = int(at.min())
-    hi = min(size, int((at + csize).max()) + _LOCAL_HEADER_MAX)
-    span = os.pread(fd, hi - lo, lo)
-    buf = np.frombuffer(span, np.uint8)
-    rel = at - lo
-    if (rel + 30 > len(span)).any():
-        return None
-    signed = (buf[rel] == 0x50) & (buf[rel + 1] == 0x4B) & (buf[rel + 2] == 3) & (buf[rel + 3] == 4)
-    if not signed.all():
-        return None
-    begin = (
-        rel + 30 + (buf[rel + 26] | buf[rel + 27].astype(np.int64) << 8)
-        + (buf[rel + 28] | buf[rel + 29].astype(np.int64) << 8)
-    )  # fmt: skip
-    if (begin + csize > len(span)).any():
-        return None
-    segments = np.stack([begin, csize], axis=1).astype(np.uint64)
-    try:
-        out = zstandard.ZstdDecompressor().multi_decompress_to_buffer(
-            zstandard.BufferWithSegments(span, segments.tobytes()),
-            decompressed_sizes=usize.astype(np.uint64).tobytes(),
-            threads=2,
-        )
-    except zstandard.ZstdError:
-        return None
-    parts: list[Any] = [out[i] for i in range(n)]  # BufferSegment: the buffer protocol
-    for part, length, crc in zip(
-        parts, usize.tolist(), entries.crc[start:stop].tolist(), strict=True
-    ):
-        if len(part) != length or zlib.crc32(part) != crc:
-            return None
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(usize, out=offsets[1:])
-    return b"".join(parts), offsets
-
-
-def _arrow_texts(path: Path, places: pa.Array, joined: bytes, offsets: Any) -> pa.Array:
-    """The members' texts as one Arrow string column (UTF-8 checked once per chunk; the
-    member is named on failure)."""
-    try:
-        joined.decode("utf-8")
-    except UnicodeDecodeError:
-        for i, place in enumerate(places.to_pylist()):
-            decode_utf8(f"{path} member {place}", joined[offsets[i] : offsets[i + 1]])
-        raise
-    return pa.Array.from_buffers(
-        pa.large_string(), len(places), [None, pa.py_buffer(offsets), pa.py_buffer(joined)]
-    )
 
 
 def _check_chunk(con: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -486,9 +400,9 @@ def _score_path(reward: str | None) -> tuple[str | None, str | None]:
     return scorer, key or None
 
 
-def _attempts_sql(reward: str | None) -> str:
-    """One attempt row per sample of the chunk (columns as :class:`~.inspect_map.Rows`);
-    parameter ``$jid``."""
+def _attempts_sql(reward: str | None, source: str = RAW) -> str:
+    """One attempt row per sample of ``source`` (the fields of :data:`_FIELDS`; columns
+    as :class:`~.inspect_map.Rows`); parameter ``$jid``."""
     if reward is None:
         reward_value = "NULL::DOUBLE"
         judge = "NULL::VARCHAR"
@@ -544,7 +458,7 @@ def _attempts_sql(reward: str | None) -> str:
                {extra} AS extra,
                1 AS n_trials, place AS source_place
         FROM (SELECT *, json_extract(usage, '$.*') AS usage_list,
-                     starts_with(messages::VARCHAR, '[') AS msg_array FROM {RAW})"""
+                     starts_with(messages::VARCHAR, '[') AS msg_array FROM {source})"""
 
 
 def _dimensions_sql() -> str:
