@@ -22,15 +22,12 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._errors import LoadError
 from ._read import decode_utf8, parse_json, read_bytes
 from .inspect_json import json_header, json_sample_chunks
 from .inspect_zip import Directory, Member, central_directory, directory, mapped, member_bytes
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "Directory",
@@ -175,12 +172,10 @@ def _open_json(path: Path) -> InspectLog:
 # from the opening line, every ``    }`` line is a sample's end, followed either by
 # ``,`` and the next sample's ``    {`` line or by the array's closing line.
 def _open_eval(path: Path) -> InspectLog:
-    import numpy as np
-
-    entries = directory(path)
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    entries = directory(path)
     names = entries.names
     samples = entries.take(
         pc.and_(pc.starts_with(names, "samples/"), pc.ends_with(names, ".json"))
@@ -189,9 +184,7 @@ def _open_eval(path: Path) -> InspectLog:
     )
     wanted = pc.is_in(names, value_set=pa.array(["header.json", "_journal/start.json"]))
     by_name = {  # the two members read here, not a dict of every sample's
-        m.filename: m
-        for i in np.flatnonzero(wanted.to_numpy(zero_copy_only=False)).tolist()
-        for m in entries.members(i, i + 1)
+        m.filename: m for m in entries.take(wanted.to_numpy(zero_copy_only=False)).members()
     }
     with mapped(path) as data:
         if "header.json" in by_name:

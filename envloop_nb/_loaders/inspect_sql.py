@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import duckdb
@@ -69,6 +69,7 @@ _FIELDS = (
 _CHUNK = 12288  # samples per Arrow batch handed to DuckDB
 _SCAN_BATCH = 2048  # samples per record batch of a chunk
 #: Writes a chunk's rows into the load's transaction while the next chunk is mapped.
+_SCORES_MAP = '"MAP(VARCHAR, STRUCT(value JSON))"'  # json_transform's type for ``scores``
 _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envloop-inspect-writer")
 
 
@@ -118,6 +119,10 @@ def value_to_float_sql(v: str) -> str:
         END)::DOUBLE"""
 
 
+#: A log's samples in chunks: ``(places, texts)`` (places as a list or an Arrow array).
+_Chunks = Iterator[tuple[list[str], pa.Array]] | Iterator[tuple[pa.Array, pa.Array]]
+
+
 def stage_samples(
     con: duckdb.DuckDBPyConnection, log: InspectLog, *, jid: str, reward: str | None
 ) -> duckdb.DuckDBPyConnection:
@@ -143,35 +148,36 @@ def stage_samples(
     path = log.path
     fields = _FIELDS + _reward_fields(reward)
     mapping = _Mapping(con, scratch, path, fields, jid, reward)
+    chunks: _Chunks | None
     if log.form == "eval":
-        chunks = sample_chunks(path, log.directory, _CHUNK) if log.directory is not None else None
+        assert log.directory is not None  # an .eval log always has its directory
+        chunks = sample_chunks(path, log.directory, _CHUNK)
     else:
         chunks = json_sample_chunks(path, _CHUNK)
-    if chunks is None:  # a .json log not laid out as Inspect writes it: DuckDB reads it whole
-        mapping.chunk(
-            f"""SELECT i AS ord, 'samples[' || i || ']' AS place, s::VARCHAR AS t
-            FROM (SELECT unnest(samples) AS s, unnest(range(len(samples))) AS i
-                  FROM (SELECT json_extract(content, '$.samples[*]') AS samples
-                        FROM read_text({literal(str(path))})))""",
-            whole=True,
-        )
-        return scratch
     try:
-        _map_chunks(scratch, mapping, chunks)
+        if chunks is None:  # a .json log not laid out as Inspect writes it: read it whole
+            mapping.chunk(
+                f"""SELECT i AS ord, 'samples[' || i || ']' AS place, s::VARCHAR AS t
+                FROM (SELECT unnest(samples) AS s, unnest(range(len(samples))) AS i
+                      FROM (SELECT json_extract(content, '$.samples[*]') AS samples
+                            FROM read_text({literal(str(path))})))""",
+                whole=True,
+            )
+        else:
+            _map_chunks(scratch, mapping, chunks)
+        mapping.finish()
     except BaseException:
         with suppress(Exception):  # the first error is the one to show
             mapping.wait()  # never roll back while the writer still works in the transaction
         raise
-    mapping.wait()
     scratch.execute(f"DROP TABLE IF EXISTS {RAW}")
-    scratch.execute("DROP TABLE IF EXISTS _el_insp_texts")
     return scratch
 
 
 def _map_chunks(
     scratch: duckdb.DuckDBPyConnection,
     mapping: _Mapping,
-    chunks: Iterator[tuple[list[str], pa.Array]] | Iterator[tuple[pa.Array, pa.Array]],
+    chunks: _Chunks,
 ) -> None:
     first = 0
     for places, texts in chunks:
@@ -210,6 +216,7 @@ class _Mapping:
     ) -> None:
         self.con, self.scratch, self.path, self.fields = con, scratch, path, fields
         self.jid, self.reward = jid, reward
+        self.attempts_sql = _attempts_sql(reward)
         self.dimensions_sql = _dimensions_sql()
         self.writing: Future[None] | None = None  # the previous chunk's rows, being written
 
@@ -222,10 +229,18 @@ class _Mapping:
     def chunk(self, rows_sql: str, *, whole: bool = False) -> None:
         """Extract the fields of the samples ``rows_sql`` gives (ord, place, t), check
         them, write their attempts and dimension values, and keep their keys and firsts."""
-        try:
+        with self._memory():
             self._chunk(rows_sql, whole=whole)
-            if whole:
-                self.wait()
+
+    def finish(self) -> None:
+        """Wait for the last chunk's rows to be written."""
+        with self._memory():
+            self.wait()
+
+    @contextmanager
+    def _memory(self) -> Iterator[None]:
+        try:
+            yield
         except duckdb.OutOfMemoryException as err:
             raise LoadError(
                 self.path,
@@ -237,21 +252,11 @@ class _Mapping:
 
     def _chunk(self, rows_sql: str, *, whole: bool) -> None:
         scratch, path = self.scratch, self.path
-        if whole:  # read the document once, not once per statement below
-            try:
-                scratch.execute(f"CREATE OR REPLACE TEMP TABLE _el_insp_texts AS {rows_sql}")
-            except duckdb.OutOfMemoryException as err:
-                raise _too_large_whole(path, err) from err
-            rows_sql = "SELECT ord, place, t FROM _el_insp_texts"
-        # every field kept once per chunk: taking the attempt rows straight from the
-        # texts and keeping only the checks' fields parsed each sample twice (CPU +17%,
-        # peak +60 MB at 100kx5, no faster)
         _extract_fields(scratch, path, rows_sql, self.fields, whole=whole)
         _check_chunk(scratch, path)
-        attempts = scratch.execute(_attempts_sql(self.reward), {"jid": self.jid}).to_arrow_table()
+        attempts = scratch.execute(self.attempts_sql, {"jid": self.jid}).to_arrow_table()
         dimensions = scratch.execute(
-            self.dimensions_sql,
-            {"jid": self.jid, "reward": self.reward, "map": '"MAP(VARCHAR, STRUCT(value JSON))"'},
+            self.dimensions_sql, {"jid": self.jid, "reward": self.reward, "map": _SCORES_MAP}
         ).to_arrow_table()
         self.wait()  # one chunk in the workspace's transaction at a time, in order
         self.writing = _WRITER.submit(_append_rows, self.con, attempts, dimensions)
@@ -286,29 +291,6 @@ def _append_arrow(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) ->
     con.execute(f"INSERT INTO {stage_name(table)} BY NAME SELECT * FROM _el_insp_rows")
 
 
-def _too_large_whole(path: Path, err: duckdb.Error) -> LoadError:
-    return LoadError(
-        path,
-        None,
-        "too large for the workspace's memory limit when read whole "
-        f"({str(err).splitlines()[0]}): open the workspace with a larger memory_limit "
-        "(enb.open(memory_limit='4GB')), or load the log's .eval form, which is read "
-        "member by member",
-    )
-
-
-def _fields_sql(rows_sql: str, fields: tuple[tuple[str, str, str], ...]) -> str:
-    """The named fields of the samples ``rows_sql`` gives (ord, place, t), each sample
-    parsed once; parameter ``$paths`` (the fields' paths)."""
-    cols = ", ".join(
-        f"f[{i}] AS {name}" if kind == "json" else f"f[{i}] ->> '$' AS {name}"
-        for i, (name, _path, kind) in enumerate(fields, start=1)
-    )
-    return f"""SELECT ord, place, starts_with(ltrim(t), '{{') AS is_object, {cols}
-        FROM (SELECT ord, place, json_extract(t, $paths::VARCHAR[]) AS f, t
-              FROM ({rows_sql}))"""
-
-
 def _extract_fields(
     con: duckdb.DuckDBPyConnection,
     path: Path,
@@ -319,16 +301,30 @@ def _extract_fields(
 ) -> None:
     """Make ``_el_insp`` the fields of the samples ``rows_sql`` gives (ord, place, t):
     each sample's JSON is parsed once (``json_extract`` with the list of paths)."""
+    cols = ", ".join(
+        f"f[{i}] AS {name}" if kind == "json" else f"f[{i}] ->> '$' AS {name}"
+        for i, (name, _path, kind) in enumerate(fields, start=1)
+    )
     paths = [p for _name, p, _kind in fields]
     try:
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {RAW} AS {_fields_sql(rows_sql, fields)}",
+            f"""CREATE OR REPLACE TEMP TABLE {RAW} AS
+                SELECT ord, place, starts_with(ltrim(t), '{{') AS is_object, {cols}
+                FROM (SELECT ord, place, json_extract(t, $paths::VARCHAR[]) AS f, t
+                      FROM ({rows_sql}))""",
             {"paths": paths},
         )
     except duckdb.OutOfMemoryException as err:
         if not whole:
             raise
-        raise _too_large_whole(path, err) from err
+        raise LoadError(
+            path,
+            None,
+            "too large for the workspace's memory limit when read whole "
+            f"({str(err).splitlines()[0]}): open the workspace with a larger memory_limit "
+            "(enb.open(memory_limit='4GB')), or load the log's .eval form, which is read "
+            "member by member",
+        ) from err
     except duckdb.Error as err:  # a sample that is not JSON: Python's parser says where
         try:
             rows = con.execute(f"SELECT place, t FROM ({rows_sql})").fetchall()
@@ -456,7 +452,7 @@ def _attempts_sql(reward: str | None) -> str:
 def _dimensions_sql() -> str:
     """Every score value of the chunk but the reward as a dimension value (a dict
     score: one per key, ``scorer.key``; a list: ``scorer[i]``); parameters ``$jid``,
-    ``$reward`` and ``$map``."""
+    ``$reward`` and ``$map`` (:data:`_SCORES_MAP`)."""
     return f"""
         WITH e AS (  -- a scorer's entries in one parse (json_each is ~5x slower)
             SELECT id->>'$' AS task, coalesce(TRY_CAST(epoch AS INTEGER), 1) AS attempt,
