@@ -246,6 +246,20 @@ def test_a_corrupt_eval_member_names_the_member_and_changes_nothing(tmp_path: Pa
     assert first.summary().total == 60
 
 
+def test_a_truncated_eval_log_says_so_and_changes_nothing(tmp_path: Path) -> None:
+    """A .eval cut short has lost its zip directory: it is refused as an unreadable
+    archive (it was parsed as JSON and reported "not valid UTF-8")."""
+    ws = enb.open()
+    ws.load(EVAL_LOGS[0])
+    data = EVAL_LOGS[0].read_bytes()
+    cut = tmp_path / "cut.eval"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    before = _snapshot(ws)
+    with pytest.raises(enb.LoadError, match=r"cut\.eval: not a readable \.eval archive"):
+        ws.load(cut)
+    assert _snapshot(ws) == before
+
+
 def test_a_truncated_json_log_names_the_line_and_changes_nothing(tmp_path: Path) -> None:
     ws = enb.open()
     ws.load(JSON_LOGS[0])

@@ -111,7 +111,11 @@ def open_inspect_log(path: Path) -> InspectLog:
     >>> log.header["eval"]["task"], log.header["status"], log.sample_count
     ('capitals', 'success', 60)
     """
-    if zipfile.is_zipfile(path):
+    with path.open("rb") as f:
+        head = f.read(4)
+    # a zip by its first bytes, not only by its end record: a truncated .eval has lost
+    # the end record and must say so, not be parsed as JSON ("not valid UTF-8")
+    if head == b"PK\x03\x04" or zipfile.is_zipfile(path):
         return _open_eval(path)
     return _open_json(path)
 
