@@ -98,6 +98,32 @@ WHAT = {
         "inspect_ai",
         "`inspect_ai.analysis.samples_df(log.json, quiet=True)`, default columns",
     ),
+    "spark_envloop": (
+        "7 spark",
+        "envloop_nb on Spark",
+        "Spark session start (local mode, a fresh JVM) + `ws.load_spark(spark.read.parquet("
+        "folder), job_id=..., k=32)` into a fresh file workspace + `job.summary()` + "
+        "`job.curve()`",
+    ),
+    "spark_phases": (
+        "7 spark",
+        "envloop_nb on Spark, by phase",
+        "the same work with `reduce_spark`'s private steps called in sequence and timed "
+        "apart (the per-task query materialized by `persist()` + `count()` before "
+        "`toArrow`)",
+    ),
+    "spark_floor": (
+        "7 spark",
+        "Spark SQL floor",
+        "Spark session start + the per-task counts by hand (`GROUP BY task`, count / "
+        "count_if / sum / min / max; no attempt-of-record window, no checks) + `toArrow`",
+    ),
+    "spark_duckdb": (
+        "7 spark",
+        "DuckDB path",
+        '`ws.load(folder, format="table", k=32)` into a fresh file workspace + '
+        "`job.summary()` + `job.curve()`, the same files",
+    ),
 }
 
 
@@ -195,7 +221,7 @@ def write_markdown(report: dict[str, Any]) -> str:
     )
     w("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in res:
-        if r["stage"] == "panel" or r["stage"].startswith("inspect_"):
+        if r["stage"] == "panel" or r["stage"].startswith(("inspect_", "spark_")):
             continue
         stage, impl, _ = WHAT[r["stage"]]
         label = r["stage"].replace("stage2_", "").replace("_", " ")
@@ -245,6 +271,7 @@ def write_markdown(report: dict[str, Any]) -> str:
         w(f"## Stage 5: panel interactions\n\nFailed: {err}\n")
 
     _inspect_section(res, w)
+    _spark_section(res, w)
 
     w("## Targets\n")
     w("| target | measured | met |")
@@ -363,6 +390,103 @@ def _inspect_section(res: list[dict[str, Any]], w: Any) -> None:
         w("\nLog files: " + "; ".join(facts) + ".")
     w("")
     w(INSPECT_NOTES)
+
+
+#: Stage 7 phases, in the order they run.
+SPARK_PHASES = {
+    "session": "Spark session start (JVM launch, SparkContext)",
+    "read_parquet": "`spark.read.parquet(folder)` (file listing, schema)",
+    "resolve": "column mapping, temp view, source SQL",
+    "checks_query": "checks/scales query (`_job_stats`: window + one aggregate per job)",
+    "per_task_query": "per-task query (window + `GROUP BY job, task`), materialized",
+    "to_arrow": "`toArrow()` of the per-task rows (JVM → Python)",
+    "workspace_write": "workspace write (`_job` + `load_sources`, DuckDB)",
+    "load_spark": "`ws.load_spark(...)` (all of the above after the read)",
+    "group_by_to_arrow": "hand-written `GROUP BY task` + `toArrow()`",
+    "load": '`ws.load(folder, format="table")` (DuckDB ingest)',
+    "summary_curve": "`job.summary()` + `job.curve()`",
+}
+
+
+def _spark_section(res: list[dict[str, Any]], w: Any) -> None:
+    """Stage 7: ``ws.load_spark`` on Spark's local mode, its phases, and its floors."""
+    rows = [r for r in res if r["stage"].startswith("spark_")]
+    if not rows:
+        return
+    w("## Stage 7: Spark (`ws.load_spark`) in local mode\n")
+    w(
+        "Measured by `benchmarks/bench_spark.py` (`python -m benchmarks run --merge "
+        "--stages 7 --spark-sizes 10M`): the job as a folder of 8 Parquet files, each "
+        "run in a fresh Python process, cold and end to end (the Spark session, i.e. a "
+        "new JVM, is started inside the timed body; imports are setup). *CPU* is the "
+        "Python process's, *JVM CPU* the Spark JVM's (user + system, since it started); "
+        "*peak RSS* the Python process's during the timed body, *JVM peak* the JVM's "
+        "`VmHWM`. *× Spark floor* / *× DuckDB* = time ÷ the hand-written Spark SQL "
+        "floor's / the DuckDB path's, same size, same run.\n"
+    )
+    w(
+        "| implementation | attempts | median | spread (min–max) | N | CPU | JVM CPU "
+        "| peak RSS | JVM peak | × Spark floor | × DuckDB | agrees |"
+    )
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        _, impl, _ = WHAT[r["stage"]]
+        if "error" in r:
+            w(f"| {impl} | {_size_label(r['size'])} | failed: {r['error']} |")
+            continue
+        cpu = _cpu(r)
+        jvm = [x["extra"].get("jvm_cpu_s") for x in r.get("runs", []) if x.get("extra")]
+        jvm = [x for x in jvm if x]
+        jpeak = [x["extra"].get("jvm_rss_peak") for x in r.get("runs", []) if x.get("extra")]
+        jpeak = [x for x in jpeak if x]
+        floor = _find(res, "spark_floor", r["size"])
+        duck = _find(res, "spark_duckdb", r["size"])
+        x_floor = f"{r['median'] / floor['median']:.2f}×" if floor else "-"
+        x_duck = f"{r['median'] / duck['median']:.2f}×" if duck else "-"
+        agrees = {True: "yes", False: "**NO**"}.get(r.get("agrees"), "")
+        if r["stage"] == "spark_duckdb":
+            agrees = "reference"
+        w(
+            f"| {impl} | {_size_label(r['size'])} | {_fmt_s(r['median'])} "
+            f"| {_fmt_s(r['min'])}–{_fmt_s(r['max'])} | {r['repeats']} "
+            f"| {_fmt_s(cpu) if cpu else '-'} "
+            f"| {_fmt_s(statistics.median(jvm)) if jvm else '-'} "
+            f"| {r['rss_peak'] / MB:.0f} MB "
+            f"| {f'{max(jpeak) / MB:.0f} MB' if jpeak else '-'} | {x_floor} | {x_duck} "
+            f"| {agrees} |"
+        )
+    w("\nWhere the time goes (median of the runs of each phase):\n")
+    w("| implementation | attempts | phase | time | share |")
+    w("|---|---|---|---:|---:|")
+    for r in rows:
+        if "error" in r:
+            continue
+        _, impl, _ = WHAT[r["stage"]]
+        runs = [x["extra"]["phases"] for x in r.get("runs", []) if x.get("extra")]
+        for key, label in SPARK_PHASES.items():
+            xs = [p[key] for p in runs if key in p]
+            if not xs:
+                continue
+            x = statistics.median(xs)
+            w(f"| {impl} | {r['size']} | {label} | {_fmt_s(x)} | {100 * x / r['median']:.0f}% |")
+    facts = [
+        f"{r['stage']} {r['size']}: "
+        + ", ".join(f"{a:.2f}" for a in r["runs"][0]["extra"]["load_avg"])
+        for r in rows
+        if "error" not in r and r.get("runs") and "load_avg" in r["runs"][0].get("extra", {})
+    ]
+    if facts:
+        w(
+            "\nLoad average (1/5/15 min) at the end of each stage's first run: "
+            + "; ".join(facts)
+            + "."
+        )
+    conf = next(
+        (r["extra"]["spark"] for r in rows if "error" not in r and r["extra"].get("spark")), None
+    )
+    if conf:
+        w(f"Spark {conf}; `PYSPARK_PYTHON=/bin/false` (no Python worker can run).")
+    w("")
 
 
 def _targets(res: list[dict[str, Any]]) -> list[str]:

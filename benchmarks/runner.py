@@ -132,6 +132,10 @@ def _setup(
 
         return bench_inspect.setup(name, size, WS_DIR)
     assert s is not None
+    if name.startswith("spark_"):  # stage 7: ws.load_spark on Spark's local mode
+        from . import bench_spark
+
+        return bench_spark.setup(name, s, WS_DIR)
     if name == "ingest_jsonl":
         ensure(s, ("jsonl",))
         ws = _fresh_ws(s, "jsonl")
@@ -450,6 +454,8 @@ def run(
     dataset_sizes: tuple[str, ...] = ("10kt", "50kt", "100kt"),
     inspect_sizes: tuple[str, ...] = ("100kx5",),
     inspect_df_repeats: int = 1,
+    spark_sizes: tuple[str, ...] = ("10M",),
+    spark_repeats: int = 1,
     out: Path = HERE / "RESULTS.md",
     merge: bool = False,
 ) -> dict[str, Any]:
@@ -594,6 +600,18 @@ def run(
             report["checks"].extend(bench_inspect.check(size, by_stage))
             for r in by_stage.values():
                 add(r)
+    # -- stage 7: ws.load_spark on Spark's local mode vs its floors ---------------------
+    if "7" in stages:
+        from . import bench_spark
+
+        for size in spark_sizes:
+            bench_spark.ensure_files(shape(size))
+            by_stage = {}
+            for name in bench_spark.STAGES:
+                by_stage[name] = measure(name, size, spark_repeats, timeout=3600)
+            report["checks"].extend(bench_spark.check(size, by_stage))
+            for r in by_stage.values():
+                add(r)
     # -- stage 1b: the other ingests -----------------------------------------------------
     if "1" in stages:
         for size in sizes:
@@ -640,6 +658,8 @@ def main(argv: list[str]) -> None:
         "--inspect-sizes", default="100kx5", help="stage 6 log sizes, <samples>x<epochs>"
     )
     parser.add_argument("--inspect-df-repeats", type=int, default=1, help="samples_df runs")
+    parser.add_argument("--spark-sizes", default="10M", help="stage 7 sizes")
+    parser.add_argument("--spark-repeats", type=int, default=1, help="stage 7 runs per stage")
     parser.add_argument("--stages", default="1,2,3,4,5")
     parser.add_argument(
         "--quick",
@@ -652,6 +672,7 @@ def main(argv: list[str]) -> None:
         args.sizes, args.repeats, args.pandas_repeats = "100k", 2, 2
         args.xlsx_sizes, args.panel_size, args.dataset_sizes = "10k,100k", "100k", "10kt"
         args.inspect_sizes = "1kx5"
+        args.spark_sizes = "100k"
         if args.out == str(HERE / "RESULTS.md"):  # keep the committed results
             args.out = str(DATA / "RESULTS-quick.md")
     report = run(
@@ -665,6 +686,8 @@ def main(argv: list[str]) -> None:
         dataset_sizes=tuple(x for x in args.dataset_sizes.split(",") if x),
         inspect_sizes=tuple(x for x in args.inspect_sizes.split(",") if x),
         inspect_df_repeats=args.inspect_df_repeats,
+        spark_sizes=tuple(x for x in args.spark_sizes.split(",") if x),
+        spark_repeats=args.spark_repeats,
         out=Path(args.out),
         merge=args.merge,
     )

@@ -534,3 +534,56 @@ class Job:
             threshold=threshold,
             allow_partial=allow_partial,
         )
+
+    def log_mlflow(
+        self,
+        *,
+        experiment: str,
+        run_name: str | None = None,
+        tracking_uri: str | None = None,
+        artifact_location: str | None = None,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        ks: Sequence[int] | None = None,
+    ) -> str:
+        """Log this job as an MLflow run; returns the run id.
+
+        Metrics under the names SageMaker's multi-turn RL evaluation uses
+        (``eval/reward/*``, ``eval/tokens/*``, ``eval/turns/*``, ``eval/logprob/*``,
+        ``timing_s/eval``) plus the coverage (``eval/coverage/*``); policy, threshold,
+        k and the job's facts as params; the per-task table (``per_task.parquet``), the
+        workbook (``<job id>.xlsx``) and the exact per-task counts that
+        :meth:`envloop_nb.Workspace.load_mlflow_run` reads back (``task_counts.parquet``)
+        as artifacts. An undefined value is not logged
+        (never as 0): the tag ``envloop_nb.skipped_metrics`` names it. The experiment
+        is created when missing. Needs ``pip install 'envloop_nb[mlflow]'``. Every
+        definition: :mod:`envloop_nb._export.mlflow_run`.
+
+        Examples
+        --------
+        >>> import os, tempfile, envloop_nb as enb
+        >>> _ = os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # no usage data sent
+        >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> uri = f"sqlite:///{tempfile.mkdtemp()}/mlflow.db"
+        >>> run_id = job.log_mlflow(experiment="tiny-agent", run_name="sft", tracking_uri=uri)
+        >>> from mlflow import MlflowClient
+        >>> run = MlflowClient(tracking_uri=uri).get_run(run_id)
+        >>> run.data.metrics["eval/reward/mean"], run.data.metrics["eval/reward/pass_at_2"]
+        (0.6, 1.0)
+        >>> run.data.params["policy"], run.data.tags["envloop_nb.skipped_metrics"]
+        ('unknown', 'eval/logprob/nz_mean,eval/logprob/nz_min,timing_s/eval')
+        >>> sorted(a.path for a in MlflowClient(tracking_uri=uri).list_artifacts(run_id))
+        ['job_abc0001.xlsx', 'per_task.parquet', 'task_counts.parquet']
+        """
+        from ._export.mlflow_run import log_job_run
+
+        return log_job_run(
+            self,
+            experiment=experiment,
+            run_name=run_name,
+            tracking_uri=tracking_uri,
+            artifact_location=artifact_location,
+            policy=policy,
+            threshold=threshold,
+            ks=ks,
+        )

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ._datasets.heldout import HeldOutResult
     from ._experiments.runner import Evaluator
     from ._experiments.watch import Watch
+    from ._loaders.object_store import S3Options
 
 __all__ = ["Workspace", "open"]
 
@@ -47,10 +48,16 @@ class Workspace:
     """
 
     def __init__(
-        self, con: duckdb.DuckDBPyConnection, path: str | None, *, read_only: bool = False
+        self,
+        con: duckdb.DuckDBPyConnection,
+        path: str | None,
+        *,
+        read_only: bool = False,
+        s3: S3Options | None = None,
     ) -> None:
         self.con = con
         self.path = path
+        self._s3 = s3  # object storage settings: in memory only, never written
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self.session = Session()  # notebook evaluators, listeners, watchers (in memory)
         con.execute("SET TimeZone = 'UTC'")
@@ -169,7 +176,7 @@ class Workspace:
         ):
             return self.load_experiment(source)
         loaded_id = load_source(
-            self.con, source, format=format, job_id=job_id, lenient=lenient, **options
+            self.con, source, format=format, job_id=job_id, lenient=lenient, s3=self._s3, **options
         )
         from ._datasets.heldout import warn_job_overlaps
 
@@ -196,15 +203,115 @@ class Workspace:
         ['mockllm/ckpt-a', 'mockllm/ckpt-b']
         """
         options: dict[str, Any] = {} if k is None else {"k": k}
-        loads = job_loads(os.fspath(source), options)
-        if not loads:
-            raise LoadError(source, None, "no job found (Inspect logs, Harbor jobs, runs, exports)")
-        ids = load_sources(self.con, loads, lenient=lenient)
+        if isinstance(source, str) and source.startswith("s3://"):  # one job per log there
+            from ._loaders.object_store import load_all_url
+
+            ids = load_all_url(self.con, source, options, lenient=lenient, s3=self._s3)
+        else:
+            loads = job_loads(os.fspath(source), options)
+            if not loads:
+                raise LoadError(
+                    source, None, "no job found (Inspect logs, Harbor jobs, runs, exports)"
+                )
+            ids = load_sources(self.con, loads, lenient=lenient)
         from ._datasets.heldout import warn_job_overlaps
 
         for job_id in ids:
             warn_job_overlaps(self, job_id)
         return [Job(self, job_id) for job_id in ids]
+
+    def load_spark(
+        self,
+        df: Any,
+        *,
+        job_id: str | None = None,
+        mapping: Mapping[str, Any] | None = None,
+        k: int | None = None,
+        thresholds: Sequence[float] = (),
+        source: str | None = None,
+        dataset: str | None = None,
+        dataset_version: str | None = None,
+        dataset_revision: str | None = None,
+        runner: str | None = None,
+    ) -> list[Job]:
+        """Reduce a Spark DataFrame of attempts on Spark; bring in one *summarised* job
+        per job id (its per-task counts only; the attempts stay in Spark).
+
+        The attempt-of-record resolution and the per-task counts run on Spark with
+        native functions (:mod:`envloop_nb._loaders.spark`); summary, samples, curve,
+        groups by tag, intervals, buckets by task and comparisons of the job are exactly
+        those of the same attempts loaded with :meth:`load`, for ``reward = 1`` and each
+        of ``thresholds``. Attempt-level views say that the attempts stayed in Spark.
+        All jobs land in one transaction, or none does. Needs ``pip install
+        envloop_nb[spark]``.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> from pyspark.sql import SparkSession  # doctest: +SKIP
+        >>> spark = SparkSession.builder.master("local[2]").getOrCreate()  # doctest: +SKIP
+        >>> df = spark.read.parquet("s3a://bucket/attempts/")  # doctest: +SKIP
+        >>> jobs = enb.open().load_spark(df, mapping={"job_id": "run"})  # doctest: +SKIP
+        """
+        from ._loaders.spark import reduce_spark
+
+        reduced = reduce_spark(
+            df,
+            job_id=job_id,
+            mapping=mapping,
+            k=k,
+            thresholds=thresholds,
+            source=source,
+            dataset=dataset,
+            dataset_version=dataset_version,
+            dataset_revision=dataset_revision,
+            runner=runner,
+        )
+        ids = load_sources(self.con, [(one, {"format": "summary"}) for one in reduced])
+        return [Job(self, job_id) for job_id in ids]
+
+    def load_mlflow_run(
+        self, run: Any, *, tracking_uri: str | None = None, job_id: str | None = None
+    ) -> Job:
+        """Read an MLflow run back as a *summarised* job (no attempts, engine ``mlflow``).
+
+        A run written by :meth:`envloop_nb.Job.log_mlflow` brings its exact per-task
+        counts (artifact ``task_counts.parquet``, downloaded into a temporary folder and
+        removed after): summary, samples, curve, groups by tag, intervals, buckets and
+        comparisons equal the original job's, for ``reward = 1`` and the threshold it
+        was logged with. Any other run with SageMaker's evaluation metrics
+        (``eval/reward/mean``, ``num_prompts``, ``rollouts_per_prompt``, ...) becomes a
+        *metrics-only* job: its summary is the run's own numbers (unknown counts are
+        None), its metrics are kept verbatim in ``info["platform_metrics"]``, per-task
+        views refuse it and comparisons mark it not comparable on its tasks.
+
+        Parameters
+        ----------
+        run
+            A run id, or an ``mlflow.entities.Run``.
+        tracking_uri
+            Where the run is; None: MLflow's default (``MLFLOW_TRACKING_URI``...).
+        job_id
+            The job's id; default ``<original job id or run name>@mlflow-<run id[:8]>``
+            (:mod:`envloop_nb._loaders.mlflow_run`). Loading the run again replaces it.
+
+        Examples
+        --------
+        >>> import os, tempfile, envloop_nb as enb
+        >>> _ = os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # no usage data sent
+        >>> ws = enb.open()
+        >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> uri = f"sqlite:///{tempfile.mkdtemp()}/mlflow.db"
+        >>> run_id = job.log_mlflow(experiment="tiny-agent", tracking_uri=uri)
+        >>> back = enb.open().load_mlflow_run(run_id, tracking_uri=uri)
+        >>> back.id == f"job_abc0001@mlflow-{run_id[:8]}", str(back.summary()) == str(job.summary())
+        (True, True)
+        """
+        from ._loaders.mlflow_run import read_run
+
+        reduced = read_run(run, tracking_uri=tracking_uri, job_id=job_id)
+        [loaded] = load_sources(self.con, [(reduced, {"format": "summary"})])
+        return Job(self, loaded)
 
     # -- experiments -------------------------------------------------------------
     def experiments(self, frame: FrameKind = "pandas") -> Any:
@@ -463,16 +570,73 @@ class Workspace:
         return check_heldout(self, job, warn=warn)
 
     def remove(self, job: Job | str) -> None:
-        """Delete a job and everything that belongs to it."""
+        """Delete a job and everything that belongs to it (its display name too), in one
+        transaction."""
         job_id = job.id if isinstance(job, Job) else job
         self.con.execute("BEGIN TRANSACTION")
         try:
-            for table in JOB_TABLES:
+            for table in (*JOB_TABLES, "job_names"):
                 self.con.execute(f"DELETE FROM {table} WHERE job_id = ?", [job_id])
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
+
+    def rename(self, job: Job | str, name: str) -> None:
+        """Give a job a display name (the workspace panel and its list show it; a reload
+        of the job keeps it). The job id does not change.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> ws.rename(job, "tiny agent, ckpt 1")
+        >>> ws.sql("SELECT name FROM job_names").fetchall()
+        [('tiny agent, ckpt 1',)]
+        """
+        job_id = job.id if isinstance(job, Job) else job
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"a job's name must be non-empty text, got {name!r}")
+        if self.con.execute("SELECT 1 FROM jobs WHERE job_id = ?", [job_id]).fetchone() is None:
+            raise KeyError(f"no job {job_id!r} in this workspace")
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            self.con.execute("DELETE FROM job_names WHERE job_id = ?", [job_id])
+            self.con.execute("INSERT INTO job_names VALUES (?, ?, now())", [job_id, name.strip()])
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def panel(self, *, report_dir: str | os.PathLike[str] = "reports") -> Any:
+        """The workspace panel: every job in one list (name, model, method, status, score
+        with coverage, k, created), searchable and filterable; per row open the job
+        panel, rename, download the HTML report (written into ``report_dir``) or delete
+        (after a confirmation); tick 2-5 rows to open their comparison panel.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> _ = ws.load_all("sample_data/inspect")
+        >>> [r.status_label for r in ws.panel().rows]
+        ['completed', 'completed']
+        """
+        from ._ui.workspace_panel import WorkspaceActions, WorkspacePanel
+
+        def report(job_id: str, path: Path) -> Path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return Path(Job(self, job_id).export_html(path).path)
+
+        actions = WorkspaceActions(
+            open_job=lambda job_id: Job(self, job_id).panel().widget,
+            compare=lambda ids: self.compare(list(ids)).panel(),
+            rename=lambda job_id, name: self.rename(job_id, name),
+            remove=lambda job_id: self.remove(job_id),
+            report=report,
+        )
+        return WorkspacePanel(self.con, actions, report_dir=report_dir)
 
     def compare(
         self, jobs: Sequence[Job | str], baseline: Job | str | None = None, **options: Any
@@ -550,6 +714,7 @@ def open(
     read_only: bool = False,
     memory_limit: str | None = DEFAULT_MEMORY_LIMIT,
     temp_directory: str | os.PathLike[str] | None = None,
+    s3: Mapping[str, str] | None = None,
 ) -> Workspace:
     """Open a workspace: in memory by default, or a DuckDB file that keeps every job.
 
@@ -571,6 +736,14 @@ def open(
         for an in-memory workspace a fresh folder under the system temp directory, removed
         by :meth:`Workspace.close` (or when the workspace is garbage-collected), so
         spilling never litters the notebook's folder.
+    s3
+        Object storage for ``ws.load("s3://bucket/...")``: ``endpoint_url`` (an
+        ``http://`` endpoint is reached over HTTP), ``access_key_id``,
+        ``secret_access_key``, ``session_token``, ``region``, ``profile`` (in
+        ``~/.aws/credentials`` / ``~/.aws/config``). Unset ones come from the ``AWS_*``
+        environment variables (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
+        ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_PROFILE``) and profiles. Kept in
+        memory only: never written into the workspace or an export.
 
     Raises
     ------
@@ -593,6 +766,11 @@ def open(
     '1.8 GiB'
     >>> ws.close()
     """
+    s3_settings = None
+    if s3 is not None:
+        from ._loaders.object_store import s3_options
+
+        s3_settings = s3_options(s3)  # an unknown key is refused before anything opens
     config: dict[str, Any] = {}
     if memory_limit is not None:
         config["memory_limit"] = str(memory_limit)
@@ -614,7 +792,9 @@ def open(
             shutil.rmtree(scratch, ignore_errors=True)
         raise
     try:
-        ws = Workspace(con, None if path is None else str(Path(path)), read_only=read_only)
+        ws = Workspace(
+            con, None if path is None else str(Path(path)), read_only=read_only, s3=s3_settings
+        )
     except BaseException:  # e.g. a file written by a newer envloop_nb: leave it as it is
         con.close()
         if scratch is not None:

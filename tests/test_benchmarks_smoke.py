@@ -221,3 +221,53 @@ def test_stage6_inspect_log_agrees(tmp_path: Path) -> None:
     assert "## Stage 6: Inspect AI log" in text
     assert "| 20.0× | yes |" in text  # samples_df 2.0 s ÷ envloop_nb 0.1 s
     assert "stage 6: Inspect .eval load ≥ 10× faster than samples_df, < 1 GB peak (@200x2)" in text
+
+
+@pytest.mark.slow  # ~40-70 s: a cold JVM's first queries (JIT) take most of it
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+def test_stage7_spark_agrees_with_the_duckdb_path(
+    shape_100k, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stage 7 at 100k: the reduction by phase (the private steps of ``reduce_spark``
+    that the benchmark calls), the Spark SQL floor and the DuckDB path on the same
+    Parquet files; the runner's check passes, the report renders the stage 7 section.
+    (``spark_envloop``, the public ``ws.load_spark``, is left out for time: the same
+    queries, and tests/test_spark.py covers it.)"""
+    pytest.importorskip("pyspark")
+    from benchmarks import bench_spark as bsp
+
+    # agreement, not timing: few shuffle partitions keep the smoke test short
+    monkeypatch.setattr(bsp, "CONF", bsp.CONF | {"spark.sql.shuffle.partitions": "4"})
+    monkeypatch.setenv("PYSPARK_PYTHON", "/bin/false")
+    files = sorted(bsp.ensure_files(shape_100k).glob("*.parquet"))
+    assert len(files) == bsp.FILES
+    by_stage = {}
+    run = {"seconds": 1.0, "cpu_seconds": 1.0, "rows": shape_100k.slots}
+    for name in ("spark_phases", "spark_floor", "spark_duckdb"):
+        body, rows, after = bsp.setup(name, shape_100k, tmp_path / "ws")
+        assert rows == shape_100k.slots
+        extra = after(body())
+        by_stage[name] = {"stage": name, "size": "100k", "extra": extra}
+        by_stage[name] |= {
+            "repeats": 1,
+            "median": 1.0,
+            "min": 1.0,
+            "max": 1.0,
+            "rows": rows,
+            "rss_peak": 300 * 2**20,
+            "rss_setup": 60 * 2**20,
+            "runs": [run | {"extra": extra}],
+        }
+    checks = bsp.check("100k", by_stage)
+    assert [c["problem"] for c in checks] == [None, None]
+    assert by_stage["spark_phases"]["extra"]["summary"]["total_members"] == shape_100k.tasks
+    assert by_stage["spark_phases"]["extra"]["jvm_rss_peak"] > 0
+    phases = by_stage["spark_phases"]["extra"]["phases"]
+    assert phases["per_task_rows"] == shape_100k.tasks and phases["to_arrow"] > 0
+    # a broken number is caught
+    broken = dict(by_stage["spark_phases"])
+    broken["extra"] = broken["extra"] | {"summary": broken["extra"]["summary"] | {"scored": 1}}
+    assert bsp.check("100k", by_stage | {"spark_phases": broken})[0]["problem"]
+    text = write_markdown(_report(list(by_stage.values()), checks))
+    assert "## Stage 7: Spark (`ws.load_spark`) in local mode" in text
+    assert "| `toArrow()` of the per-task rows (JVM → Python) |" in text

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._store.ref import metrics_only
 from .state import CompareState
 
 if TYPE_CHECKING:
@@ -114,6 +115,18 @@ def find_differences(con: duckdb.DuckDBPyConnection, job_ids: Sequence[str]) -> 
     check("runner", "runner", lambda r: r[3])
     check("attempts", "attempts", lambda r: r[4])
 
+    # A metrics-only job (an MLflow run of aggregate metrics) has no task list to compare:
+    # never comparable on its tasks, and left out of the task checks below.
+    unknown = [j for j in ids if metrics_only(con, j) is not None]
+    for jid in unknown:
+        out.append(
+            Difference(
+                "tasks",
+                (jid,),
+                f"the task list of {jid} is unknown: its run holds only aggregate metrics",
+            )
+        )
+    every, ids = ids, [j for j in ids if j not in unknown]
     n = len(ids)
     # Per job: how many of its tasks some other job lacks, and which jobs lack them.
     rows = con.execute(
@@ -210,7 +223,7 @@ def find_differences(con: duckdb.DuckDBPyConnection, job_ids: Sequence[str]) -> 
                     False,
                 )
             )
-    for jid in ids:
+    for jid in every:
         status = info[jid][5]
         if status != "completed":
             out.append(Difference("status", (jid,), f"{jid} is {status}, not completed", False))

@@ -16,7 +16,7 @@ from .._metrics.passk_views import curve
 from .._metrics.summary import job_summary
 from .._present.display import format_metric
 from .._store.frames import to_frame
-from .._store.ref import job_info
+from .._store.ref import job_info, metrics_only
 from .._types import Policy
 from .guard import mark, pair_differences
 from .state import CompareState
@@ -55,7 +55,14 @@ def leaderboard(state: CompareState) -> pd.DataFrame:
     for job_id in state.job_ids:
         s = sums[job_id]
         info = infos[job_id]
-        point = curve(con, job_id, ks=[k_shared], policy=state.policy, threshold=state.threshold)
+        if metrics_only(con, job_id) is None:
+            point = curve(
+                con, job_id, ks=[k_shared], policy=state.policy, threshold=state.threshold
+            )
+        else:  # the run's own pass@k, at its own k only (no per-task counts to recompute)
+            same = k_shared == s.k
+            point = pd.DataFrame({"pass@k": [s.pass_at_k if same else None],
+                                  "pass^k": [s.pass_hat_k if same else None]})  # fmt: skip
         row: dict[str, Any] = {
             "job": job_id,
             "model": info["model"] or job_id,
@@ -72,7 +79,9 @@ def leaderboard(state: CompareState) -> pd.DataFrame:
         }
         for _, d in dims[dims["job"] == job_id].iterrows():
             row[str(d["group"])] = d["value"]
-        row["coverage"] = coverage_text(s.scored, s.total)
+        row["coverage"] = (
+            "coverage unknown" if s.scored is None else coverage_text(s.scored, s.total)
+        )
         warnings = []
         if s.missing:
             warnings.append(f"⚠ {s.missing:,} missing")
@@ -105,16 +114,17 @@ class LeaderboardSnapshot:
     fingerprint: str
     saved_at: Any
     score: float | None
-    scored: int
-    missing: int
+    scored: int | None
+    missing: int | None
     total: int
     new: bool
 
     def __str__(self) -> str:
         state = "saved" if self.new else "already saved"
-        return (
-            f"{self.job_id} {state} as {self.snapshot_id}: score {format_metric(self.score)}"
+        return f"{self.job_id} {state} as {self.snapshot_id}: score {format_metric(self.score)}" + (
             f" · {self.scored:,}/{self.total:,} scored, {self.missing:,} missing"
+            if self.scored is not None and self.missing is not None
+            else f" · coverage of {self.total:,} attempts unknown"
         )
 
 
@@ -123,10 +133,19 @@ SELECT sha256(coalesce(string_agg(
            concat_ws('|', task, attempt, status, coalesce(reward::VARCHAR, 'null')),
            chr(10) ORDER BY task, attempt), '')
            || '#' || (SELECT attempts FROM jobs WHERE job_id = $job)
-           || '#' || (SELECT string_agg(task || '=' || coalesce(digest, ''), ',' ORDER BY task)
-                      FROM tasks WHERE job_id = $job))
+           || '#' || coalesce((SELECT string_agg(task || '=' || coalesce(digest, ''), ','
+                                                 ORDER BY task)
+                               FROM tasks WHERE job_id = $job), '')
+           || coalesce('#' || (SELECT platform_metrics::VARCHAR FROM jobs  -- metrics-only
+                               WHERE job_id = $job
+                                 AND json_extract_string(extra, '$.summarised.metrics_only') = 'true'), '')
+           || coalesce('#' || (SELECT string_agg(concat_ws('|', task, coalesce(threshold::VARCHAR, 'null'),
+                                   dispatched, scored, invalid, passes, nonbinary, reward_sum,
+                                   reward_sumsq, reward_min, reward_max), chr(10)
+                                   ORDER BY task, threshold NULLS FIRST)
+                               FROM task_summaries WHERE job_id = $job), ''))
 FROM attempts WHERE job_id = $job
-"""
+"""  # a summarised job (no attempts here) is fingerprinted by its per-task counts
 
 
 def save_snapshot(

@@ -37,7 +37,7 @@ from .._present.panel_html import (
     rows_table,
 )
 from .._present.report_html import ReportSection, frame_table_html, report_html
-from .._store.ref import JobRef, job_info, job_k
+from .._store.ref import JobRef, job_info, job_k, summarised
 from .._store.schema import written_by
 from .._types import Policy
 
@@ -129,6 +129,10 @@ def export_job_html(
             [jid],
         ).fetchall()
     )
+    reduced = summarised(con, jid)
+    if reduced is not None:  # no attempt here: the slots as far as the counts tell
+        frame = charts.status_frame(con, jid)
+        states = {s: c for s, c in frame.itertuples(index=False) if c}
     sections = [
         ReportSection(
             "Summary",
@@ -136,7 +140,16 @@ def export_job_html(
             note=f"policy {policy}"
             + ("" if threshold is None else f" · pass threshold {threshold:g}"),
         ),
-        ReportSection("Job", facts_html(info, {str(k): int(v) for k, v in states.items()})),
+        ReportSection(
+            "Job",
+            facts_html(info, {str(k): int(v) for k, v in states.items()}),
+            note=""
+            if reduced is None
+            else (
+                f"summarised: the attempts stayed in {reduced.get('where')}; "
+                "this report is built from the per-task counts"
+            ),
+        ),
     ]
     curve_chart = charts.curve_chart(
         curve(con, jid, policy=policy, threshold=threshold),

@@ -19,7 +19,7 @@ from .._buckets.apply import BucketResult, check_finished, job_buckets
 from .._buckets.rules import EXCLUDED, BucketRules, parse_names
 from .._metrics.passk_views import samples
 from .._metrics.summary import job_summary
-from .._store.ref import job_info
+from .._store.ref import job_info, summarised
 from .._store.sql import ident
 from .cells import (
     NUM,
@@ -342,6 +342,14 @@ def _write_attempts(
     titles: set[str],
 ) -> Sheet:
     cols, exprs = _attempt_columns(rules, result, dims)
+    reduced = summarised(job.con, job.id)
+    if reduced is not None:  # no attempt here to write: say where they are
+        where = reduced.get("where") or reduced.get("engine")
+        note = (f"The attempts stayed in {where}: this job is summarised, only its per-task "
+                "counts are in the workspace (the Tasks sheet).")  # fmt: skip
+        sheet = Sheet(wb, title, cols, cells, titles, note=note)
+        sheet.close()
+        return sheet
     sheet = Sheet(wb, title, cols, cells, titles)
     for batch in _attempt_batches(job, rules, result, group, dims, exprs):
         columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]

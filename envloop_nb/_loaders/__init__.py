@@ -18,7 +18,7 @@ import duckdb
 from .._errors import LoadError
 from .._store.sql import ident
 from ._read import check_path_name
-from ._stage import batch, commit_stage, staging, validate_stage
+from ._stage import batch, commit_stage, stage_name, staging, validate_stage
 
 __all__ = ["LOADERS", "detect_format", "job_loads", "job_sources", "load_source", "load_sources"]
 
@@ -74,6 +74,12 @@ def _table(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
     load_table(con, source, **kw)
 
 
+def _summary(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
+    from .summary import load_summary
+
+    load_summary(con, source, **kw)
+
+
 LOADERS: dict[str, Loader] = {
     "envloop": _envloop,
     "harbor": _harbor,
@@ -83,6 +89,7 @@ LOADERS: dict[str, Loader] = {
     "inspect": _inspect,
     "lm-eval": _lm_eval,
     "table": _table,
+    "summary": _summary,
 }
 
 
@@ -303,9 +310,24 @@ def load_source(
     format: str | None = None,
     job_id: str | None = None,
     lenient: bool = False,
+    s3: Any = None,
+    shown: str | None = None,
     **options: Any,
 ) -> str:
-    """Load ``source`` into the workspace on ``con``; return the job id."""
+    """Load ``source`` into the workspace on ``con``; return the job id.
+
+    An ``s3://`` URL is read with the object storage settings ``s3``
+    (:mod:`~envloop_nb._loaders.object_store`); ``shown`` is the name the job records as
+    its ``source_path`` and errors give (the URL of a fetched copy).
+    """
+    if shown is None and isinstance(source, str) and source.startswith("s3://"):
+        from .object_store import object_source
+
+        with object_source(source, s3) as (local, fmt):
+            return load_source(
+                con, local, format=format or fmt, job_id=job_id, lenient=lenient, shown=source,
+                **options,
+            )  # fmt: skip
     if isinstance(source, str | Path):
         check_path_name(source)  # DuckDB cannot open a name that is not UTF-8
     fmt = format or detect_format(source)
@@ -315,7 +337,10 @@ def load_source(
         raise LoadError(source, None, f"unknown format {fmt!r}; one of {sorted(LOADERS)}")
     label = str(source) if isinstance(source, str | Path) else f"<{type(source).__name__}>"
     try:
-        return _load_staged(con, source, fmt, label, job_id=job_id, lenient=lenient, **options)
+        return _load_staged(
+            con, source, fmt, shown or label, job_id=job_id, lenient=lenient, shown=shown,
+            **options,
+        )  # fmt: skip
     finally:
         _drop_scratch(con)
 
@@ -342,6 +367,7 @@ def _load_staged(
     *,
     job_id: str | None,
     lenient: bool,
+    shown: str | None = None,
     **options: Any,
 ) -> str:
     with staging(con):
@@ -354,6 +380,8 @@ def _load_staged(
             if "unexpected keyword argument" not in str(err):
                 raise
             raise LoadError(label, "options", f"format {fmt!r} does not take {err}") from None
+        if shown is not None:  # a copy fetched from object storage: record the URL
+            con.execute(f"UPDATE {stage_name('jobs')} SET source_path = ?", [shown])
         staged_id = validate_stage(con, label)
         commit_stage(con, staged_id)
     return staged_id

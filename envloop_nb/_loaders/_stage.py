@@ -131,13 +131,15 @@ def commit_stage(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
     The row also records ``extra.reward_stats`` (the largest ``|reward|`` and
     ``reward²``), from which the metrics derive the scales of their exact reward sums
     (:func:`envloop_nb._metrics.counts.reward_scales`) without scanning the attempts
-    again on every first question.
+    again on every first question. A loader that has no attempts to scan (a summarised
+    job) records them itself.
     """
     con.execute(
         f"""UPDATE {_JOBS_STAGE} SET extra = json_merge_patch(coalesce(extra, '{{}}'),
                 json_object('reward_stats', (
                     SELECT json_object('max_abs', max(abs(reward)), 'max_sq', max(reward * reward))
-                    FROM attempts WHERE job_id = $job_id)))""",
+                    FROM attempts WHERE job_id = $job_id)))
+            WHERE NOT json_exists(coalesce(extra, '{{}}'), '$.reward_stats')""",
         {"job_id": job_id},
     )
     con.execute(

@@ -30,6 +30,7 @@ from ._read import (
 __all__ = [
     "Source",
     "check_name",
+    "check_parquet_names",
     "cleanup",
     "csv_rejects",
     "explain_json_array",
@@ -272,6 +273,14 @@ def _refuse_name_clashes(
         first[_fold(key)] = (key, folder)
 
 
+def check_parquet_names(
+    label: str, units: Sequence[tuple[str | None, Sequence[str]]], hive: Mapping[str, str]
+) -> None:
+    """Refuse Parquet column names DuckDB would rename, merge or replace (see
+    ``_refuse_name_clashes``); for Parquet read some other way (object storage)."""
+    _refuse_name_clashes(label, units, hive, _RESERVED_PARQUET)
+
+
 def _parquet_names(
     con: duckdb.DuckDBPyConnection, files: list[str], root: Path | None
 ) -> tuple[list[tuple[str | None, list[str]]], dict[str, str]]:
@@ -378,6 +387,10 @@ def open_path(
     con: duckdb.DuckDBPyConnection, source: str | Path, skip_bad_csv: bool = False
 ) -> Source:
     text = str(source)
+    if text.startswith("s3://"):  # object storage: Parquet read in place through Arrow
+        from .object_store import open_parquet_url
+
+        return open_parquet_url(con, text)
     path = Path(text)
     is_glob = any(ch in text for ch in "*?[") and not path.exists()
     name = path.name.lower()

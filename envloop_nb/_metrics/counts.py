@@ -26,14 +26,14 @@ The policy never changes the counts, so switching it never rescans the attempts.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from .._store.memo import CACHE_SIZE, cached, clear_cache, job_row
-from .._store.sql import number
+from .._store.ref import require_task_table, summarised
+from .._store.sql import fixed_point_scale, number
 from .._types import Policy
 
 if TYPE_CHECKING:
@@ -128,16 +128,23 @@ def job_list_sql() -> str:
     """
     return f"""
     WITH a AS (SELECT job_id, {count_columns_sql("reward", "status", "reward = 1")}
-               FROM attempts GROUP BY job_id),
+               FROM attempts GROUP BY job_id
+               UNION ALL  -- a summarised job: its per-task counts (no attempt here)
+               SELECT job_id, sum(dispatched), sum(scored), sum(invalid), sum(passes),
+                      sum(nonbinary)
+               FROM task_summaries WHERE threshold IS NULL GROUP BY job_id),
     t AS (SELECT job_id, count(*) AS tasks FROM tasks GROUP BY job_id)
     SELECT j.job_id, j.source_format, j.status, j.model,
            j.dataset_name, j.dataset_version, j.dataset_revision, j.runner,
            j.profile_name, j.attempts AS k,
-           coalesce(t.tasks, 0)::BIGINT AS tasks,
-           coalesce(a.dispatched, 0)::BIGINT AS dispatched,
-           coalesce(a.scored, 0)::BIGINT AS scored,
+           -- a metrics-only job (an MLflow run's aggregates): its counts are unknown
+           CASE WHEN NOT m.only THEN coalesce(t.tasks, 0) END::BIGINT AS tasks,
+           CASE WHEN NOT m.only THEN coalesce(a.dispatched, 0) END::BIGINT AS dispatched,
+           CASE WHEN NOT m.only THEN coalesce(a.scored, 0) END::BIGINT AS scored,
            j.created_at, j.finished_at, j.source_path, j.loaded_at
-    FROM jobs j LEFT JOIN a USING (job_id) LEFT JOIN t USING (job_id)
+    FROM jobs j LEFT JOIN a USING (job_id) LEFT JOIN t USING (job_id),
+         LATERAL (SELECT coalesce(json_extract_string(j.extra, '$.summarised.metrics_only')
+                                  = 'true', false) AS only) m
     ORDER BY j.loaded_at, j.job_id
     """
 
@@ -212,18 +219,10 @@ def reward_scales(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, floa
                 [job_id],
             ).fetchone()
             top, top_sq, k = row if row else (None, None, None)
-        return {"rscale": _scale(top, k), "qscale": _scale(top_sq, k)}
+        return {"rscale": fixed_point_scale(top, k), "qscale": fixed_point_scale(top_sq, k)}
 
     value: dict[str, float] = cached(con, job_id, ("reward_scales",), compute)
     return value
-
-
-def _scale(top: float | None, k: int | None) -> float:
-    """``2^s`` with ``top · k · 2^s < 2^61`` (``s`` at most 1000; 1 for no value)."""
-    if not top or not k or not math.isfinite(top):
-        return 1.0
-    exponent = math.frexp(top * max(int(k), 1))[1]  # top · k < 2^exponent
-    return math.ldexp(1.0, min(61 - exponent, 1000))
 
 
 _COUNT_COLUMNS = """
@@ -300,23 +299,59 @@ def task_counts(
     )
 
     def compute() -> pa.Table:
-        import pyarrow.compute as pc
-
+        require_task_table(con, job_id, "a per-task view (samples, curve, groups, buckets...)")
+        reduced = summarised(con, job_id)
+        if reduced is not None:  # counted elsewhere (Spark, an MLflow run): read them
+            return _summarised_counts(con, job_id, rows, threshold, reduced)
         # Aggregate the attempts by task, then line the rows up with the cached task rows
         # by a hash lookup (a SQL join + sort of the task rows cost as much again).
         sql = _attempts_by_task_sql("$job_id", threshold)
         params = {"job_id": job_id, **reward_scales(con, job_id)}
         agg = con.execute(sql, params).to_arrow_table()
-        where = pc.index_in(rows.column("task"), value_set=agg.column("task").combine_chunks())
-        columns = []
-        for name in _COUNT_NAMES:  # a task without attempts: 0 (min/max: null)
-            column = pc.take(agg.column(name), where)
-            columns.append(column if name in ("reward_min", "reward_max") else column.fill_null(0))
-        return pa.Table.from_arrays(
-            [*rows.columns, *columns], names=[*rows.column_names, *_COUNT_NAMES]
-        )
+        return _aligned(rows, agg)
 
     return cached(con, job_id, ("task_counts", threshold), compute)
+
+
+def _summarised_counts(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    rows: pa.Table,
+    threshold: float | None,
+    reduced: dict[str, object],
+) -> pa.Table:
+    """The per-task counts of a summarised job, read from ``task_summaries``: the same
+    columns and row order as counted from attempts; a threshold that was not counted is
+    refused, naming those that were."""
+    counted = reduced.get("thresholds")
+    known = [None if t is None else float(t) for t in counted] if isinstance(counted, list) else []
+    if threshold not in known:
+        shown = ", ".join("none (reward = 1)" if t is None else repr(t) for t in known)
+        raise ValueError(
+            f"job {job_id!r} is summarised: its counts exist only for the thresholds it was "
+            f"reduced with ({shown}), not {threshold!r}; reduce it again with that threshold"
+        )
+    agg = con.execute(
+        f"""SELECT task, {", ".join(_COUNT_NAMES)} FROM task_summaries
+            WHERE job_id = $job_id AND threshold IS NOT DISTINCT FROM $threshold""",
+        {"job_id": job_id, "threshold": threshold},
+    ).to_arrow_table()
+    return _aligned(rows, agg)
+
+
+def _aligned(rows: pa.Table, agg: pa.Table) -> pa.Table:
+    """The counts of ``agg`` (one row per task that has any) lined up with the task rows
+    by a hash lookup; a task without any: 0 (min/max: null)."""
+    import pyarrow.compute as pc
+
+    where = pc.index_in(rows.column("task"), value_set=agg.column("task").combine_chunks())
+    columns = []
+    for name in _COUNT_NAMES:
+        column = pc.take(agg.column(name), where)
+        columns.append(column if name in ("reward_min", "reward_max") else column.fill_null(0))
+    return pa.Table.from_arrays(
+        [*rows.columns, *columns], names=[*rows.column_names, *_COUNT_NAMES]
+    )
 
 
 def per_task_arrays(counts: pa.Table, policy: Policy) -> dict[str, np.ndarray]:

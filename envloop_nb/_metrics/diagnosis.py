@@ -51,7 +51,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._present.display import format_metric, format_pct
-from .._store.ref import job_info
+from .._store.ref import job_info, summarised
 from .counts import pass_sql, task_counts
 from .summary import job_summary
 
@@ -562,6 +562,20 @@ def diagnose(
     >>> diagnose(job, looping_min_turns=5, looping_factor=1.0).codes()
     ['looping']
     """
+    reduced = summarised(job.con, job.id)
+    if reduced is not None:  # the checks read turns, outputs and errors: not here
+        where = reduced.get("where") or reduced.get("engine")
+        return Findings(
+            [
+                Finding(
+                    "not_diagnosed",
+                    "info",
+                    "Not diagnosed: this job is summarised",
+                    f"Its attempts stayed in {where}; only per-task counts are here, and the "
+                    "checks read each attempt's turns, output and error.",
+                )
+            ]
+        )
     o = options or DiagnosisOptions()
     if overrides:
         o = replace(o, **overrides)

@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 
 from .._store.frames import to_frame
 from .._store.memo import cached
+from .._store.ref import require_task_table
 from .counts import check_options, count_columns_sql, scored_sum, task_counts
 
 if TYPE_CHECKING:
@@ -403,6 +404,7 @@ def tag_groups(
         ),
     )
     if key not in keys:
+        require_task_table(con, job_id, "groups by tag")  # no task at all: say why
         raise ValueError(
             f"no task of job {job_id!r} has tag {key!r}; tags present: "
             + (", ".join(keys) if keys else "none")

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._store.frames import to_frame
+from .._store.ref import require_attempts
 from .counts import reward_scales, task_counts_sql
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ def rollout_stats(
     >>> int(df.loc[("logprob_mean", "rollout"), "count"])
     0
     """
+    require_attempts(con, job_id, "the rollout statistics (tokens, turns, logprobs)")
     params = {"job_id": job_id, **reward_scales(con, job_id)}
     rel = con.sql(rollout_stats_sql(), params=params)
     return to_frame(rel, frame)

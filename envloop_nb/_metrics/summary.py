@@ -6,6 +6,7 @@ semantics are described there).
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -13,13 +14,14 @@ import numpy as np
 
 from .._present.cards import coverage_text, metric_items, summary_card_html
 from .._store.memo import job_row
+from .._store.ref import metrics_only
 from .._types import Policy
 from .counts import check_options, per_task_arrays, task_counts
 
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["JobSummary", "job_summary"]
+__all__ = ["JobSummary", "job_summary", "run_metrics_summary"]
 
 
 @dataclass(frozen=True)
@@ -31,16 +33,20 @@ class JobSummary:
     ``threshold``, ``binary``, ``job_id`` and ``note``: a sentence about the source's own
     rule when it matters (a Harbor job: which policy reproduces its ``result.json``),
     else None.
+
+    ``scored``, ``missing``, ``invalid`` and ``complete_members`` are None only for a
+    *metrics-only* job (an MLflow run holding aggregate metrics alone) whose metrics do
+    not state them: unknown, never guessed.
     """
 
     job_id: str
     k: int
     total: int
-    scored: int
-    missing: int
-    invalid: int
+    scored: int | None
+    missing: int | None
+    invalid: int | None
     total_members: int
-    complete_members: int
+    complete_members: int | None
     score: float | None
     pass_: float | None
     pass_at_k: float | None
@@ -99,8 +105,15 @@ def job_summary(
     policy: Policy = "unknown",
     threshold: float | None = None,
 ) -> JobSummary:
-    """Compute a job's summary (see the module docstring for the exact semantics)."""
+    """Compute a job's summary (see the module docstring for the exact semantics).
+
+    A metrics-only job (:func:`envloop_nb._store.ref.metrics_only`) reports its run's
+    own aggregate metrics (:func:`run_metrics_summary`).
+    """
     check_options(policy, threshold)
+    reduced = metrics_only(con, job_id)
+    if reduced is not None:
+        return run_metrics_summary(con, job_id, reduced, policy=policy, threshold=threshold)
     counts = task_counts(con, job_id, threshold)
     arr = per_task_arrays(counts, "unknown")
     k_col, scored_t, passes_t = arr["k"], arr["scored"], arr["c"]
@@ -154,4 +167,84 @@ def job_summary(
         binary=binary,
         policy=policy,
         threshold=threshold,
+    )
+
+
+def _metric(metrics: dict[str, Any], name: str) -> float | None:
+    value = metrics.get(name)
+    return float(value) if isinstance(value, int | float) and np.isfinite(value) else None
+
+
+def _whole(metrics: dict[str, Any], name: str) -> int | None:
+    value = _metric(metrics, name)
+    return int(value) if value is not None and value == int(value) else None
+
+
+def run_metrics_summary(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    reduced: dict[str, Any],
+    *,
+    policy: Policy = "unknown",
+    threshold: float | None = None,
+) -> JobSummary:
+    """The summary a metrics-only job's run states (``jobs.platform_metrics``), nothing
+    derived that the run does not say.
+
+    ``k`` = ``eval/reward/rollouts_per_prompt``, ``total_members`` =
+    ``eval/reward/num_prompts``, ``total`` their product, ``score`` =
+    ``eval/reward/mean``; ``pass@k`` / ``pass^k`` = ``eval/reward/pass_at_{k}`` /
+    ``pass_power_{k}`` and ``pass`` = ``succeeded_rollouts / eval/coverage/scored``, only
+    under the run's own ``eval/reward/success_threshold`` (``threshold=None`` when it is
+    1: reward >= 1); ``scored``, ``missing``, ``invalid``, ``complete_members`` only
+    from ``eval/coverage/*``, else None (unknown). The policy cannot change numbers
+    already aggregated: it is recorded, and the note says so. Another threshold than the
+    run's is refused.
+    """
+    row = con.execute(
+        "SELECT attempts, platform_metrics FROM jobs WHERE job_id = ?", [job_id]
+    ).fetchone()
+    if row is None:
+        raise ValueError(f"no job {job_id!r} in this workspace")
+    metrics = json.loads(row[1]) if isinstance(row[1], str) else dict(row[1] or {})
+    run_threshold = _metric(metrics, "eval/reward/success_threshold")
+    known = [None if t is None else float(t) for t in reduced.get("thresholds") or [None]]
+    if threshold is not None and float(threshold) not in known:
+        shown = ", ".join("none" if t is None else repr(t) for t in known)
+        raise ValueError(
+            f"job {job_id!r} holds only its run's aggregate metrics, computed with the "
+            f"thresholds {shown}, not {threshold!r}"
+        )
+    k = int(row[0])
+    members = _whole(metrics, "eval/reward/num_prompts") or 0
+    total = members * k
+    applies = run_threshold is not None and (
+        threshold == run_threshold or (threshold is None and run_threshold == 1.0)
+    )
+    scored = _whole(metrics, "eval/coverage/scored")
+    succeeded = _metric(metrics, "eval/reward/succeeded_rollouts")
+    pass_ = succeeded / scored if applies and succeeded is not None and scored else None
+    missing = _whole(metrics, "eval/coverage/missing")
+    where = reduced.get("where") or "an MLflow run"
+    note = (
+        f"From the aggregate metrics of {where} (eval/reward/*), not from per-task counts"
+        f"; policy={policy!r} cannot change them; unknown counts are left out."
+    )
+    return JobSummary(
+        job_id=job_id,
+        k=k,
+        total=total,
+        scored=scored,
+        missing=missing if missing is not None else (None if scored is None else total - scored),
+        invalid=_whole(metrics, "eval/coverage/invalid"),
+        total_members=members,
+        complete_members=_whole(metrics, "eval/coverage/complete_members"),
+        score=_metric(metrics, "eval/reward/mean"),
+        pass_=pass_,
+        pass_at_k=_metric(metrics, f"eval/reward/pass_at_{k}") if applies else None,
+        pass_hat_k=_metric(metrics, f"eval/reward/pass_power_{k}") if applies else None,
+        binary=applies,
+        policy=policy,
+        threshold=threshold,
+        note=note,
     )

@@ -57,7 +57,9 @@ def _card(label: str, value: str, sub: str = "", extra: str = "", cls: str = "")
     )
 
 
-def coverage_text(scored: int, total: int, complete_members: int, total_members: int) -> str:
+def coverage_text(
+    scored: int | None, total: int, complete_members: int | None, total_members: int
+) -> str:
     """``"5/6 attempts scored · 2/3 members complete"``.
 
     Examples
@@ -104,7 +106,7 @@ def summary_card_html(summary: Mapping[str, Any] | _HasToDict) -> str:
     total_members, complete_members = d["total_members"], d["complete_members"]
     items = dict(metric_items(d))
     text = coverage_text(scored, total, complete_members, total_members)
-    coverage = scored / total if total else 0.0
+    coverage = scored / total if total and scored is not None else 0.0
     members = format_count(complete_members, total_members)
     at_sub = (
         f"over {total_members:,} members"
@@ -144,7 +146,9 @@ def summary_card_html(summary: Mapping[str, Any] | _HasToDict) -> str:
         f'<div class="enb-head"><b>{html.escape(job_id)}</b> · k = {k} attempts per task · '
         f"{html.escape(rule)} · {html.escape(policy_text)}</div>"
     )
-    if missing:
+    if missing is None:  # a run's aggregate metrics that do not state their coverage
+        coverage_line = f'<div class="enb-coverage">{html.escape(text)} · coverage unknown</div>'
+    elif missing:
         ended = f"{invalid:,} ended without a reward" if invalid else "none has ended yet"
         what = "each counted as reward 0" if policy == "failure" else "not counted as 0"
         coverage_line = (

@@ -158,6 +158,18 @@ def status_frame(con: duckdb.DuckDBPyConnection, job_id: str) -> pd.DataFrame:
             "SELECT status, count(*) FROM attempts WHERE job_id = ? GROUP BY status", [job_id]
         ).fetchall()
     )
+    reduced = con.execute(  # a summarised job: its counts say as much as they know
+        """SELECT sum(scored), sum(invalid), sum(dispatched) FROM task_summaries
+           WHERE job_id = ? AND threshold IS NULL""",
+        [job_id],
+    ).fetchone()
+    if not rows and reduced is not None and reduced[2] is not None:
+        scored, invalid, dispatched = (int(x) for x in reduced)
+        rows = {
+            "scored": scored,
+            "ended without reward": invalid,
+            "no reward yet": dispatched - scored - invalid,
+        }
     total = con.execute(
         """SELECT count(*) * any_value(j.attempts) FROM tasks t JOIN jobs j USING (job_id)
            WHERE t.job_id = ?""",
@@ -166,6 +178,8 @@ def status_frame(con: duckdb.DuckDBPyConnection, job_id: str) -> pd.DataFrame:
     requested = int(total[0] or 0) if total else 0
     rows["not dispatched"] = max(requested - sum(rows.values()), 0)
     names = list(STATUS_ORDER) + sorted(set(rows) - set(STATUS_ORDER))
+    if "scored" in rows:  # summarised: no per-attempt status, only what the counts hold
+        names = ["scored", "ended without reward", "no reward yet", "not dispatched"]
     import pandas as pd
 
     return pd.DataFrame({"status": names, "count": [int(rows.get(n, 0)) for n in names]}).astype(

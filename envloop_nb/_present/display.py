@@ -41,15 +41,15 @@ def format_metric(value: float | None, digits: int = 1) -> str:
     return f"{value:.4g}"
 
 
-def format_count(part: int, whole: int) -> str:
-    """``"5/6"`` with thousands separators.
+def format_count(part: int | None, whole: int) -> str:
+    """``"5/6"`` with thousands separators; ``"?/6"`` when the part is unknown.
 
     Examples
     --------
-    >>> format_count(1234, 5000)
-    '1,234/5,000'
+    >>> format_count(1234, 5000), format_count(None, 6)
+    ('1,234/5,000', '?/6')
     """
-    return f"{part:,}/{whole:,}"
+    return f"{'?' if part is None else format(part, ',')}/{whole:,}"
 
 
 def format_score(value: float | None, digits: int = 1) -> str:

@@ -25,6 +25,7 @@ __all__ = [
     "note_html",
     "rows_table",
     "source_agreement_html",
+    "summarised_note_html",
     "verdict_html",
 ]
 
@@ -318,3 +319,20 @@ def bucket_counts_html(counts: pd.DataFrame, head: str, what: str) -> str:
 def note_html(text: str) -> str:
     """A dim note in the panel's style (``text`` is HTML, written by the panel itself)."""
     return f'{PANEL_CSS}<div class="enb-panel enb-dim">{text}</div>'
+
+
+def summarised_note_html(where: str) -> str:
+    """The Cases tab of a summarised job: its attempts stayed ``where``.
+
+    Examples
+    --------
+    >>> "stayed in Spark" in summarised_note_html("Spark")
+    True
+    """
+    return (
+        f'{PANEL_CSS}<div class="enb-panel"><div class="enb-flag">'
+        f"<b>No cases here: this job is summarised.</b> Its attempts stayed in "
+        f"{html.escape(where)}; only the per-task counts came into the workspace. The "
+        "Overview and Buckets tabs work from them; to read cases, load the attempts "
+        "themselves (<code>ws.load(...)</code>).</div></div>"
+    )

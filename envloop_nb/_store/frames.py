@@ -45,6 +45,9 @@ def attempts_frame(con: duckdb.DuckDBPyConnection, job_id: str, frame: FrameKind
     >>> attempts_frame(ws.con, job.id)[["task", "attempt"]].values.tolist()
     [['A', 1], ['A', 2], ['B', 1], ['B', 2], ['C', 1], ['C', 2]]
     """
+    from .ref import require_attempts
+
+    require_attempts(con, job_id, "the attempts table")
     result = con.execute(
         """SELECT a.* EXCLUDE (job_id) FROM attempts a
            JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task

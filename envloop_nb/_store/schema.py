@@ -13,6 +13,9 @@ evaluator × run: every run is kept, only the highest counts) and ``exp_correcti
 (every manual correction ever made, live, undone or cleared by a re-evaluation, with who
 and when; the machine score is never overwritten).
 
+A *summarised* job (``ws.load_spark``, an MLflow run) keeps no attempts: its per-task
+counts live in ``task_summaries``, one row per (task, threshold).
+
 Every table carries ``job_id`` first so that a job is replaced or removed with one
 ``DELETE ... WHERE job_id = ?`` per table inside one transaction.
 """
@@ -35,7 +38,9 @@ def written_by() -> str:
 
 
 # Tables whose rows belong to one job, in the order they are written.
-JOB_TABLES = ("jobs", "tasks", "task_tags", "attempts", "dimensions", "dimension_meta")
+JOB_TABLES = (
+    "jobs", "tasks", "task_tags", "attempts", "dimensions", "dimension_meta", "task_summaries"
+)  # fmt: skip
 
 # Tables whose rows belong to one experiment (``experiment_id`` first).
 EXPERIMENT_TABLES = ("experiments", "exp_evaluators", "exp_cases", "exp_results", "exp_corrections")
@@ -115,6 +120,25 @@ CREATE TABLE IF NOT EXISTS attempts (
     extra             JSON,              -- phase timings, usage extras, raw metrics
     n_trials          INTEGER NOT NULL,  -- trials seen for this slot (>1: retried)
     source_place      VARCHAR            -- where in the source: "line 12", trial dir, ...
+);
+
+-- A *summarised* job (reduced elsewhere, e.g. on Spark: jobs.extra.summarised) has no
+-- attempts here: its per-task counts, one row per (task, threshold), are the job.
+-- threshold NULL: a pass is reward = 1. The sums are the exact fixed-point sums of
+-- envloop_nb._metrics.counts.fixed_sum at the job's reward scales.
+CREATE TABLE IF NOT EXISTS task_summaries (
+    job_id        VARCHAR NOT NULL,
+    task          VARCHAR NOT NULL,
+    threshold     DOUBLE,
+    dispatched    INTEGER NOT NULL,
+    scored        INTEGER NOT NULL,
+    invalid       INTEGER NOT NULL,
+    passes        INTEGER NOT NULL,
+    nonbinary     INTEGER NOT NULL,
+    reward_sum    DOUBLE NOT NULL,
+    reward_sumsq  DOUBLE NOT NULL,
+    reward_min    DOUBLE,
+    reward_max    DOUBLE
 );
 
 CREATE TABLE IF NOT EXISTS dimensions (
@@ -230,6 +254,14 @@ CREATE TABLE IF NOT EXISTS exp_corrections (
     undone_by      VARCHAR,
     undone_at      TIMESTAMPTZ,
     origin         VARCHAR NOT NULL       -- source | local
+);
+
+-- Display names given with ws.rename (the job id when absent). Not a job table: a
+-- reload keeps the name; ws.remove deletes it.
+CREATE TABLE IF NOT EXISTS job_names (
+    job_id      VARCHAR NOT NULL,
+    name        VARCHAR NOT NULL,
+    renamed_at  TIMESTAMPTZ NOT NULL
 );
 
 -- Saved job snapshots (ws.save_to_leaderboard); not a job table: snapshots outlive jobs.

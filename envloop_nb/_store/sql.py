@@ -27,7 +27,16 @@ from __future__ import annotations
 import math
 import numbers
 
-__all__ = ["ident", "json_pointer", "json_pointer_sql", "literal", "number"]
+__all__ = [
+    "fixed_point_scale",
+    "ident",
+    "json_pointer",
+    "json_pointer_sql",
+    "literal",
+    "number",
+    "spark_ident",
+    "spark_literal",
+]
 
 
 def _checked(text: str, what: str) -> str:
@@ -165,3 +174,53 @@ def json_pointer_sql(expr: str) -> str:
     '7'
     """
     return f"('/' || replace(replace({expr}, '~', '~0'), '/', '~1'))"
+
+
+def fixed_point_scale(top: float | None, k: int | None) -> float:
+    """``2^s`` with ``top · k · 2^s < 2^61`` (``s`` at most 1000; 1 for no value).
+
+    The scale of an exact per-task sum of at most ``k`` values of magnitude at most
+    ``top``: each value times ``2^s``, rounded to an integer (half to even), summed as a
+    64-bit integer, divided back (:func:`envloop_nb._metrics.counts.fixed_sum`). The
+    Spark reduction (:mod:`envloop_nb._loaders.spark`) uses the same scale, so both give
+    the same bits.
+
+    Examples
+    --------
+    >>> fixed_point_scale(1.0, 32) == 2.0**55, fixed_point_scale(None, 4)
+    (True, 1.0)
+    """
+    if not top or not k or not math.isfinite(top):
+        return 1.0
+    exponent = math.frexp(top * max(int(k), 1))[1]  # top · k < 2^exponent
+    return math.ldexp(1.0, min(61 - exponent, 1000))
+
+
+def spark_ident(name: str) -> str:
+    """``name`` as a Spark SQL identifier: in backquotes, an embedded backquote doubled.
+
+    Spark's dialect, for the reduction on Spark (:mod:`envloop_nb._loaders.spark`); the
+    same refusals as :func:`ident`.
+
+    Examples
+    --------
+    >>> spark_ident("my `col`")
+    '`my ``col```'
+    """
+    if _checked(name, "identifier") == "":
+        raise ValueError("identifier must not be empty")
+    return "`" + name.replace("`", "``") + "`"
+
+
+def spark_literal(text: str) -> str:
+    r"""``text`` as a Spark SQL string literal: in single quotes, backslashes and quotes
+    escaped with a backslash (Spark's default, ``spark.sql.parser.escapedStringLiterals``
+    off); the same refusals as :func:`literal`.
+
+    Examples
+    --------
+    >>> print(spark_literal("it's a \\ path"))
+    'it\'s a \\ path'
+    """
+    escaped = _checked(text, "literal").replace("\\", "\\\\").replace("'", "\\'")
+    return "'" + escaped + "'"

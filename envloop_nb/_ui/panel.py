@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._present.panel_html import summarised_note_html
+from .._store.ref import summarised
 from .._types import Policy
 from .buckets_tab import BucketsTab
 from .cases_tab import CasesTab
@@ -63,8 +65,12 @@ class JobPanel:
         self.overview = OverviewTab(self.state)
         self.cases = CasesTab(self.state, page_size=page_size)
         self.buckets = BucketsTab(self.state)
+        cases: Any = self.cases.widget
+        reduced = summarised(job.con, job.id)
+        if reduced is not None:  # no attempt here to list: say where they are
+            cases = w.HTML(summarised_note_html(str(reduced.get("where") or reduced.get("engine"))))
         self.widget = w.Tab(
-            children=[self.overview.widget, self.cases.widget, self.buckets.widget],
+            children=[self.overview.widget, cases, self.buckets.widget],
             titles=list(TAB_TITLES),
         )
         self.widget.add_class("enb-job-panel")

@@ -1,0 +1,108 @@
+"""The workspace panel (``ws.panel()``): the job list, its filters and its row actions,
+driven by clicking the real widgets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import envloop_nb as enb
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_data"
+EXAMPLE = ROOT.parent / "shared" / "formats" / "examples" / "three-tasks-two-attempts.json"
+
+
+@pytest.fixture
+def ws() -> enb.Workspace:
+    ws = enb.open()
+    ws.load_all(SAMPLES / "inspect")  # two jobs, completed
+    ws.load(EXAMPLE)  # one job, still running
+    return ws
+
+
+def buttons(panel: Any, job_id: str) -> dict[str, Any]:
+    row = panel.list.children[1 + [r.job_id for r in panel.rows].index(job_id)]
+    named = {"": "?", "pencil": "Rename", "download": "Report", "trash": "Delete"}
+    return {b.description or named[b.icon]: b for b in row.children if hasattr(b, "on_click")}
+
+
+def test_one_row_per_job_with_score_and_coverage(ws: enb.Workspace) -> None:
+    panel = ws.panel()
+    ids = sorted(r.job_id for r in panel.rows)
+    assert ids == sorted(ws.jobs()["job_id"])
+    for row in panel.rows:
+        s = ws.job(row.job_id).summary()
+        assert (row.score, row.scored, row.total, row.k) == (s.score, s.scored, s.total, s.k)
+    text = " ".join(c.value for line in panel.list.children[1:] for c in line.children
+                    if hasattr(c, "value") and isinstance(c.value, str))  # fmt: skip
+    assert "5/6 scored" in text and "running" in text and "completed" in text
+    assert panel.count.value.endswith("3 jobs</span>")
+
+
+def test_search_status_and_sort(ws: enb.Workspace) -> None:
+    panel = ws.panel()
+    panel.search.value = "ckpt-b"  # the model of one Inspect log
+    assert [r.model for r in panel.rows] == ["mockllm/ckpt-b"]
+    assert "1 of 3 jobs" in panel.count.value
+    panel.search.value = ""
+    panel.status.value = "running"
+    assert [r.job_id for r in panel.rows] == ["job_abc0001"]
+    panel.status.value = "cancelled"
+    assert panel.rows == [] and "no job matches" in panel.list.children[1].value
+    panel.status.value = ""
+    newest = [r.job_id for r in panel.rows]
+    panel.order.value = "oldest"
+    assert [r.job_id for r in panel.rows] == newest[::-1]
+
+
+def test_rename_is_kept_across_a_reload_and_delete_asks_first(ws: enb.Workspace) -> None:
+    panel = ws.panel()
+    buttons(panel, "job_abc0001")["Rename"].click()
+    box, save = panel.detail.children[0].children[1:3]
+    box.value = "tiny agent, ckpt 1"
+    save.click()
+    assert [r.name for r in panel.rows if r.job_id == "job_abc0001"] == ["tiny agent, ckpt 1"]
+    ws.load(EXAMPLE)  # a reload replaces the job, not its name
+    panel.refresh()
+    assert [r.name for r in panel.rows if r.job_id == "job_abc0001"] == ["tiny agent, ckpt 1"]
+
+    buttons(panel, "job_abc0001")["Delete"].click()
+    confirm = panel.detail.children[0]
+    assert "cannot be undone" in confirm.children[0].value
+    cancel = confirm.children[1].children[1]
+    cancel.click()
+    assert "job_abc0001" in set(ws.jobs()["job_id"])  # cancelled: nothing deleted
+    buttons(panel, "job_abc0001")["Delete"].click()
+    panel.detail.children[0].children[1].children[0].click()  # Delete
+    assert "job_abc0001" not in set(ws.jobs()["job_id"])
+    assert ws.sql("SELECT count(*) FROM job_names").fetchone() == (0,)
+    assert [r.job_id for r in panel.rows if r.job_id == "job_abc0001"] == []
+
+
+def test_open_report_and_compare(
+    ws: enb.Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    panel = ws.panel()
+    buttons(panel, "job_abc0001")["Open"].click()
+    assert "enb-job-panel" in panel.detail.children[0]._dom_classes
+
+    buttons(panel, "job_abc0001")["Report"].click()
+    written = tmp_path / "reports" / "job_abc0001.html"
+    assert written.is_file() and "<html" in written.read_text()[:200].lower()
+    assert 'href="reports/job_abc0001.html"' in panel.detail.children[0].value
+
+    inspect_ids = [r.job_id for r in panel.rows if r.method.startswith("inspect")]
+    assert panel.compare_button.disabled
+    panel.ticks[inspect_ids[0]].value = True
+    assert panel.compare_button.disabled  # one is not a comparison
+    panel.ticks[inspect_ids[1]].value = True
+    assert not panel.compare_button.disabled
+    assert panel.compare_button.description == "Compare selected (2)"
+    panel.compare_button.click()
+    assert type(panel.detail.children[0]).__name__ == "ComparisonPanel"
+    panel.search.value = "mockllm"  # the ticks survive a filter
+    assert panel.selected() == sorted(inspect_ids, key=[r.job_id for r in panel.rows].index)
