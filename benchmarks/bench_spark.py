@@ -206,7 +206,6 @@ def setup(name: str, s: Shape, ws_dir: Path) -> tuple[Any, int, Any]:
     def body_phases() -> Any:
         from envloop_nb._loaders import load_sources
         from envloop_nb._loaders import spark as sp
-        from envloop_nb._store.sql import fixed_point_scale, spark_literal
 
         t = time.perf_counter()
         spark = _session()
@@ -221,25 +220,25 @@ def setup(name: str, s: Shape, ws_dir: Path) -> tuple[Any, int, Any]:
         t = span("resolve", t)
         stats = sp._job_stats(spark, source, s.k, label)
         t = span("checks_query", t)
-        scales = ", ".join(
-            f"({spark_literal(j)}, {fixed_point_scale(x['max_abs'], x['k'])!r}D, "
-            f"{fixed_point_scale(x['max_sq'], x['k'])!r}D)"
-            for j, x in stats.items()
-        )
-        scales_sql = f"SELECT * FROM VALUES {scales} AS s(job_id, rscale, qscale)"
-        per_task = spark.sql(sp._per_task_sql(source, scales_sql, [], list(tags), fields))
+        per_task = spark.sql(sp._per_task_sql(source, sp._scales_sql(stats), [], fields, s.k))
         per_task = per_task.persist()
         rows = per_task.count()
         t = span("per_task_query", t)
         table = per_task.toArrow()
         t = span("to_arrow", t)
+        if sp._has_retries(table, stats):
+            raise SystemExit("stage 7: the generated data has a retried slot; expected none")
+        task_tags = spark.sql(sp._tags_sql(source, list(tags))).toArrow() if tags else None
+        t = span("tags_query", t)
         per_task.unpersist()
         spark.catalog.dropTempView(view)
         t = time.perf_counter()  # unpersist/drop are not phases of reduce_spark
         facts = dict.fromkeys(
             ("source_path", "dataset_name", "dataset_version", "dataset_revision", "runner")
         )
-        reduced = [sp._job(j, stats[j], table, [], "order" in fields, facts) for j in stats]
+        reduced = [
+            sp._job(j, stats[j], table, task_tags, [], "order" in fields, facts) for j in stats
+        ]
         ids = load_sources(ws.con, [(one, {"format": "summary"}) for one in reduced])
         t = span("workspace_write", t)
         job = ws.job(ids[0])
