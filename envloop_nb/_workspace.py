@@ -594,12 +594,21 @@ class Workspace:
         >>> ws.rename(job, "tiny agent, ckpt 1")
         >>> ws.sql("SELECT name FROM job_names").fetchall()
         [('tiny agent, ckpt 1',)]
+
+        A name another job already shows (its own name, or its id) is refused.
         """
         job_id = job.id if isinstance(job, Job) else job
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"a job's name must be non-empty text, got {name!r}")
         if self.con.execute("SELECT 1 FROM jobs WHERE job_id = ?", [job_id]).fetchone() is None:
             raise KeyError(f"no job {job_id!r} in this workspace")
+        taken = self.con.execute(
+            """SELECT j.job_id FROM jobs j LEFT JOIN job_names n USING (job_id)
+               WHERE j.job_id <> $id AND coalesce(n.name, j.job_id) = $name LIMIT 1""",
+            {"id": job_id, "name": name.strip()},
+        ).fetchone()
+        if taken is not None:  # two jobs of one name could not be told apart in a list
+            raise ValueError(f"the name {name.strip()!r} is already job {taken[0]!r}'s")
         self.con.execute("BEGIN TRANSACTION")
         try:
             self.con.execute("DELETE FROM job_names WHERE job_id = ?", [job_id])

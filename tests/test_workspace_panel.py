@@ -106,3 +106,23 @@ def test_open_report_and_compare(
     assert type(panel.detail.children[0]).__name__ == "ComparisonPanel"
     panel.search.value = "mockllm"  # the ticks survive a filter
     assert panel.selected() == sorted(inspect_ids, key=[r.job_id for r in panel.rows].index)
+
+
+def test_a_name_in_use_is_refused_and_a_snapshot_outlives_its_job(ws: enb.Workspace) -> None:
+    panel = ws.panel()
+    other = next(r.job_id for r in panel.rows if r.job_id != "job_abc0001")
+    buttons(panel, "job_abc0001")["Rename"].click()
+    box, save = panel.detail.children[0].children[1:3]
+    box.value = other  # another job's id is its shown name
+    save.click()
+    assert "already job" in panel.message.value
+    assert ws.sql("SELECT count(*) FROM job_names").fetchone() == (0,)  # nothing changed
+    with pytest.raises(ValueError, match="already job"):
+        ws.rename(other, "job_abc0001")
+
+    ws.save_to_leaderboard("job_abc0001")
+    buttons(panel, "job_abc0001")["Delete"].click()
+    assert "1 saved leaderboard snapshot(s) are kept" in panel.detail.children[0].children[0].value
+    panel.detail.children[0].children[1].children[0].click()
+    assert "job_abc0001" not in set(ws.jobs()["job_id"])
+    assert list(ws.leaderboard()["job"]) == ["job_abc0001"]

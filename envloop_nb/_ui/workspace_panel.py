@@ -292,7 +292,11 @@ class WorkspacePanel:
             if not name:
                 self._say("a name cannot be empty", error=True)
                 return
-            self.actions.rename(job_id, name)
+            try:
+                self.actions.rename(job_id, name)
+            except ValueError as err:  # a name in use: say so, change nothing
+                self._say(html.escape(str(err)), error=True)
+                return
             self.detail.children = []
             self.refresh()
             self._say(f"renamed to {html.escape(name)}")
@@ -307,10 +311,18 @@ class WorkspacePanel:
 
         sure = w.Button(description="Delete", icon="trash", button_style="danger")
         cancel = w.Button(description="Cancel")
+        saved = self.con.execute(
+            "SELECT count(*) FROM leaderboard WHERE job_id = ?", [job_id]
+        ).fetchone()
+        kept = (
+            f" Its {saved[0]} saved leaderboard snapshot(s) are kept (they hold their own numbers)."
+            if saved and saved[0]
+            else ""
+        )
         text = (
             f'<div class="enb-panel enb-flag enb-sev-error">Delete job '
             f"<b>{html.escape(self._name(job_id))}</b> (<code>{html.escape(job_id)}</code>) "
-            "with all its attempts, tasks and dimensions? This cannot be undone.</div>"
+            f"with all its attempts, tasks and dimensions? This cannot be undone.{kept}</div>"
         )
 
         def go(_: Any) -> None:
