@@ -429,3 +429,55 @@ def test_html_reports_open_offline(browser: Any, tmp_path: Path, scheme: str) ->
             path=str(ARTIFACTS / f"report-{report.path.stem}-{scheme}.png"), full_page=True
         )
         context.close()
+
+
+def test_workspace_panel_in_the_browser(browser: Any, lab: Lab) -> None:
+    """ws.panel(): the list draws, a row's Open shows its job panel, two ticks compare."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import envloop_nb as enb\n"
+            "ws = enb.open()\n"
+            "ws.load_all('../sample_data/inspect')\n"
+            "for name in ['base.json', 'sft-step500.json', 'running.json']:\n"
+            "    ws.load(f'../sample_data/{name}')\n"
+            "ws.panel()"
+        )
+    ]
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3",
+        "language": "python",
+        "name": "python3",
+    }
+    nbformat.write(nb, str(lab.root / "workspace_panel_check.ipynb"))
+    page = _open_and_run(browser, lab, "workspace_panel_check.ipynb")
+    page.wait_for_selector(".enb-ws-panel", timeout=120_000)
+    _wait_idle(page)
+    assert _visible_problems(page) == []
+    panel = page.locator(".enb-ws-panel").first
+    _wait_text(panel, "5 jobs")
+    rows = panel.locator(".enb-ws-row")
+    assert rows.count() == 5
+    text = panel.inner_text()
+    for expected in ("job_base", "running", "completed", "scored"):
+        assert expected in text
+    _shot(page, panel, "workspace-1-list")
+
+    base = panel.locator(".enb-ws-row:has-text('job_base')").first
+    base.locator("button:has-text('Open')").click()
+    page.wait_for_selector(".enb-ws-panel .enb-job-panel", timeout=60_000)
+    _wait_text(panel.locator(".enb-job-panel").first, "pass@4")
+    _shot(page, panel.locator(".enb-job-panel").first, "workspace-2-opened")
+
+    base.locator("input[type=checkbox]").check()
+    panel.locator(".enb-ws-row:has-text('job_sft500')").first.locator(
+        "input[type=checkbox]"
+    ).check()
+    compare = panel.locator("button:has-text('Compare selected (2)')")
+    compare.wait_for(state="visible", timeout=10_000)
+    compare.click()
+    _wait_text(panel, "comparable", timeout_s=60)
+    _shot(page, panel, "workspace-3-compared")
+    page.close()

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["WorkspaceActions", "WorkspacePanel", "row_cells_html"]
 
 #: (header, width) of the list's columns, after the tick box and before the buttons.
-_COLUMNS = (("name", "160px"), ("model", "120px"), ("method", "95px"), ("status", "80px"),
-            ("score · coverage", "235px"), ("k", "25px"), ("created", "85px"))  # fmt: skip
+_COLUMNS = (("name", "140px"), ("model", "105px"), ("method", "80px"), ("status", "80px"),
+            ("score · coverage", "195px"), ("k", "22px"), ("created", "82px"))  # fmt: skip
 _MAX_COMPARE = 5
 
 
