@@ -220,7 +220,7 @@ def setup(name: str, s: Shape, ws_dir: Path) -> tuple[Any, int, Any]:
         t = span("resolve", t)
         stats = sp._job_stats(spark, source, s.k, label)
         t = span("checks_query", t)
-        per_task = spark.sql(sp._per_task_sql(source, sp._scales_sql(stats), [], fields, s.k))
+        per_task = spark.sql(sp._per_task_sql(source, sp._scales_sql(stats), [], fields))
         per_task = per_task.persist()
         rows = per_task.count()
         t = span("per_task_query", t)

@@ -219,6 +219,9 @@ def test_bad_attempts_are_refused_by_place(
     with pytest.raises(LoadError, match=message):
         ws.load_spark(to_spark(spark, df, tmp_path), job_id="j", k=4)
     assert len(ws.jobs()) == 0
+    left = [t.name for t in spark.catalog.listTables() if t.name.startswith("_enb_spark")]
+    assert left == []  # the refused reduction left no view (or cached rows) behind
+    assert spark.sparkContext._jsc.getPersistentRDDs().isEmpty()
 
 
 def test_attempt_level_views_say_the_attempts_stayed_in_spark(

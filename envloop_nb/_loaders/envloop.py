@@ -34,7 +34,6 @@ __all__ = ["SCHEMA_VERSION", "load_envloop"]
 
 SCHEMA_VERSION = "envloop.job-result/v1"
 STATUSES = ("pending", "running", "completed", "failed", "cancelled")
-ENDED = ("completed", "failed", "cancelled")
 
 # One parse per line: every field the spec names, nested objects kept as JSON.
 _TRIAL_STRUCT = json.dumps(

@@ -36,8 +36,9 @@ from .._errors import LoadError
 from .._store.sql import fixed_point_scale
 from .._store.sql import spark_ident as _q
 from .._store.sql import spark_literal as _s
+from .._types import ENDED
 from .summary import COUNT_COLUMNS, Summarised
-from .table_view import STATUSES
+from .table_view import DEFAULT_TAGS, STATUSES
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -57,8 +58,6 @@ SPARK_FIELDS: dict[str, str | None] = {
     "model": "model",
 }
 _REQUIRED = ("task", "attempt", "reward")
-_DEFAULT_TAGS = ("subset", "difficulty")
-_ENDED = ("completed", "failed", "cancelled")
 _counter = itertools.count()
 
 
@@ -90,7 +89,7 @@ def _resolve(
     elif tags_given is not None:
         tags = {str(c): str(c) for c in tags_given}
     else:
-        tags = {c: c for c in _DEFAULT_TAGS if c in columns}  # the table loader's order
+        tags = {c: c for c in DEFAULT_TAGS if c in columns}  # the table loader's order
         tags.update({c[4:]: c for c in columns if c.startswith("tag_") and len(c) > 4})
     for key, column in tags.items():
         if column not in columns:
@@ -152,11 +151,11 @@ def reduce_spark(
     spark = df.sparkSession
     view = f"_enb_spark_{next(_counter)}"
     df.createOrReplaceTempView(view)
+    resolved = None
     try:
         src = _source_sql(view, fields, tags, job_id)
         stats = _job_stats(spark, src, k, label)
-        table = spark.sql(_per_task_sql(src, _scales_sql(stats), extra, fields, k)).toArrow()
-        resolved = None
+        table = spark.sql(_per_task_sql(src, _scales_sql(stats), extra, fields)).toArrow()
         if _has_retries(table, stats):  # a slot with several trials: resolve, count again
             resolved = spark.sql(_resolved_sql(src)).persist()
             resolved.createOrReplaceTempView(f"{view}_rec")
@@ -172,12 +171,12 @@ def reduce_spark(
                 )
             src = f"SELECT * FROM {view}_rec WHERE _rn = 1"
             stats = _job_stats(spark, src, k, label)
-            table = spark.sql(_per_task_sql(src, _scales_sql(stats), extra, fields, k)).toArrow()
+            table = spark.sql(_per_task_sql(src, _scales_sql(stats), extra, fields)).toArrow()
         task_tags = spark.sql(_tags_sql(src, list(tags))).toArrow() if tags else None
+    finally:  # also after a refused tie: nothing of the reduction stays in the session
         if resolved is not None:
             resolved.unpersist()
             spark.catalog.dropTempView(f"{view}_rec")
-    finally:
         spark.catalog.dropTempView(view)
     facts = {
         "source_path": source,
@@ -300,20 +299,18 @@ def _scales_sql(stats: dict[str, dict[str, Any]]) -> str:
     Python workers: an RDD of pickled rows); ``repr`` of a float reads back exactly."""
     rows = ", ".join(
         f"({_s(j)}, {fixed_point_scale(s['max_abs'], s['k'])!r}D, "
-        f"{fixed_point_scale(s['max_sq'], s['k'])!r}D, {int(s['k'])})"
+        f"{fixed_point_scale(s['max_sq'], s['k'])!r}D)"
         for j, s in stats.items()
     )
-    return f"SELECT * FROM VALUES {rows} AS s(job_id, rscale, qscale, k)"
+    return f"SELECT * FROM VALUES {rows} AS s(job_id, rscale, qscale)"
 
 
-def _per_task_sql(
-    src: str, scales: str, thresholds: list[float], fields: dict[str, str], k: int | None
-) -> str:
+def _per_task_sql(src: str, scales: str, thresholds: list[float], fields: dict[str, str]) -> str:
     """One row per (job, task): the counts of :mod:`envloop_nb._metrics.counts`, with
     fixed-width aggregation buffers only (Spark's hash aggregate). ``_rows`` and
     ``_slots`` (distinct attempts, a 63-bit mask) tell whether a slot has several trials.
     """
-    ended = ", ".join(_s(s) for s in _ENDED)
+    ended = ", ".join(_s(s) for s in ENDED)
     passes = "".join(
         f", count_if(r.reward >= CAST({t!r} AS DOUBLE)) AS _passes{i}"
         for i, t in enumerate(thresholds, start=1)

@@ -14,7 +14,7 @@ from .._errors import LoadError
 from .._store.sql import ident, literal
 from .table_source import Source, check_name
 
-__all__ = ["DEFAULT_MAPPING", "STATUSES", "resolve_mapping", "typed_view"]
+__all__ = ["DEFAULT_MAPPING", "DEFAULT_TAGS", "STATUSES", "resolve_mapping", "typed_view"]
 
 STATUSES = ("pending", "running", "completed", "failed", "cancelled")
 
@@ -53,7 +53,7 @@ _INT_COLUMNS = {
 _DOUBLE_FIELDS = ("cost_usd", "duration_s")
 _TEXT_FIELDS = ("trial_id", "output", "reference", "error", "error_type")
 _TIME_FIELDS = ("started_at", "finished_at")
-_DEFAULT_TAGS = ("subset", "difficulty")
+DEFAULT_TAGS = ("subset", "difficulty")  # tag columns taken without a mapping
 
 
 def resolve_mapping(
@@ -89,7 +89,7 @@ def resolve_mapping(
                 f"missing: the {ours} column was mapped to {theirs!r}; "
                 f"the source has {sorted(present)}",
             )
-    tags = _named_columns(src, tags_opt, "tags", list(_DEFAULT_TAGS), "tag_")
+    tags = _named_columns(src, tags_opt, "tags", list(DEFAULT_TAGS), "tag_")
     dims = _named_columns(src, dims_opt, "dimensions", [], "dim_")
     for what, names in (("tag", tags), ("dimension", dims)):
         for name in names:

@@ -34,7 +34,7 @@ import pyarrow as pa
 from .._store.memo import CACHE_SIZE, cached, clear_cache, job_row
 from .._store.ref import require_task_table, summarised
 from .._store.sql import fixed_point_scale, number
-from .._types import Policy
+from .._types import ENDED, Policy
 
 if TYPE_CHECKING:
     import duckdb
@@ -57,8 +57,6 @@ __all__ = [
     "task_counts",
     "task_counts_sql",
 ]
-
-ENDED = ("completed", "failed", "cancelled")
 
 
 def check_options(policy: str, threshold: float | None) -> None:
@@ -299,9 +297,10 @@ def task_counts(
     )
 
     def compute() -> pa.Table:
-        require_task_table(con, job_id, "a per-task view (samples, curve, groups, buckets...)")
         reduced = summarised(con, job_id)
         if reduced is not None:  # counted elsewhere (Spark, an MLflow run): read them
+            # (a metrics-only job has no per-task counts at all)
+            require_task_table(con, job_id, "a per-task view (samples, curve, groups, buckets...)")
             return _summarised_counts(con, job_id, rows, threshold, reduced)
         # Aggregate the attempts by task, then line the rows up with the cached task rows
         # by a hash lookup (a SQL join + sort of the task rows cost as much again).
