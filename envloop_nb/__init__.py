@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     from ._export.job_xlsx import ExportResult, export_xlsx
     from ._job import Job
     from ._metrics.diagnosis import DiagnosisOptions, Finding, Findings
+    from ._metrics.inference import InferenceConfig
     from ._metrics.passk import pass_at_k, pass_hat_k
     from ._metrics.summary import JobSummary
     from ._metrics.uncertainty import (
@@ -69,6 +70,7 @@ _WHERE = {
     "Findings": "._metrics.diagnosis",
     "HeldOutResult": "._datasets.heldout",
     "HeldOutWarning": "._datasets.heldout",
+    "InferenceConfig": "._metrics.inference",
     "Interval": "._metrics.uncertainty",
     "Job": "._job",
     "JobPanel": "._ui.panel",
@@ -128,6 +130,7 @@ __all__ = [
     "Findings",
     "HeldOutResult",
     "HeldOutWarning",
+    "InferenceConfig",
     "Interval",
     "Job",
     "JobPanel",

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ._export.job_xlsx import ExportResult
     from ._metrics.diagnosis import DiagnosisOptions, Findings
     from ._metrics.groups import PerName
+    from ._metrics.inference import InferenceConfig
     from ._metrics.summary import JobSummary
     from ._metrics.uncertainty import Interval
     from ._store.ref import WorkspaceRef
@@ -299,6 +300,49 @@ class Job:
 
         out: Frame = agreement_frame(self.con, self.id, frame)
         return out
+
+    @overload
+    def consumption(self, frame: Literal["pandas"] = "pandas") -> pd.DataFrame: ...
+    @overload
+    def consumption(self, frame: Literal["polars"]) -> pl.DataFrame: ...
+    def consumption(self, frame: FrameKind = "pandas") -> Frame:
+        """Tokens and cost per model and role (see :mod:`envloop_nb._metrics.consumption`).
+
+        Columns ``model, role, attempts, reported, input_tokens, output_tokens,
+        cache_tokens, cost_usd, where``: usage an attempt did not report is not counted,
+        and ``reported`` says how many attempts did.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> row = enb.open().load("sample_data/base.json").consumption().iloc[0]
+        >>> row["model"], int(row["attempts"]), int(row["input_tokens"]) > 0
+        ('acme-7b@base', 797, True)
+        """
+        from ._metrics.consumption import consumption
+
+        rows = consumption(self.con, self.id)
+        if frame == "polars":
+            import polars as pl
+
+            return pl.from_pandas(rows)
+        return rows
+
+    def inference_config(self) -> InferenceConfig:
+        """The system prompt and generation parameters the source recorded.
+
+        See :class:`~envloop_nb._metrics.inference.InferenceConfig`.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> cfg = enb.open().load("sample_data/base.json").inference_config()
+        >>> cfg.params["MAX_TURNS"], cfg.system_prompt_from
+        ('64', 'inputs')
+        """
+        from ._metrics.inference import inference_config
+
+        return inference_config(self.con, self.id)
 
     def diagnose(
         self,

@@ -18,12 +18,15 @@ RULES = enb.BucketRules(
 def test_job_report_holds_the_panels_numbers(tmp_path: Path) -> None:
     job = enb.open().load(ROOT / "sample_data" / "base.json")
     out = job.export_html(tmp_path / "job.html", rules=RULES, hard_cases=10)
-    assert out.sections == ("Summary", "Job", "Charts", "By subset and dimension", "Diagnosis",
-                            "Buckets", "Hard cases")  # fmt: skip
+    assert out.sections == ("Summary", "Job", "Inference configuration and consumption", "Charts",
+                            "By subset and dimension", "Diagnosis", "Buckets", "Hard cases")  # fmt: skip
     assert out.charts == 3 and out.bytes < 10_000_000
     text = out.path.read_text(encoding="utf-8")
     assert "767/800 attempts scored" in text and "169/200 members complete" in text
     assert "Buckets of job_base on pass_rate" in text
+    usage = job.consumption().iloc[0]
+    assert f"{int(usage['input_tokens']):,}" in text and "787 of 797 attempts" in text
+    assert "TEMPERATURE" in text and "they open with 3 different system messages" in text
     assert text.count('data-chart="') == 3
     assert "the 10 tasks with the lowest pass rate of 200" in text
     # self-contained: no script or stylesheet is loaded from anywhere, and the page forbids it

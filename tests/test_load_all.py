@@ -32,6 +32,21 @@ def test_harbor_and_terminal_bench_folders() -> None:
     assert [j.info["source_format"] for j in tb] == ["terminal-bench"]
 
 
+@pytest.mark.parametrize(
+    "folder",
+    [
+        SHARED / "harbor" / "2026-03-02__14-05-11",  # its trial folders hold config.json too
+        DATA / "terminal_bench" / "2025-06-01__12-00-00_terminus_claude-sonnet-4",
+        DATA / "lm_eval" / "run",
+    ],
+)
+def test_one_job_folder_is_one_job(folder: Path) -> None:
+    ws = enb.open()
+    jobs = ws.load_all(folder)
+    assert len(jobs) == 1
+    assert jobs[0].summary().total == ws.load(folder, job_id="again").summary().total
+
+
 def test_a_glob() -> None:
     pattern = str(SHARED / "inspect" / "*" / "*.json")
     assert len(job_sources(pattern)) == 2

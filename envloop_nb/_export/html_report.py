@@ -20,14 +20,17 @@ from .._buckets.apply import job_buckets
 from .._buckets.rules import BucketRules
 from .._compare.state import CompareState
 from .._experiments import stats as exp_stats
+from .._metrics.consumption import consumption_rows
 from .._metrics.diagnosis import diagnose
-from .._metrics.facts import noted_summary
+from .._metrics.facts import dimension_names, noted_summary
 from .._metrics.groups import group_summaries
+from .._metrics.inference import inference_config
 from .._metrics.passk_views import curve, samples
 from .._present import charts
 from .._present.cases_html import chat_snippet
 from .._present.display import format_pct
 from .._present.experiment_html import case_list_html, history_html, summary_card_html
+from .._present.job_details import consumption_html, inference_html
 from .._present.panel_html import (
     PANEL_CSS,
     bucket_counts_html,
@@ -129,6 +132,7 @@ def export_job_html(
             [jid],
         ).fetchall()
     )
+    config = inference_config(con, jid)
     reduced = summarised(con, jid)
     if reduced is not None:  # no attempt here: the slots as far as the counts tell
         frame = charts.status_frame(con, jid)
@@ -142,13 +146,22 @@ def export_job_html(
         ),
         ReportSection(
             "Job",
-            facts_html(info, {str(k): int(v) for k, v in states.items()}),
+            facts_html(
+                info,
+                {str(k): int(v) for k, v in states.items()},
+                dimensions=dimension_names(con, jid),
+                concurrency=config.concurrency,
+            ),
             note=""
             if reduced is None
             else (
                 f"summarised: the attempts stayed in {reduced.get('where')}; "
                 "this report is built from the per-task counts"
             ),
+        ),
+        ReportSection(
+            "Inference configuration and consumption",
+            inference_html(config.to_dict()) + consumption_html(consumption_rows(con, jid)),
         ),
     ]
     curve_chart = charts.curve_chart(

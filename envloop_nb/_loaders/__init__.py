@@ -227,6 +227,8 @@ def job_sources(source: str | Path, *, depth: int = 3) -> list[Path]:
     --------
     >>> [p.name for p in job_sources("../shared/fixtures/harbor")]
     ['2025-10-01__10-00-00-legacy', '2026-03-02__14-05-11', '2026-03-03__09-00-00-multikey']
+    >>> [p.name for p in job_sources("../shared/fixtures/harbor/2026-03-02__14-05-11")]
+    ['2026-03-02__14-05-11']
     """
     text = str(source)
     path = Path(source)
@@ -237,6 +239,8 @@ def job_sources(source: str | Path, *, depth: int = 3) -> list[Path]:
         return [p for p in found if _sniff_format(p) is not None]
     if not path.is_dir():
         return [path] if _sniff_format(path) is not None else []
+    if _is_one_job_folder(path):  # a Harbor job itself (its trials are not jobs), a run, ...
+        return [path]
     out: list[Path] = []
     for child in sorted(path.iterdir()):
         if child.name.startswith("."):

@@ -381,6 +381,12 @@ def load_harbor(
                 "dataset_revision": None,
                 "runner": "harbor",
                 "model": agent_cfg.get("model_name"),
+                # the agent's settings as configured (kwargs, timeouts), model and name apart
+                "profile_params": json.dumps(
+                    {key: v for key, v in agent_cfg.items() if key not in ("name", "model_name")}
+                    | {"n_concurrent_trials": config.get("n_concurrent_trials")},
+                    default=str,
+                ),
                 "attempts": k,
                 "platform_metrics": json.dumps(stats) if stats else None,
                 "extra": json.dumps(

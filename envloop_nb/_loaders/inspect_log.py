@@ -166,6 +166,12 @@ def _finish(
                             "reward_scorer": reward,
                             "epochs_reducer": config.get("epochs_reducer"),
                             "error": log.header.get("error"),
+                            # the log's own accounting, per model and per role (a
+                            # grader's tokens are not the evaluated model's)
+                            "model_usage": stats.get("model_usage") or {},
+                            "role_usage": stats.get("role_usage") or {},
+                            "model_roles": ev.get("model_roles") or {},
+                            "max_samples": config.get("max_samples"),
                         },
                     },
                     default=str,

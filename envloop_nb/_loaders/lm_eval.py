@@ -554,6 +554,7 @@ def load_lm_eval(
         "runner": _FORMAT,
         "model": None if model is None else str(model),
         "attempts": k or 1,
+        "profile_params": json.dumps(_inference(doc, specs), ensure_ascii=False, default=str),
         "platform_metrics": json.dumps(
             {key: doc[key] for key in _PLATFORM if key in doc}, ensure_ascii=False, default=str
         ),
@@ -564,6 +565,26 @@ def load_lm_eval(
         for n in sorted({d["name"] for d in dims})
     ]
     _stage(con, job, tags, attempts, dims, meta)
+
+
+def _map(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _inference(doc: dict[str, Any], specs: list[_Spec]) -> dict[str, Any]:
+    """How the harness ran the model: its ``config`` (model, ``model_args``, ``gen_kwargs``,
+    batch size), each task's ``generation_kwargs`` and shots, and the chat settings."""
+    configs = _map(doc.get("configs"))
+    shots = _map(doc.get("n-shot"))
+    out: dict[str, Any] = {"config": doc.get("config") or {}}
+    out["generation_kwargs"] = {
+        s.name: _map(configs.get(s.name)).get("generation_kwargs") for s in specs
+    }
+    out["num_fewshot"] = {s.name: shots.get(s.name) for s in specs}
+    for key in ("system_instruction", "chat_template_sha", "fewshot_as_multiturn"):
+        if doc.get(key) is not None:
+            out[key] = doc[key]
+    return out
 
 
 def _stage(

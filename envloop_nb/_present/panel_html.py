@@ -68,8 +68,18 @@ def rows_table(header: list[str], rows: list[list[str]], numeric: set[int]) -> s
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def facts_html(info: dict[str, Any], status_counts: dict[str, int]) -> str:
-    """Job facts and attempt states as a compact table (pure; escaped)."""
+def facts_html(
+    info: dict[str, Any],
+    status_counts: dict[str, int],
+    *,
+    dimensions: list[str] | None = None,
+    concurrency: int | None = None,
+) -> str:
+    """Job facts and attempt states as a compact table (pure; escaped).
+
+    ``dimensions``: the job's score dimension names (the reward alone when empty);
+    ``concurrency``: attempts run at once, where the source says.
+    """
 
     def when(v: Any) -> str:
         return "-" if v is None else str(v)[:19].replace("T", " ")
@@ -81,15 +91,26 @@ def facts_html(info: dict[str, Any], status_counts: dict[str, int]) -> str:
     rows = [
         ("job", info.get("job_id")),
         ("model", info.get("model")),
+        (
+            "method",
+            " · ".join(str(v) for v in (info.get("source_format"), info.get("runner")) if v),
+        ),
         ("profile", profile),
         ("dataset", dataset),
         ("revision", info.get("dataset_revision")),
-        ("runner", info.get("runner")),
         ("attempts per task", info.get("attempts")),
         ("status", info.get("status")),
         ("created", when(info.get("created_at"))),
         ("finished", when(info.get("finished_at"))),
+        ("loaded", when(info.get("loaded_at"))),
     ]
+    if dimensions is not None:
+        shown = ", ".join(dimensions[:8]) + (
+            f" (+{len(dimensions) - 8})" if len(dimensions) > 8 else ""
+        )
+        rows.insert(7, ("dimensions", shown or "reward only"))
+    if concurrency is not None:
+        rows.insert(7, ("concurrency", concurrency))
     facts = "".join(
         f"<tr><td>{html.escape(k)}</td><td>{html.escape('-' if v is None else str(v))}</td></tr>"
         for k, v in rows

@@ -9,10 +9,14 @@ Every number comes from a metric function called with the panel's ``(con, job_id
 
 from __future__ import annotations
 
+import html
 import math
 from typing import TYPE_CHECKING, Any
 
-from .._metrics.facts import has_dimensions, loaded_at, noted_summary
+from .._metrics.consumption import consumption_rows
+from .._metrics.facts import dimension_names, has_dimensions, loaded_at, noted_summary
+from .._metrics.inference import inference_config
+from .._present.job_details import consumption_html, inference_html, inference_summary
 from .._present.panel_html import (
     PANEL_CSS,
     agreement_html,
@@ -119,7 +123,28 @@ class OverviewTab:
         self.charts["status"] = _charts.status_chart(status)
         self.chart_widgets: dict[str, Any] = {}
         info = job_info(con, job_id)
-        self.facts.value = facts_html(info, self.status_counts)
+        config = inference_config(con, job_id, inputs=False)
+        self.facts.value = facts_html(
+            info,
+            self.status_counts,
+            dimensions=dimension_names(con, job_id),
+            concurrency=config.concurrency,
+        )
+        # the inference configuration: a one-line summary, the whole of it behind "details"
+        self.inference_line = w.HTML(
+            f'{PANEL_CSS}<div class="enb-panel"><b>Inference configuration</b>: '
+            f"{html.escape(inference_summary(config.to_dict()))}</div>"
+        )
+        self.inference_toggle = w.ToggleButton(
+            value=False, description="details", icon="chevron-right",
+            tooltip="system prompt and inference parameters", layout=w.Layout(width="96px"),
+        )  # fmt: skip
+        self.inference = w.HTML(layout=w.Layout(display="none"))
+        self.inference_toggle.observe(lambda _: self._toggle_inference(), names="value")
+        self.consumption = w.HTML(
+            f'{PANEL_CSS}<div class="enb-panel">'
+            f"{consumption_html(consumption_rows(con, job_id))}</div>"
+        )
         # policy-independent: the platform comparison uses the platform's own rule
         self.platform_metrics = info.get("platform_metrics")
         numbers = (info.get("extra") or {}).get("source_numbers")
@@ -160,6 +185,12 @@ class OverviewTab:
         self.widget = w.VBox(
             [
                 self.facts,
+                w.HBox(
+                    [self.inference_line, self.inference_toggle],
+                    layout=w.Layout(align_items="center", grid_gap="8px"),
+                ),
+                self.inference,
+                self.consumption,
                 controls,
                 self.error,
                 self.cards,
@@ -170,6 +201,20 @@ class OverviewTab:
                 self.diagnosis,
             ]
         )
+
+    def _toggle_inference(self) -> None:
+        """Show (computing it the first time) or hide the inference configuration."""
+        if self.inference_toggle.value:
+            if not self.inference.value:
+                config = inference_config(self.state.con, self.state.job_id)
+                self.inference.value = (
+                    f'{PANEL_CSS}<div class="enb-panel">{inference_html(config.to_dict())}</div>'
+                )
+            self.inference.layout.display = None
+            self.inference_toggle.icon = "chevron-down"
+        else:
+            self.inference.layout.display = "none"
+            self.inference_toggle.icon = "chevron-right"
 
     @property
     def threshold_value(self) -> float | None:
