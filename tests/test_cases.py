@@ -33,12 +33,15 @@ def test_attempt_view_default_order_and_columns(job: enb.Job) -> None:
         ("A", 1), ("A", 2), ("B", 1), ("B", 2), ("C", 1), ("C", 2)
     ]  # fmt: skip
     assert list(f.columns[:5]) == ["task", "attempt", "subset", "status", "reward"]
-    assert {"composite", "style", "tests_passed", "tokens", "input", "output"} <= set(f.columns)
+    # ChatML inputs: a "messages" column (turns and the last user turn; whole on hover)
+    assert {"composite", "style", "tests_passed", "tokens", "messages", "output"} <= set(f.columns)
+    assert "input" not in f.columns
     assert f.loc[2, "style"] == 0.8 and pd.isna(f.loc[0, "style"])
     assert f.loc[0, "tokens"] == 1510 and pd.isna(f.loc[5, "tokens"])
     assert pd.isna(f.loc[5, "reward"])  # running: missing, not zero
-    assert f.loc[0, "input"] == "Compute 17*23."
-    assert f.loc[2, "input"] == "Fix the failing test in utils.py"  # chat: last user turn
+    assert f.loc[0, "messages"] == "Compute 17*23."  # a plain prompt stays as it is
+    assert f.loc[2, "messages"] == "1 turn · user: Fix the failing test in utils.py"
+    assert page.titles["messages"][2] == "user: Fix the failing test in utils.py"
 
 
 def test_status_subset_range_filters(job: enb.Job) -> None:

@@ -32,6 +32,7 @@ from .._store.source_numbers import SourceNumber, Statistic
 from ._common import check_k, is_number, parse_time, read_json_file
 from ._read import decode_utf8, parse_json, read_bytes
 from ._stage import begin_job, insert_rows
+from .lm_eval_text import doc_output, doc_prompt
 
 __all__ = ["load_lm_eval", "results_path", "source_numbers"]
 
@@ -211,52 +212,6 @@ def _choose_metrics(spec: _Spec, docs: dict[int, dict[str, _Line]]) -> None:
     spec.reward = first[0]
 
 
-def _prompt(arguments: Any) -> str | None:
-    """The context of the doc's first request (``arguments.gen_args_0.arg_0``)."""
-    if isinstance(arguments, dict):
-        first = arguments.get("gen_args_0")
-        if isinstance(first, dict) and isinstance(first.get("arg_0"), str):
-            return str(first["arg_0"])
-    if isinstance(arguments, list) and arguments and isinstance(arguments[0], list):
-        return str(arguments[0][0]) if arguments[0] else None
-    return None
-
-
-def _choices(arguments: Any, n: int) -> list[str] | None:
-    """A multiple-choice doc's continuations (``gen_args_<i>.arg_1``), one per request."""
-    if not isinstance(arguments, dict) or len(arguments) != n or n < 2:
-        return None
-    out = [(arguments.get(f"gen_args_{i}") or {}).get("arg_1") for i in range(n)]
-    texts = [c.strip() for c in out if isinstance(c, str)]
-    return texts if len(texts) == n else None
-
-
-def _loglikelihood(resp: Any) -> float | None:
-    try:
-        value = float(resp[0]) if isinstance(resp, list) and len(resp) == 2 else math.nan
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _output(row: dict[str, Any]) -> tuple[str, str | None]:
-    """The filtered response and the reference. For a multiple-choice doc (one
-    ``[loglikelihood, is_greedy]`` per choice): the choice with the highest loglikelihood
-    (what lm-eval's ``acc`` picks) and, when ``target`` is an index, the gold choice."""
-    filtered, target = row["filtered_resps"], row.get("target")
-    reference = None if target is None else str(target)
-    if len(filtered) == 1 and isinstance(filtered[0], str):
-        return filtered[0], reference
-    choices = _choices(row.get("arguments"), len(filtered))
-    lls = [_loglikelihood(r) for r in filtered]
-    if choices is None or any(ll is None for ll in lls):
-        return json.dumps(filtered, ensure_ascii=False), reference
-    best = max(range(len(lls)), key=lambda i: lls[i] or 0.0)
-    if reference is not None and reference.isdigit() and int(reference) < len(choices):
-        reference = choices[int(reference)]
-    return choices[best], reference
-
-
 def _rows(
     jid: str, spec: _Spec, docs: dict[int, dict[str, _Line]], lenient: bool, unscored: list[str]
 ) -> tuple[list[str], list[dict[str, Any]], list[dict[str, Any]], set[int]]:
@@ -309,7 +264,7 @@ def _rows(
             "target": row.get("target"),
             **{k: row[k] for k in ("doc_hash", "prompt_hash", "target_hash") if k in row},
         }
-        output, reference = _output(row)
+        output, reference = doc_output(row)
         attempts.append(
             {
                 "job_id": jid,
@@ -317,7 +272,7 @@ def _rows(
                 "attempt": 1,
                 "status": "completed",
                 "reward": None if reward is False else reward,
-                "input": _prompt(row.get("arguments")),
+                "input": doc_prompt(row.get("arguments")),
                 "input_is_chat": False,
                 "output": output,
                 "reference": reference,
@@ -567,24 +522,17 @@ def load_lm_eval(
     _stage(con, job, tags, attempts, dims, meta)
 
 
-def _map(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
 def _inference(doc: dict[str, Any], specs: list[_Spec]) -> dict[str, Any]:
-    """How the harness ran the model: its ``config`` (model, ``model_args``, ``gen_kwargs``,
-    batch size), each task's ``generation_kwargs`` and shots, and the chat settings."""
-    configs = _map(doc.get("configs"))
-    shots = _map(doc.get("n-shot"))
-    out: dict[str, Any] = {"config": doc.get("config") or {}}
+    """How the harness ran the model: ``config`` (model, ``model_args``, ``gen_kwargs``),
+    each task's ``generation_kwargs`` and shots, and the chat settings."""
+    configs, shots = _obj(doc, "configs"), _obj(doc, "n-shot")
+    out: dict[str, Any] = {"config": _obj(doc, "config")}
     out["generation_kwargs"] = {
-        s.name: _map(configs.get(s.name)).get("generation_kwargs") for s in specs
+        s.name: _obj(configs, s.name).get("generation_kwargs") for s in specs
     }
     out["num_fewshot"] = {s.name: shots.get(s.name) for s in specs}
-    for key in ("system_instruction", "chat_template_sha", "fewshot_as_multiturn"):
-        if doc.get(key) is not None:
-            out[key] = doc[key]
-    return out
+    keys = ("system_instruction", "chat_template_sha", "fewshot_as_multiturn")
+    return out | {key: doc[key] for key in keys if doc.get(key) is not None}
 
 
 def _stage(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from .display import format_metric, format_pct
@@ -20,12 +21,17 @@ if TYPE_CHECKING:
 __all__ = [
     "CASES_CSS",
     "SNIPPET",
+    "TEXT_COLUMNS",
     "attempt_detail_html",
     "chat_html",
     "chat_snippet",
+    "chat_snippet_turn",
     "error_box",
     "is_missing",
+    "marked",
+    "messages_snippet",
     "ok_box",
+    "scorers_html",
     "table_html",
     "task_detail_html",
 ]
@@ -48,6 +54,10 @@ CASES_CSS = """
 .enb-cases tbody tr[data-row]{cursor:pointer}
 .enb-cases tbody tr[data-row]:hover td{background:var(--jp-layout-color2,#8881)}
 .enb-cases .enb-dim{color:var(--jp-ui-font-color3,#888)}
+.enb-cases mark,.enb-detail mark{background:color-mix(in srgb,#f5c518 55%,transparent);color:inherit;
+  padding:0 1px;border-radius:2px}
+.enb-cases td.enb-link{color:var(--jp-brand-color1,#1976d2);white-space:nowrap}
+.enb-cases td.enb-match{max-width:320px}
 .enb-cases .enb-st-failed,.enb-cases .enb-st-cancelled{color:var(--jp-error-color1,#c62828)}
 .enb-cases .enb-st-running,.enb-cases .enb-st-pending{color:var(--jp-warn-color1,#b45309)}
 .enb-detail{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
@@ -108,15 +118,46 @@ def _cell(column: str, value: Any) -> tuple[str, bool]:
             return f"{v:,.1f}", True
         return f"{v:.4g}", True
     text = str(value)
-    if column in ("input", "output", "error") and len(text) > SNIPPET:
-        text = text[:SNIPPET] + "…"
+    limit = 2 * SNIPPET if column == "match" else SNIPPET
+    if column in TEXT_COLUMNS and len(text) > limit:
+        text = text[:limit] + "…"
     return text, False
 
 
-def table_html(frame: pd.DataFrame, *, first_row: int = 1, selected: int | None = None) -> str:
+def marked(text: str, needle: str | None) -> str:
+    """``text`` escaped, with every case-insensitive occurrence of ``needle`` in ``<mark>``.
+
+    Examples
+    --------
+    >>> marked("Timeout <after> TIMEOUT", "timeout")
+    '<mark>Timeout</mark> &lt;after&gt; <mark>TIMEOUT</mark>'
+    """
+    if not needle:
+        return html.escape(text)
+    parts = re.split(f"({re.escape(needle)})", text, flags=re.IGNORECASE)
+    return "".join(
+        f"<mark>{html.escape(p)}</mark>" if i % 2 else html.escape(p) for i, p in enumerate(parts)
+    )
+
+
+#: Text columns of the Cases table (left-aligned, cut to a snippet, whole in the title).
+TEXT_COLUMNS = ("input", "messages", "output", "error", "match")
+
+
+def table_html(
+    frame: pd.DataFrame,
+    *,
+    first_row: int = 1,
+    selected: int | None = None,
+    highlight: str | None = None,
+    row_link: str | None = None,
+    titles: dict[str, list[str]] | None = None,
+) -> str:
     """Rows of a frame as the Cases table (escaped; numbers right-aligned, rates as %).
 
-    ``first_row`` numbers the first row (the ``#`` column); ``selected`` marks a row.
+    ``first_row`` numbers the first row (the ``#`` column); ``selected`` marks a row;
+    ``highlight`` marks a search term wherever it shows; ``row_link`` adds a last cell
+    with that text (the row opens its detail); ``titles`` gives a column's hover texts.
 
     Examples
     --------
@@ -124,14 +165,17 @@ def table_html(frame: pd.DataFrame, *, first_row: int = 1, selected: int | None 
     >>> f = pd.DataFrame({"task": ["<b>x</b>"], "pass_rate": [0.5]})
     >>> "&lt;b&gt;x&lt;/b&gt;" in table_html(f) and ">50%<" in table_html(f)
     True
+    >>> "<mark>x</mark>" in table_html(f, highlight="x", row_link="attempts ›")
+    True
     """
     cols = list(frame.columns)
+    titles = titles or {}
     numeric = {
-        c for c in cols
-        if c not in ("task", "subset", "status", "bucket", "input", "output", "error")
+        c for c in cols if c not in ("task", "subset", "status", "bucket", *TEXT_COLUMNS)
     }  # fmt: skip
+    heads = ["#", *cols] + ([""] if row_link else [])
     head = "".join(
-        f'<th class="{"num" if c in numeric else ""}">{html.escape(c)}</th>' for c in ["#", *cols]
+        f'<th class="{"num" if c in numeric else ""}">{html.escape(c)}</th>' for c in heads
     )
     body = []
     for i, row in enumerate(frame.itertuples(index=False)):
@@ -141,14 +185,20 @@ def table_html(frame: pd.DataFrame, *, first_row: int = 1, selected: int | None 
             cls = "num" if is_num and col in numeric else ""
             if col == "status":
                 cls += f" enb-st-{html.escape(str(value))}"
-            title = "" if col not in ("input", "output", "error") or is_missing(value) else (
-                f' title="{html.escape(str(value), quote=True)}"'
+            if col == "match":
+                cls += " enb-match"
+            hover = titles[col][i] if col in titles else str(value)
+            title = "" if col not in TEXT_COLUMNS or is_missing(value) else (
+                f' title="{html.escape(hover, quote=True)}"'
             )  # fmt: skip
-            cells.append(f'<td class="{cls.strip()}"{title}>{html.escape(text)}</td>')
+            shown = marked(text, highlight) if col in ("task", *TEXT_COLUMNS) else html.escape(text)
+            cells.append(f'<td class="{cls.strip()}"{title}>{shown}</td>')
+        if row_link:
+            cells.append(f'<td class="enb-link">{html.escape(row_link)}</td>')
         sel = ' class="enb-selected"' if selected == i else ""
         body.append(f'<tr data-row="{i}"{sel}>{"".join(cells)}</tr>')
     if not body:
-        body.append(f'<tr><td colspan="{len(cols) + 1}" class="enb-dim">no rows match</td></tr>')
+        body.append(f'<tr><td colspan="{len(heads)}" class="enb-dim">no rows match</td></tr>')
     return (
         f'{CASES_CSS}<div class="enb-cases"><table><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
@@ -173,6 +223,49 @@ def chat_snippet(text: str) -> str:
     turn = users[-1] if users else turns[-1]
     body = _content_text(turn.get("content")) if isinstance(turn, dict) else str(turn)
     return " ".join(body.split())[: SNIPPET + 1]
+
+
+def messages_snippet(text: str, *, limit: int = 4000) -> tuple[str, str]:
+    """A ChatML conversation for one table cell: ``(cell, title)``.
+
+    The cell names the turns and shows the last user turn; the title (on hover) holds the
+    whole conversation, one ``role: text`` line per turn, up to ``limit`` characters.
+
+    Examples
+    --------
+    >>> chat = ('[{"role": "system", "content": "be brief"}, {"role": "user", "content": "Hi"},'
+    ...         ' {"role": "assistant", "content": "Hello"}]')
+    >>> messages_snippet(chat)
+    ('3 turns · user: Hi', 'system: be brief\\nuser: Hi\\nassistant: Hello')
+    """
+    try:
+        turns = json.loads(text)
+    except ValueError:
+        turns = None
+    if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
+        flat = " ".join(text.split())
+        return flat[: SNIPPET + 1], text[:limit]
+    lines = []
+    for t in turns:
+        body = _content_text(t.get("content"))
+        if t.get("tool_calls"):
+            body += (" " if body else "") + "[tool calls]"
+        lines.append(f"{t.get('role', '?')}: {' '.join(body.split())}")
+    title = "\n".join(lines)
+    if len(title) > limit:
+        title = title[:limit] + "…"
+    n = len(turns)
+    return f"{n} turn{'s' if n != 1 else ''} · {chat_snippet_turn(turns)}", title
+
+
+def chat_snippet_turn(turns: list[dict[str, Any]]) -> str:
+    """``role: text`` of the last user turn (else the last turn), on one line."""
+    if not turns:
+        return ""
+    users = [t for t in turns if t.get("role") == "user"]
+    turn = users[-1] if users else turns[-1]
+    body = " ".join(_content_text(turn.get("content")).split())
+    return f"{turn.get('role', '?')}: {body}"[: SNIPPET + 1]
 
 
 def _content_text(content: Any) -> str:
@@ -288,8 +381,14 @@ def attempt_detail_html(detail: dict[str, Any]) -> str:
     dims = g("dimensions") or {}
     if dims:
         parts.append("<h5>score dimensions</h5>" + _dl([(k, _fmt(v)) for k, v in dims.items()]))
+    raw_extra = g("extra")
+    extra: dict[str, Any] = raw_extra if isinstance(raw_extra, dict) else {}
     if not is_missing(g("judge_summary")):
-        parts.append(f"<h5>judge summary</h5><pre>{html.escape(str(g('judge_summary')))}</pre>")
+        metrics = extra.get("metrics")
+        verifier = metrics.get("verifier_version") if isinstance(metrics, dict) else None
+        by = f" · {html.escape(str(verifier))}" if verifier else ""
+        parts.append(f"<h5>judge summary{by}</h5><pre>{html.escape(str(g('judge_summary')))}</pre>")
+    parts.append(scorers_html(extra.get("scores")))
     if not is_missing(g("error")):
         parts.append(f"<h5>error</h5><pre>{html.escape(str(g('error')))}</pre>")
     parts.append("<h5>input</h5>" + chat_html(g("input"), g("input_is_chat")))
@@ -314,6 +413,52 @@ def attempt_detail_html(detail: dict[str, Any]) -> str:
         )  # fmt: skip
         parts.append(f"<h5>artifacts</h5><ul>{items}</ul>")
     return CASES_CSS + f'<div class="enb-detail">{"".join(parts)}</div>'
+
+
+def scorers_html(scores: Any) -> str:
+    """How each scorer judged the attempt: value, answer, explanation, and its metadata (a
+    grader's conversation, when a model-graded scorer kept one, shown as turns). Escaped;
+    empty when there is nothing to show.
+
+    Examples
+    --------
+    >>> out = scorers_html({"match": {"value": "C", "answer": "Paris",
+    ...     "explanation": "<ok>", "metadata": {"grading": [{"role": "user", "content": "Grade"}]}}})
+    >>> "match" in out and "&lt;ok&gt;" in out and "enb-turn enb-user" in out
+    True
+    """
+    if not isinstance(scores, dict) or not scores:
+        return ""
+    parts = []
+    for name, score in scores.items():
+        if not isinstance(score, dict):
+            score = {"value": score}
+        items = [("value", _fmt(score.get("value")))]
+        if not is_missing(score.get("answer")):
+            items.append(("answer", str(score["answer"])))
+        block = f"<h5>scorer {html.escape(str(name))}</h5>{_dl(items)}"
+        if not is_missing(score.get("explanation")) and str(score["explanation"]):
+            block += f"<pre>{html.escape(str(score['explanation']))}</pre>"
+        meta = score.get("metadata")
+        if isinstance(meta, dict):
+            for key, value in meta.items():
+                if (
+                    isinstance(value, list)
+                    and value
+                    and all(isinstance(t, dict) and "role" in t for t in value)
+                ):
+                    block += f"<h5>{html.escape(str(key))}</h5>" + chat_html(
+                        json.dumps(value), True
+                    )
+                else:
+                    text = (
+                        value
+                        if isinstance(value, str)
+                        else json.dumps(value, ensure_ascii=False, indent=1)
+                    )
+                    block += f"<h5>{html.escape(str(key))}</h5><pre>{html.escape(text)}</pre>"
+        parts.append(block)
+    return "".join(parts)
 
 
 def task_detail_html(detail: dict[str, Any]) -> str:

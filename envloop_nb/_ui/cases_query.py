@@ -22,13 +22,13 @@ Examples
 from __future__ import annotations
 
 import itertools
-import math
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from .._present.cases_html import SNIPPET, chat_snippet, is_missing, table_html
+from .._present.cases_html import SNIPPET, is_missing, messages_snippet
 from .._store.sql import ident
 from .._types import Policy
+from .cases_page import CasePage, CaseQuery, TextColumns, View, page_html
+from .cases_search import match_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -45,7 +45,6 @@ __all__ = [
     "page_html",
 ]
 
-View = Literal["attempt", "task"]
 _ids = itertools.count(1)
 
 #: Columns of the attempt view that sort directly (others: dimensions, ``bucket``).
@@ -61,90 +60,9 @@ ATTEMPT_SORTS: dict[str, str] = {
     "duration_s": "x.duration_s",
     "exit_code": "x.exit_code",
 }
-#: Text columns: sorting by them reads the attempts table itself.
-TEXT_SORTS = ("input", "output", "error")
-
-
-@dataclass(frozen=True)
-class CaseQuery:
-    """What the Cases view shows: one view, its filters, its order and one page.
-
-    Attributes
-    ----------
-    view
-        ``"attempt"`` (one row per attempt of record) or ``"task"`` (one row per task).
-    status
-        Keep attempts in these states (task view: tasks with such an attempt). Empty: all.
-    tag_key, tag_value
-        Keep tasks whose tag ``tag_key`` equals ``tag_value`` (``None``: no filter).
-    bucket
-        Keep rows in this bucket (needs a bucket assignment, see :class:`CaseSource`).
-    low, high
-        Inclusive range of reward (attempt view) or pass rate (task view); rows without
-        that value are dropped while a bound is set.
-    search
-        Case-insensitive substring searched in task name, input, output and error.
-    sort, descending
-        Column to order by (``None``: task order, then attempt); nulls always last.
-    page, page_size
-        Zero-based page number and rows per page.
-    policy, threshold
-        Missing-value policy and pass threshold of the per-task numbers.
-    """
-
-    view: View = "attempt"
-    status: tuple[str, ...] = ()
-    tag_key: str = "subset"
-    tag_value: str | None = None
-    bucket: str | None = None
-    low: float | None = None
-    high: float | None = None
-    search: str = ""
-    sort: str | None = None
-    descending: bool = False
-    page: int = 0
-    page_size: int = 20
-    policy: Policy = "unknown"
-    threshold: float | None = None
-
-    def replace(self, **changes: Any) -> CaseQuery:
-        """A copy with ``changes``; any change other than ``page`` goes back to page 0."""
-        if "page" not in changes:
-            changes["page"] = 0
-        return replace(self, **changes)
-
-
-@dataclass(frozen=True)
-class CasePage:
-    """One page of the Cases view: its rows, the total count and where it sits."""
-
-    frame: pd.DataFrame = field(repr=False)
-    total: int
-    query: CaseQuery
-    columns: tuple[str, ...]
-
-    @property
-    def pages(self) -> int:
-        """Number of pages (at least 1)."""
-        return max(1, math.ceil(self.total / self.query.page_size))
-
-    @property
-    def first_row(self) -> int:
-        """1-based number of the first row shown (0 when there is none)."""
-        return 0 if self.total == 0 else self.query.page * self.query.page_size + 1
-
-    @property
-    def last_row(self) -> int:
-        return self.query.page * self.query.page_size + len(self.frame)
-
-    def describe(self) -> str:
-        """``"rows 21–40 of 1,000 · page 2 of 50"``."""
-        if self.total == 0:
-            return "no rows match"
-        return (
-            f"rows {self.first_row:,}–{self.last_row:,} of {self.total:,} · "
-            f"page {self.query.page + 1:,} of {self.pages:,}"
-        )
+#: Text columns: sorting by them reads the attempts table itself (``messages`` is the
+#: input of a ChatML job).
+TEXT_SORTS = {"input": "input", "messages": "input", "output": "output", "error": "error"}
 
 
 def _used(sql: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -197,6 +115,13 @@ class CaseSource:
             "SELECT count(composite) > 0 FROM attempts WHERE job_id = ?", [job_id]
         ).fetchone()
         self.has_composite = bool(has_composite and has_composite[0])
+        has_chat = con.execute(
+            "SELECT count(*) > 0 FROM (SELECT 1 FROM attempts WHERE job_id = ? AND input_is_chat"
+            " LIMIT 1)",
+            [job_id],
+        ).fetchone()
+        #: ChatML inputs: the input column is ``messages`` (the whole conversation).
+        self.has_chat = bool(has_chat and has_chat[0])
 
     def close(self) -> None:
         """Drop this source's temp tables (they also vanish with the connection)."""
@@ -284,24 +209,32 @@ class CaseSource:
         ).fetchall()
         return [r[0] for r in rows]
 
-    def columns(self, view: View) -> tuple[str, ...]:
-        """Columns a page of ``view`` has, in display order."""
+    def columns(
+        self, view: View, *, text: TextColumns = "both", search: bool = False
+    ) -> tuple[str, ...]:
+        """Columns a page of ``view`` has, in display order (``text``: the input column
+        switch; ``search``: a search is on, the attempt view shows where it matched)."""
         if view == "task":
             cols = ["task", "subset", "n", "scored", "passes", "pass_rate"]
             cols += [f"pass@{self.k}", f"pass^{self.k}", "reward_mean"]
         else:
-            cols = ["task", "attempt", "subset", "status", "reward"]
+            cols = ["task", "attempt", "subset", "status"]
+            cols += ["match"] if search else []
+            cols += ["reward"]
             cols += ["composite"] if self.has_composite else []
             cols += list(self.dimensions)
         if self.has_buckets and not (view == "task" and self._bucket_per_attempt):
             cols.append("bucket")
         if view == "attempt":
-            cols += ["turns", "tokens", "duration_s", "input", "output", "error"]
+            cols += ["turns", "tokens", "duration_s"]
+            cols += [] if text == "completion" else ["messages" if self.has_chat else "input"]
+            cols += [] if text == "prompt" else ["output"]
+            cols += ["error"]
         return tuple(cols)
 
     def sortable(self, view: View) -> tuple[str, ...]:
-        """Columns ``CaseQuery.sort`` accepts for ``view``."""
-        return self.columns(view)
+        """Columns ``CaseQuery.sort`` accepts for ``view`` (shown or not)."""
+        return tuple(c for c in self.columns(view) if c != "match")
 
     # -- queries -----------------------------------------------------------------------
     def _bucket_join(self, view: View, alias: str) -> tuple[str, str]:
@@ -370,8 +303,11 @@ class CaseSource:
         tiebreak = "x.position, x.attempt" if q.view == "attempt" else "s.position"
         if q.sort is None:
             return tiebreak, ""
-        if q.sort not in cols:
-            raise ValueError(f"cannot sort the {q.view} view by {q.sort!r}; one of {list(cols)}")
+        sortable = self.sortable(q.view)
+        if q.sort not in sortable:
+            raise ValueError(
+                f"cannot sort the {q.view} view by {q.sort!r}; one of {list(sortable)}"
+            )
         direction = "DESC" if q.descending else "ASC"
         join = ""
         if q.sort == "bucket":
@@ -385,7 +321,7 @@ class CaseSource:
                 "JOIN attempts a ON a.job_id = $job_id AND a.task = x.task "
                 "AND a.attempt = x.attempt"
             )
-            expr = f"a.{q.sort}"
+            expr = f"a.{TEXT_SORTS[q.sort]}"
         else:  # a score dimension
             params["sort_dim"] = q.sort
             join = (
@@ -450,7 +386,7 @@ class CaseSource:
         if q.view not in ("attempt", "task"):
             raise ValueError(f"view must be 'attempt' or 'task', got {q.view!r}")
         self._check_fresh()
-        cols = self.columns(q.view)
+        cols = self.columns(q.view, text=q.text, search=bool(q.search.strip()))
         params: dict[str, Any] = {"job_id": self.job_id}
         if q.view == "task":
             table = self.task_table(q.policy, q.threshold)
@@ -508,6 +444,9 @@ class CaseSource:
             f"{_snippet('a.error')} AS error, "
             "CASE WHEN a.input_is_chat THEN a.input END AS _chat"
         )
+        match_params: dict[str, Any] = {}
+        if "match" in cols:
+            select += f", {match_sql('a', match_params, q.search)} AS match"
         self.con.register("_enb_cases_keys", keys)
         try:
             frame = self.con.execute(
@@ -516,20 +455,23 @@ class CaseSource:
                                    AND a.attempt = p.attempt
                     JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task
                     {join} ORDER BY p._rn""",
-                {"job_id": self.job_id},
+                {"job_id": self.job_id, **match_params},
             ).df()
         finally:
             self.con.unregister("_enb_cases_keys")
         chat = frame.pop("_chat")
-        if chat.notna().any():  # a conversation: show its last user turn, not JSON
-            frame["input"] = [
-                s if is_missing(c) else chat_snippet(c)
+        titles: dict[str, list[str]] = {}
+        if self.has_chat:  # conversations: turns and the last user turn, whole on hover
+            cells = [
+                (s, s) if is_missing(c) else messages_snippet(c)
                 for s, c in zip(frame["input"], chat, strict=True)
             ]
+            frame["messages"] = [c for c, _ in cells]
+            titles["messages"] = [t for _, t in cells]
         if self.dimensions:
             frame = self._with_dimensions(frame)
         frame = frame[[c for c in cols if c in frame.columns]]
-        return CasePage(frame=frame, total=total, query=q, columns=cols)
+        return CasePage(frame=frame, total=total, query=q, columns=cols, titles=titles)
 
     def _with_dimensions(self, frame: pd.DataFrame) -> pd.DataFrame:
         if frame.empty:
@@ -562,17 +504,3 @@ def fetch_page(
     source = CaseSource(con, job_id)
     source.set_buckets(buckets)
     return source.fetch(query)
-
-
-def page_html(page: CasePage, *, selected: int | None = None) -> str:
-    """The page as an HTML table (see :func:`envloop_nb._present.cases_html.table_html`).
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> f = pd.DataFrame({"task": ["<b>x</b>"], "pass_rate": [0.5]})
-    >>> p = CasePage(f, 1, CaseQuery(view="task"), ("task", "pass_rate"))
-    >>> "&lt;b&gt;x&lt;/b&gt;" in page_html(p) and ">50%<" in page_html(p)
-    True
-    """
-    return table_html(page.frame, first_row=page.first_row, selected=selected)

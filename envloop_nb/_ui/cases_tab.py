@@ -50,6 +50,14 @@ class CasesTab:
             options=[("per attempt", "attempt"), ("per task", "task")], value="attempt"
         )
         self.view.style.button_width = "110px"
+        # the input column switch (attempt view): which texts the rows show
+        self.text = w.ToggleButtons(
+            options=[("Prompt & Completion", "both"), ("Prompt", "prompt"),
+                     ("Completion", "completion")],
+            value="both",
+            tooltips=["the input and the output", "the input only", "the output only"],
+        )  # fmt: skip
+        self.text.style.button_width = "165px"
         self.status = w.Dropdown(
             options=[("all states", self.ALL)]
             + [(s, s) for s in ("completed", "failed", "cancelled", "running", "pending")],
@@ -108,6 +116,13 @@ class CasesTab:
         self.table = ClickableTable()  # click a row to open its detail
         self.row = w.Dropdown(description="details", layout=w.Layout(width="420px"))
         self.detail = w.HTML()
+        # a task's detail lists its attempts; choosing one opens that attempt below it
+        self.task_attempt = w.ToggleButtons(
+            options=[], description="open attempt", layout=w.Layout(display="none"),
+            style={"description_width": "initial"},
+        )  # fmt: skip
+        self.task_attempt.style.button_width = "48px"
+        self.attempt_detail = w.HTML()
         self.error = w.HTML()
         self.guard = Guard(self.error)
         self._page: CasePage | None = None
@@ -117,8 +132,9 @@ class CasesTab:
         self._set_sort_options()
         self.refresh()
         for control in (self.status, self.subset, self.bucket, self.value_range, self.search,
-                        self.sort_by, self.descending, self.page_size):  # fmt: skip
+                        self.sort_by, self.descending, self.page_size, self.text):  # fmt: skip
             control.observe(lambda _: self._on_filter(), names="value")
+        self.task_attempt.observe(lambda _: self._on_task_attempt(), names="value")
         self.view.observe(lambda _: self._on_view(), names="value")
         self.first_page.on_click(lambda _: self.go_to_page(0))
         self.prev_page.on_click(lambda _: self.go_to_page(self.query.page - 1))
@@ -137,8 +153,10 @@ class CasesTab:
             layout=w.Layout(align_items="center", flex_flow="row wrap"),
         )  # fmt: skip
         self.widget = w.VBox(
-            [self.view, filters, filters2, paging, self.error, self.table, self.row, self.detail]
-        )
+            [w.HBox([self.view, self.text], layout=w.Layout(flex_flow="row wrap")), filters,
+             filters2, paging, self.error, self.table, self.row, self.detail, self.task_attempt,
+             self.attempt_detail]
+        )  # fmt: skip
 
     @contextmanager
     def _quietly(self) -> Iterator[None]:
@@ -180,6 +198,7 @@ class CasesTab:
             low=None if full else float(lo),
             high=None if full else float(hi),
             search=self.search.value,
+            text=self.text.value,
             sort=self.sort_by.value or None,
             descending=bool(self.descending.value),
             page_size=int(self.page_size.value),
@@ -199,6 +218,7 @@ class CasesTab:
             bounds = (0.0, 1.0) if task_view else self.reward_bounds
             with self._quietly():
                 self._set_sort_options()
+                self.text.disabled = task_view  # the task view shows no texts
                 self.value_range.min, self.value_range.max = -1e9, 1e9
                 self.value_range.value = bounds
                 self.value_range.min, self.value_range.max = bounds
@@ -279,6 +299,33 @@ class CasesTab:
             self.row.options = options
             self.row.value = -1
         self.detail.value = ""
+        self._clear_task_attempts()
+
+    def _clear_task_attempts(self) -> None:
+        with self._quietly():
+            self.task_attempt.options = []
+            self.task_attempt.layout.display = "none"
+        self.attempt_detail.value = ""
+
+    def _on_task_attempt(self) -> None:
+        """Open the chosen attempt of the task whose detail is shown."""
+        if self._quiet or self.page is None or self.selected is None:
+            return
+        attempt = self.task_attempt.value
+        if attempt is None:
+            self.attempt_detail.value = ""
+            return
+        task = str(self.page.frame.iloc[self.selected]["task"])
+
+        def show() -> None:
+            detail = attempt_detail(self.state.con, self.state.job_id, task, int(attempt))
+            self.attempt_detail.value = attempt_detail_html(detail)
+
+        self.guard.run(show)
+
+    def open_task_attempt(self, attempt: int) -> None:
+        """In the task view, with a task's detail shown, open its attempt ``attempt``."""
+        self.task_attempt.value = int(attempt)
 
     def select_row(self, index: int) -> None:
         """Open the detail of row ``index`` of the current page (0-based)."""
@@ -291,6 +338,7 @@ class CasesTab:
         if index is None or index < 0:
             self.selected = None
             self.detail.value = ""
+            self._clear_task_attempts()
             self.table.value = page_html(self.page)
             return
 
@@ -307,8 +355,16 @@ class CasesTab:
                     policy=self.query.policy, threshold=self.query.threshold,
                 )  # fmt: skip
                 text = task_detail_html(detail)
+            self._clear_task_attempts()
             self.selected = int(index)
             self.detail.value = text
+            if self.query.view == "task":
+                with self._quietly():
+                    self.task_attempt.options = [
+                        (str(a), int(a)) for a in detail["attempts"]["attempt"]
+                    ]
+                    self.task_attempt.value = None
+                    self.task_attempt.layout.display = None if len(detail["attempts"]) else "none"
             self.table.value = page_html(self.page, selected=int(index))
 
         self.guard.run(show)
