@@ -13,6 +13,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name loads on use
+    from ._baseline import BaselineReport
     from ._buckets.apply import BucketResult
     from ._buckets.rules import Bucket, BucketRules
     from ._comparison import Comparison, Difference, LeaderboardSnapshot
@@ -52,6 +53,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
 #: numpy, pyarrow, scipy …): a name's module is imported the first time it is used
 #: (PEP 562), so the import costs milliseconds and each library loads where it is used.
 _WHERE = {
+    "BaselineReport": "._baseline",
     "Bucket": "._buckets.rules",
     "BucketResult": "._buckets.apply",
     "BucketRules": "._buckets.rules",
@@ -112,6 +114,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "BaselineReport",
     "Bucket",
     "BucketResult",
     "BucketRules",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import polars as pl
 
+    from ._annotations.manual import AnnotationProgress, ManualDimension
     from ._buckets.apply import BucketResult
     from ._buckets.rules import BucketRules
     from ._datasets.dataset import Dataset
@@ -328,6 +329,94 @@ class Job:
             return pl.from_pandas(rows)
         return rows
 
+    def add_manual_dimension(
+        self,
+        name: str,
+        labels: Mapping[str, float] | None = None,
+        *,
+        scale: tuple[float, float] | None = None,
+        required: bool = True,
+        by: str | None = None,
+    ) -> ManualDimension:
+        """Define a dimension people annotate by hand: ``labels`` (each label's value)
+        or ``scale=(low, high)``. While a required one lacks an annotation on some
+        attempt the job is *awaiting annotation*. See :mod:`envloop_nb._annotations.manual`.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> job.add_manual_dimension("correct", {"yes": 1, "no": 0}).choices
+        ['yes', 'no']
+        >>> job.annotate("A", 1, label="yes", reason="matches the reference")
+        >>> [p.describe() for p in job.annotation_progress()]
+        ['correct: 1/6 annotated']
+        """
+        from ._annotations.manual import define
+
+        return define(self.con, self.id, name, labels=labels, scale=scale, required=required, by=by)
+
+    def manual_dimensions(self) -> list[ManualDimension]:
+        """The job's manual dimensions, in the order they were defined."""
+        from ._annotations.manual import manual_dimensions
+
+        return manual_dimensions(self.con, self.id)
+
+    def _manual_name(self, name: str | None) -> str:
+        if name is not None:
+            return name
+        dims = self.manual_dimensions()
+        if len(dims) != 1:
+            names = ", ".join(d.name for d in dims) or "none yet (job.add_manual_dimension)"
+            raise ValueError(f"say which manual dimension: name=...; the job's: {names}")
+        return dims[0].name
+
+    def annotate(
+        self,
+        task: str,
+        attempt: int,
+        name: str | None = None,
+        *,
+        label: str | None = None,
+        value: float | None = None,
+        reason: str | None = None,
+        by: str | None = None,
+    ) -> None:
+        """Annotate one attempt (``name``: the manual dimension, optional when the job
+        has one); annotating again replaces the value, the history keeps both."""
+        from ._annotations.manual import annotate
+
+        annotate(
+            self.con, self.id, self._manual_name(name), task, attempt,
+            label=label, value=value, reason=reason, by=by,
+        )  # fmt: skip
+
+    def clear_annotation(
+        self,
+        task: str,
+        attempt: int,
+        name: str | None = None,
+        *,
+        reason: str | None = None,
+        by: str | None = None,
+    ) -> None:
+        """Take an attempt's annotation back (it is missing again; the history keeps it)."""
+        from ._annotations.manual import clear
+
+        clear(self.con, self.id, self._manual_name(name), task, attempt, reason=reason, by=by)
+
+    def annotations(self, name: str | None = None, *, history: bool = False) -> pd.DataFrame:
+        """The current annotations (``history=True``: every one made, with ``replaced_at``)."""
+        from ._annotations.manual import annotation_frame
+
+        return annotation_frame(self.con, self.id, name, history=history)
+
+    def annotation_progress(self) -> list[AnnotationProgress]:
+        """Per manual dimension: attempts annotated out of the job's attempts."""
+        from ._annotations.manual import progress
+
+        return progress(self.con, self.id)
+
     def inference_config(self) -> InferenceConfig:
         """The system prompt and generation parameters the source recorded.
 
@@ -513,7 +602,7 @@ class Job:
         >>> import tempfile, envloop_nb as enb
         >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
         >>> job.export_html(tempfile.mkdtemp() + "/job.html").sections[:3]
-        ('Summary', 'Job', 'Charts')
+        ('Summary', 'Job', 'Inference configuration and consumption')
         """
         from ._export.html_report import export_job_html
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import getpass
 from dataclasses import dataclass
 
-__all__ = ["Options", "options"]
+__all__ = ["Options", "options", "who"]
 
 
 @dataclass
@@ -14,8 +15,8 @@ class Options:
     Attributes
     ----------
     reviewer
-        The name recorded on manual corrections and undos when ``by=`` is not given
-        (default ``None``: the operating-system user).
+        The name recorded on manual corrections, undos and annotations when ``by=`` is
+        not given (default ``None``: the operating-system user).
     evaluator_timeout
         Seconds an evaluator may take on one row before the row is recorded as failed
         (``None``: no limit). ``exp.run(timeout=...)`` overrides it.
@@ -34,3 +35,17 @@ class Options:
 
 
 options = Options()
+
+
+def who(by: str | None) -> str:
+    """Who makes a change: ``by``, else ``enb.options.reviewer``, else the OS user."""
+    if by is not None:
+        if not isinstance(by, str) or not by.strip():
+            raise ValueError(f"by must be a non-empty name, got {by!r}")
+        return by
+    if options.reviewer:
+        return options.reviewer
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # pragma: no cover - no user database (some containers)
+        return "unknown"

@@ -18,12 +18,20 @@ from ._job import Job
 from ._loaders import detect_format, job_loads, load_source, load_sources
 from ._metrics.counts import job_list_sql
 from ._store.frames import to_frame
-from ._store.schema import EXPERIMENT_TABLES, JOB_TABLES, SCHEMA_SQL, SCHEMA_VERSION, written_by
-from ._types import FrameKind
+from ._store.schema import (
+    ANNOTATION_TABLES,
+    EXPERIMENT_TABLES,
+    JOB_TABLES,
+    SCHEMA_SQL,
+    SCHEMA_VERSION,
+    written_by,
+)
+from ._types import FrameKind, Policy
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from ._baseline import BaselineReport
     from ._datasets.dataset import Dataset
     from ._datasets.heldout import HeldOutResult
     from ._experiments.runner import Evaluator
@@ -575,7 +583,7 @@ class Workspace:
         job_id = job.id if isinstance(job, Job) else job
         self.con.execute("BEGIN TRANSACTION")
         try:
-            for table in (*JOB_TABLES, "job_names"):
+            for table in (*JOB_TABLES, *ANNOTATION_TABLES, "job_names"):
                 self.con.execute(f"DELETE FROM {table} WHERE job_id = ?", [job_id])
             self.con.execute("COMMIT")
         except BaseException:
@@ -658,6 +666,40 @@ class Workspace:
         from ._comparison import compare
 
         return compare(self, jobs, baseline=baseline, **options)
+
+    def baseline_report(
+        self,
+        jobs: Sequence[Job | str],
+        *,
+        name: str | None = None,
+        split_by: Literal["auto", "subset"] | None = "auto",
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        bad_below: float = 0.5,
+    ) -> BaselineReport:
+        """One model on several benchmarks: see :class:`envloop_nb.BaselineReport`.
+
+        ``jobs`` are jobs or ids of one model (jobs of different models are refused,
+        naming them); each is a benchmark named by its dataset (its job id when two
+        share one), except a job that ran several tasks: ``split_by="auto"`` makes an
+        lm-eval run whose tasks have more than one ``subset`` value one benchmark per
+        lm-eval task (named by it), ``"subset"`` splits any job so, None none. ``policy`` / ``threshold`` as in ``job.summary``; a task scoring
+        below ``bad_below`` is a bad case (as ``job.groups`` counts them).
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> ws.baseline_report([job]).table()[["benchmark", "samples", "score"]].values.tolist()
+        [['tiny-agent', '2/3', 0.6]]
+        """
+        from ._baseline import baseline_report
+
+        return baseline_report(
+            self, jobs, name=name, split_by=split_by, policy=policy, threshold=threshold,
+            bad_below=bad_below,
+        )  # fmt: skip
 
     def save_to_leaderboard(self, job: Job | str, **options: Any) -> Any:
         """Save a job's snapshot in the workspace leaderboard; the same job again returns it.

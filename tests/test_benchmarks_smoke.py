@@ -271,3 +271,48 @@ def test_stage7_spark_agrees_with_the_duckdb_path(
     text = write_markdown(_report(list(by_stage.values()), checks))
     assert "## Stage 7: Spark (`ws.load_spark`) in local mode" in text
     assert "| `toArrow()` of the per-task rows (JVM → Python) |" in text
+
+
+@pytest.mark.slow  # ~10-20 s: the altair import and the vega-embed bundle dominate
+def test_stage8_scale_stages_run_and_agree(tmp_path: Path) -> None:
+    """Stage 8 at 3 jobs of 10k attempts: every stage's body runs, the checks pass, the
+    report renders its section and target rows (timing is the runner's, not asserted)."""
+    from benchmarks import bench_scale as bs
+
+    s = dataclasses.replace(SIZES["10k"], root=tmp_path)
+    built = bs.ensure_workspace(s, tmp_path / "ws", n_jobs=3, small=s)
+    assert built["built_s"] is not None
+    assert bs.ensure_workspace(s, tmp_path / "ws", n_jobs=3, small=s)["built_s"] is None
+    by_stage = {}
+    for name in bs.STAGES:
+        body, rows, after = bs.setup(name, s, tmp_path / "ws", n_jobs=3, out_dir=tmp_path / "out")
+        assert rows == s.slots
+        extra = after(body())
+        run = {"seconds": 0.5, "cpu_seconds": 0.5, "rows": rows, "extra": extra}
+        by_stage[name] = {
+            "stage": name,
+            "size": "10k",
+            "repeats": 1,
+            "median": 0.5,
+            "min": 0.5,
+            "max": 0.5,
+            "rows": rows,
+            "rss_peak": 300 * 2**20,
+            "rss_setup": 60 * 2**20,
+            "extra": extra,
+            "runs": [run],
+            "workspace": built,
+        }
+    checks = bs.check(s, by_stage, n_jobs=3)
+    assert [c["problem"] for c in checks] == [None, None, None]
+    html = by_stage["scale_html_rules"]["extra"]
+    assert 0 < html["bytes"] < bs.HTML_TARGET_BYTES and "Buckets" in html["sections"]
+    assert set(by_stage["scale_html_phases"]["extra"]["phases"]) >= {"vega_bundle", "diagnose"}
+    broken = by_stage["scale_ws_panel"] | {
+        "extra": by_stage["scale_ws_panel"]["extra"] | {"jobs_listed": 2}
+    }
+    assert bs.check(s, by_stage | {"scale_ws_panel": broken}, n_jobs=3)[0]["problem"]
+    text = write_markdown(_report(list(by_stage.values()), checks))
+    assert "## Stage 8: a 1M-attempt job at scale" in text
+    assert "| workspace panel | 10k | the list's data: `job_rows`" in text
+    assert "stage 8: workspace panel of 50 jobs (one of 1M attempts) opens < 1 s (@10k)" in text

@@ -131,6 +131,18 @@ def browser() -> Iterator[Any]:
             b.close()
 
 
+def _write_notebook(nb: Any, path: Path) -> None:
+    """Write a scratch notebook for the lab, on the default Python 3 kernel."""
+    import nbformat
+
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3",
+        "language": "python",
+        "name": "python3",
+    }
+    nbformat.write(nb, str(path))
+
+
 def _open_and_run(browser: Any, lab: Lab, notebook: str) -> Any:
     page = browser.new_page(viewport={"width": 1400, "height": 1600})
     page.goto(f"{lab.url}/lab/tree/{notebook}?reset")
@@ -209,7 +221,7 @@ def test_explore_job_notebook(browser: Any, lab: Lab) -> None:
     panel.locator(".widget-dropdown:has(label:text-is('missing:')) select").select_option(
         label="failure (missing = 0)"
     )
-    _wait_text(panel, "48%")
+    _wait_text(panel, "48.0%")
     _shot(page, panel, "panel-1-overview")
 
     # Cases: a filter changes the rows; a row opens its detail
@@ -394,6 +406,9 @@ def test_html_reports_open_offline(browser: Any, tmp_path: Path, scheme: str) ->
         job.export_html(tmp_path / "job.html", rules=rules),
         exp.export_html(tmp_path / "exp.html"),
         ws.compare([job, other]).export_html(tmp_path / "cmp.html"),
+        ws.baseline_report([ws.load(ROOT / "tests" / "data" / "lm_eval" / "run")]).export_html(
+            tmp_path / "baseline.html"
+        ),
     ]
     for report in reports:
         context = browser.new_context(viewport={"width": 1200, "height": 1400}, color_scheme=scheme)
@@ -446,12 +461,7 @@ def test_workspace_panel_in_the_browser(browser: Any, lab: Lab) -> None:
             "ws.panel()"
         )
     ]
-    nb.metadata["kernelspec"] = {
-        "display_name": "Python 3",
-        "language": "python",
-        "name": "python3",
-    }
-    nbformat.write(nb, str(lab.root / "workspace_panel_check.ipynb"))
+    _write_notebook(nb, lab.root / "workspace_panel_check.ipynb")
     page = _open_and_run(browser, lab, "workspace_panel_check.ipynb")
     page.wait_for_selector(".enb-ws-panel", timeout=120_000)
     _wait_idle(page)
@@ -480,4 +490,93 @@ def test_workspace_panel_in_the_browser(browser: Any, lab: Lab) -> None:
     compare.click()
     _wait_text(panel, "comparable", timeout_s=60)
     _shot(page, panel, "workspace-3-compared")
+    page.close()
+
+
+def test_quick_annotation_by_keyboard(browser: Any, lab: Lab) -> None:
+    """Quick annotation in Chromium: number keys label and move on, arrows move, ``r``
+    types a reason, a key with no label is refused in the card; the workspace has them."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import envloop_nb as enb\n"
+            "enb.options.reviewer = 'browser-test'\n"
+            "ws = enb.open()\n"
+            "job = ws.load('../sample_data/base.json')\n"
+            "job.add_manual_dimension('correct', {'correct': 1, 'partly': 0.5, 'wrong': 0})\n"
+            "p = job.panel()\n"
+            "p.widget.selected_index = 1\n"
+            "p.cases.mode.value = 'quick'\n"
+            "p"
+        ),
+        nbformat.v4.new_code_cell(
+            "print('ANNOTATIONS', ws.sql('SELECT task, attempt, label, reason, annotator "
+            "FROM annotations WHERE replaced_at IS NULL ORDER BY annotated_at').fetchall())"
+        ),
+    ]
+    _write_notebook(nb, lab.root / "quick_annotation_check.ipynb")
+    page = _open_and_run(browser, lab, "quick_annotation_check.ipynb")
+    page.wait_for_selector(".enb-quick", timeout=120_000)
+    _wait_idle(page)
+    card = page.locator(".enb-quick").first
+    _wait_text(card, "0/797 annotated")
+    _wait_text(card, "case 1 of 797")
+    card.click()  # focus the card (JupyterLab's own shortcuts are off while it has focus)
+    page.keyboard.press("1")
+    _wait_text(card, "1/797 annotated")
+    _wait_text(card, "case 2 of 797")
+    page.keyboard.press("r")
+    page.keyboard.type("only half of it")
+    page.keyboard.press("Enter")
+    page.keyboard.press("2")
+    _wait_text(card, "2/797 annotated")
+    page.keyboard.press("7")  # no seventh label: refused, said in the card
+    _wait_text(card, "no label on key 7")
+    page.keyboard.press("ArrowLeft")
+    _wait_text(card, "case 2 of 797")
+    assert "enb-on" in (card.locator(".enb-quick-choice").nth(1).get_attribute("class") or "")
+    _shot(page, card, "quick-annotation")
+    # the workspace holds exactly what the keys did
+    page.locator(".jp-Cell").nth(1).locator(".jp-InputArea").click()
+    page.keyboard.press("Shift+Enter")
+    out = page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea")
+    _wait_text(out, "only half of it", timeout_s=60)
+    text = out.inner_text()
+    assert "('math-001', 1, 'correct', None, 'browser-test')" in text
+    assert "('math-001', 2, 'partly', 'only half of it', 'browser-test')" in text
+    page.close()
+
+
+def test_reports_notebook(browser: Any, lab: Lab) -> None:
+    """notebooks/reports.ipynb in Chromium: the workspace list, the baseline report's radar
+    and table, its Score details with a view that opens the benchmark's cases, and the
+    quick-annotation card."""
+    page = _open_and_run(browser, lab, "reports.ipynb")
+    page.wait_for_selector(".enb-quick", timeout=180_000)
+    _wait_idle(page, timeout_s=180)
+    assert _visible_problems(page) == []
+    ws_panel = page.locator(".enb-ws-panel").first
+    _wait_text(ws_panel, "8 jobs")
+    assert ws_panel.locator(".enb-ws-row").count() == 8
+    report = page.locator(".enb-baseline-panel").first
+    _wait_text(report, "envloop_alpha")
+    deadline = time.time() + 60
+    while time.time() < deadline and _marks(report) < 1:
+        time.sleep(0.5)
+    assert _marks(report) >= 1  # the radar drew
+    _shot(page, report, "baseline-1-overview")
+    report.locator(
+        ".lm-TabBar-tab:has-text('Score details'), .p-TabBar-tab:has-text('Score details')"
+    ).first.click()
+    view = report.locator("button:has-text('view')").first
+    view.wait_for(state="visible", timeout=30_000)
+    view.click()
+    page.wait_for_selector(".enb-baseline-panel .enb-job-panel", timeout=120_000)
+    _wait_text(report, "rows 1–", timeout_s=60)
+    _shot(page, report, "baseline-2-details")
+    card = page.locator(".enb-quick").first
+    _wait_text(card, "3/180 annotated")
+    _shot(page, card, "reports-quick-annotation")
     page.close()

@@ -91,6 +91,20 @@ def test_bar_and_bucket_charts() -> None:
     assert spec["encoding"]["y"]["sort"] == ["hard", "Other (matched no rule)"]
 
 
+def test_bucket_chart_fits_and_reads() -> None:
+    """Tens of thousands per bucket: a chart that fits a 900-px panel beside the counts,
+    bars from zero on a linear scale, whole-number ticks (not "0k" everywhere)."""
+    f = pd.DataFrame({"bucket": ["hard", "medium", "easy"], "count": [42_638, 85_112, 84_757]})
+    spec = _charts.bucket_chart(f, title="tasks per bucket").to_dict()
+    assert spec["width"] == _charts.BUCKET_WIDTH and 200 <= spec["width"] <= 400
+    x = spec["encoding"]["x"]
+    assert x["field"] == "count" and x["type"] == "quantitative"
+    assert x["axis"]["format"] == ",d" and x["axis"]["format"] != "~s"
+    assert x["scale"]["zero"] is True and "type" not in x["scale"]  # linear: proportional bars
+    assert [r["count"] for r in _data(spec)] == [42_638, 85_112, 84_757]
+    assert _charts.bucket_chart(f, width=500).to_dict()["width"] == 500
+
+
 def test_charts_are_theme_neutral(job: enb.Job) -> None:
     spec = _charts.status_chart(_charts.status_frame(job.con, job.id)).to_dict()
     assert spec["config"]["background"] == "transparent"

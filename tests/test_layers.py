@@ -3,7 +3,8 @@ and lower floors (at runtime and under TYPE_CHECKING alike), nothing below the f
 names Job, Workspace or Comparison, and only the UI imports widget libraries.
 
 The floors, low to high (ARCHITECTURE.md explains each):
-``_types``/``_errors`` → ``_present`` → ``_store`` → ``_loaders`` → ``_metrics`` →
+``_types``/``_errors`` → ``_present`` → ``_store`` → ``_annotations`` → ``_loaders`` →
+``_metrics`` →
 ``_buckets`` → ``_compare`` → ``_datasets`` → ``_export`` → ``_ui`` → the facades
 ``_job`` → ``_comparison`` → ``_workspace`` → ``__init__``.
 """
@@ -24,6 +25,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("_types", "_errors", "_options"),
     ("_present",),
     ("_store",),
+    ("_annotations",),
     ("_loaders",),
     ("_metrics",),
     ("_buckets",),
@@ -35,6 +37,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("_job",),
     ("_experiment",),
     ("_comparison",),
+    ("_baseline",),
     ("_workspace",),
     ("__init__",),
 ]
@@ -158,7 +161,7 @@ def test_no_logic_module_is_a_warehouse(limit: int) -> None:
     """Modules stay under ~600 lines; the facades (which only delegate) are exempt."""
     big = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if _room(path) in ("_job", "_comparison", "_workspace", "__init__"):
+        if _room(path) in ("_job", "_comparison", "_baseline", "_workspace", "__init__"):
             continue
         lines = len(path.read_text().splitlines())
         if lines > limit:
@@ -178,7 +181,8 @@ def test_the_rule_catches_an_upward_import(tmp_path: Path, monkeypatch: pytest.M
     (fake / "_present.py").write_text("import openpyxl\n")
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
     found = violations()
-    assert any("_metrics (floor 4) imports _job (floor 11)" in v for v in found)
+    floor = f"_metrics (floor {FLOOR['_metrics']}) imports _job (floor {FLOOR['_job']})"
+    assert any(floor in v for v in found)
     assert any("names the facade ['Job']" in v for v in found)
     assert any("imports openpyxl" in v for v in found)
     assert not any("_ui/ok.py" in v for v in found)

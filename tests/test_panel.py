@@ -38,7 +38,7 @@ def test_panel_shape_and_repr(small: enb.JobPanel) -> None:
 def test_overview_cards_facts_and_agreement(small: enb.JobPanel) -> None:
     ov = small.overview
     assert "pass@2" in ov.cards.value and "pass^2" in ov.cards.value
-    assert "5/6 attempts scored" in ov.cards.value and "60%" in ov.cards.value
+    assert "5/6 attempts scored" in ov.cards.value and "60.0%" in ov.cards.value
     for text in ("my-endpoint/sft", "tiny-agent@1", "harbor@0.22.0", "running"):
         assert text in ov.facts.value
     assert ov.status_counts["running"] == 1 and ov.status_counts["completed"] == 4
@@ -55,6 +55,7 @@ def test_no_dimension_table_without_dimensions(panel: enb.JobPanel) -> None:
 
 
 def test_policy_and_threshold_recompute(small: enb.JobPanel) -> None:
+    small.build()  # as when shown: every tab is there before the policy changes
     ov = small.overview
     assert ov.summary is not None and ov.summary.score == pytest.approx(0.6)
     ov.policy.value = "failure"
@@ -145,6 +146,10 @@ def test_buckets_apply_counts_and_cases_filter(panel: enb.JobPanel) -> None:
     assert len(b.chart_box.children) == 1
     spec = b.chart_box.children[0].chart.to_dict()
     assert [r["bucket"] for r in spec["datasets"][spec["data"]["name"]]][:2] == ["hard", "easy"]
+    assert spec["width"] <= 400 and spec["encoding"]["x"]["axis"]["format"] == ",d"
+    # counts and chart side by side when they fit, the chart below when not: never clipped
+    row = next(c for c in b.widget.children if b.chart_box in getattr(c, "children", ()))
+    assert b.counts in row.children and row.layout.flex_flow == "row wrap"
     cases = panel.cases
     assert not cases.bucket.disabled and "hard" in [v for _, v in cases.bucket.options]
     cases.view.value = "task"
@@ -305,3 +310,65 @@ def test_cases_first_last_and_go_to_page() -> None:
         assert c.page_number.max == c.page.pages == 1
     finally:
         p.close()
+
+
+def test_frame_shows_progress_before_the_tabs_are_built(
+    ws: enb.Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shown in a notebook, the frame (title + progress line) goes out before any tab is
+    computed; the tabs then fill it and the progress line goes away."""
+    import IPython.display
+    import ipywidgets as w
+
+    p = ws.load(THREE_TASKS).panel()
+    assert not p.built and p._overview is None  # making the panel computes nothing
+    assert isinstance(p.frame, w.VBox) and p.frame.children[:2] == (p.title, p.progress_box)
+    assert "job_abc0001" in p.title.value
+    assert "computing the overview" in p.progress_label.value and p.progress.value == 0
+    assert p._tab.layout.display == "none"  # no empty tabs while the Overview is computed
+    labels: list[str] = []
+    p.progress_label.observe(lambda ch: labels.append(ch["new"]), names="value")
+    shown: list[tuple[object, bool]] = []
+
+    def display(obj: object, **kwargs: object) -> None:
+        shown.append((obj, p.built or p._overview is not None))
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    p._ipython_display_()
+    ((bundle, built_then),) = shown
+    assert built_then is False  # displayed first...
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == p.frame.model_id
+    assert bundle["text/plain"] == repr(p)
+    assert p.built and p.progress.value == 3  # ...then filled
+    assert any("listing the cases" in t for t in labels)
+    assert any("preparing buckets" in t for t in labels)
+    assert p.progress_box.layout.display == "none" and p._tab.layout.display is None
+    assert p.widget.children == (p.overview.widget, p.cases.widget, p.buckets.widget)
+    assert list(p.widget.titles) == ["Overview", "Cases", "Buckets & export"]
+
+
+def test_tabs_build_on_first_read(ws: enb.Workspace) -> None:
+    p = ws.load(THREE_TASKS).panel()
+    assert p.cases.page.total == 6  # read from Python before any display
+    assert p._overview is not None and p._buckets is None and not p.built
+    assert p.progress.value == 2 and "preparing buckets" in p.progress_label.value
+    p.buckets.allow_partial.value = True  # the job is still running
+    p.buckets.apply_button.click()
+    assert p.built and p.buckets.result is not None and not p.cases.bucket.disabled
+
+
+def test_a_failing_tab_says_so_in_the_frame(
+    ws: enb.Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envloop_nb._ui import panel as panel_module
+
+    def broken(state: object) -> None:
+        raise ValueError("no overview today")
+
+    p = ws.load(THREE_TASKS).panel()
+    monkeypatch.setattr(panel_module, "OverviewTab", broken)
+    with pytest.raises(ValueError, match="no overview today"):
+        p.build()
+    assert "could not build the Overview tab" in p.progress_label.value
+    assert "no overview today" in p.progress_label.value and p.progress.bar_style == "danger"
+    assert not p.built and p._tab.layout.display == "none"

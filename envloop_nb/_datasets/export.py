@@ -93,6 +93,20 @@ def _task_batches(
         f", b.{ident(c)}" for c in metric_cols if c != "pass_rate"
     )  # pass_rate is selected already (it is also the metric of pass-rate rules)
     bucket = "b.bucket" if "bucket" in frame.columns else "NULL::VARCHAR"
+    # the task's current human annotations travel with it (only when the job has any)
+    annotated = con.execute(
+        "SELECT count(*) > 0 FROM manual_dimensions WHERE job_id = ?", [job.id]
+    ).fetchone()
+    notes = ""
+    if annotated and annotated[0]:
+        notes = """, coalesce((SELECT list({'dimension': a.name, 'attempt': a.attempt,
+                       'label': a.label, 'value': a.value, 'reason': a.reason,
+                       'annotator': a.annotator,
+                       'annotated_at': strftime(a.annotated_at AT TIME ZONE 'UTC',
+                                                '%Y-%m-%dT%H:%M:%SZ')}
+                       ORDER BY a.name, a.attempt)
+                   FROM annotations a WHERE a.job_id = $job AND a.task = t.task
+                     AND a.replaced_at IS NULL AND a.value IS NOT NULL), []) AS annotations"""
     try:
         reader = con.execute(
             f"""
@@ -107,7 +121,7 @@ def _task_batches(
                 FROM attempts WHERE job_id = $job GROUP BY task
             )
             SELECT t.task, f.input, f.input_is_chat, f.reference, t.tags,
-                   {bucket} AS bucket, b.pass_rate{extra_cols}, $job AS source_job
+                   {bucket} AS bucket, b.pass_rate{extra_cols}, $job AS source_job{notes}
             FROM tasks t
             JOIN _ds_tasks b ON b.task = t.task
             LEFT JOIN first f ON f.task = t.task

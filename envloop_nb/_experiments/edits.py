@@ -10,7 +10,6 @@ and when; a re-evaluation adds a higher run, which clears it (the history keeps 
 from __future__ import annotations
 
 import datetime as dt
-import getpass
 import json
 import math
 import uuid
@@ -29,7 +28,7 @@ from .._loaders.experiment_store import (
     insert_arrow,
     next_seq,
 )
-from .._options import options
+from .._options import who
 
 __all__ = [
     "add_cases",
@@ -43,16 +42,7 @@ __all__ = [
 
 def reviewer(by: str | None) -> str:
     """Who makes a change: ``by``, else ``enb.options.reviewer``, else the OS user."""
-    if by is not None:
-        if not isinstance(by, str) or not by.strip():
-            raise ValueError(f"by must be a non-empty name, got {by!r}")
-        return by
-    if options.reviewer:
-        return options.reviewer
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # pragma: no cover - no user database (some containers)
-        return "unknown"
+    return who(by)
 
 
 @contextmanager

@@ -16,6 +16,7 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._annotations.manual import awaiting
 from .._buckets.apply import job_buckets
 from .._buckets.rules import BucketRules
 from .._compare.state import CompareState
@@ -125,6 +126,8 @@ def export_job_html(
     """Write the job's standalone HTML report (see the module docstring)."""
     con, jid = job.con, job.id
     info = job_info(con, jid)
+    if awaiting(con, jid):  # a required manual dimension lacks annotations
+        info = {**info, "status": f"{info.get('status') or 'completed'} · awaiting annotation"}
     summary = noted_summary(con, jid, policy=policy, threshold=threshold)
     states = dict(
         con.execute(

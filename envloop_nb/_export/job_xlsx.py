@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._annotations.manual import annotation_frame, manual_dimensions
 from .._buckets.apply import BucketResult, check_finished, job_buckets
 from .._buckets.rules import EXCLUDED, BucketRules, parse_names
 from .._metrics.passk_views import samples
 from .._metrics.summary import job_summary
+from .._present.cases_html import is_missing
 from .._store.ref import job_info, summarised
 from .._store.sql import ident
 from .cells import (
@@ -213,6 +215,10 @@ def export_xlsx(
         sheet = _write_attempts(job, wb, cells, "Attempts", rules, result, group_all, dims, titles)
         counts.update(sheet.counts)
 
+    # -- Annotations: every human annotation, with who, when and why ---------------
+    if manual_dimensions(job.con, job.id):
+        counts.update(_write_annotations(job, wb, cells, titles).counts)
+
     exported_at = dt.datetime.now(dt.UTC)
     summary_rows = _write_summary(
         job,
@@ -238,6 +244,32 @@ def export_xlsx(
         buckets=tuple(chosen) if chosen is not None else None,
         rules=rules,
     )
+
+
+def _write_annotations(job: JobRef, wb: Any, cells: CellWriter, titles: set[str]) -> Sheet:
+    """Every annotation ever made (current ones marked), oldest first per attempt."""
+    cols = [
+        Column("dimension", 16), Column("task", 28), Column("attempt", 9), Column("label", 14),
+        Column("value", 9), Column("reason", 48, wrap=True), Column("annotator", 16),
+        Column("annotated at (UTC)", 22), Column("state", 24),
+    ]  # fmt: skip
+    sheet = Sheet(wb, "Annotations", cols, cells, titles)
+    frame = annotation_frame(job.con, job.id, history=True)
+    for r in frame.to_dict("records"):
+        replaced = None if is_missing(r["replaced_at"]) else r["replaced_at"]
+        state = "current" if replaced is None else f"replaced {_utc(replaced)}"
+        if replaced is None and is_missing(r["value"]):
+            state = "cleared"
+        sheet.append(
+            [r["name"], r["task"], int(r["attempt"]), plain(r["label"]), plain(r["value"]),
+             plain(r["reason"]), r["annotator"], _utc(r["annotated_at"]), state]
+        )  # fmt: skip
+    sheet.close()
+    return sheet
+
+
+def _utc(value: Any) -> str:
+    return str(value.tz_convert("UTC") if hasattr(value, "tz_convert") else value)[:19]
 
 
 def _write_tasks(

@@ -24,6 +24,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from .._annotations.manual import remirror
 from .._errors import LoadError
 from .._store.schema import JOB_TABLES
 
@@ -148,6 +149,7 @@ def commit_stage(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
     )
     con.execute(f"DROP TABLE {_JOBS_STAGE}")
     con.execute(f"DROP TABLE {_CLAIM}")
+    remirror(con, job_id)  # a reload keeps the job's human annotations
     if id(con) not in _BATCHES:
         con.execute("COMMIT")
 

@@ -21,13 +21,21 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from .._annotations.manual import awaiting
 from .._types import Policy
 from .summary import JobSummary, job_summary
 
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["dimension_names", "has_dimensions", "loaded_at", "noted_summary", "reward_range"]
+__all__ = [
+    "awaiting_note",
+    "dimension_names",
+    "has_dimensions",
+    "loaded_at",
+    "noted_summary",
+    "reward_range",
+]
 
 
 def noted_summary(
@@ -51,7 +59,19 @@ def noted_summary(
         extra = json.loads(row[1]) if isinstance(row[1], str) else row[1]
         harbor = extra.get("harbor") if isinstance(extra, dict) else None
         s = replace(s, note=summary_note(harbor if isinstance(harbor, dict) else None))
+    waiting = awaiting_note(con, job_id)
+    if waiting:
+        s = replace(s, note=waiting if s.note is None else f"{s.note}\n{waiting}")
     return s
+
+
+def awaiting_note(con: duckdb.DuckDBPyConnection, job_id: str) -> str | None:
+    """``"awaiting annotation: correct 37/200 annotated"`` while a required manual
+    dimension lacks annotations, else None."""
+    waiting = awaiting(con, job_id)
+    if not waiting:
+        return None
+    return "awaiting annotation: " + "; ".join(p.describe() for p in waiting)
 
 
 def dimension_names(con: duckdb.DuckDBPyConnection, job_id: str) -> list[str]:

@@ -462,7 +462,8 @@ def dimension_groups(
     meta = _fetch(
         con,
         """SELECT d.name, any_value(m.unit) AS unit, any_value(m.higher_is_better) AS hib
-           FROM (SELECT DISTINCT name FROM dimensions WHERE job_id = $job_id) d
+           FROM (SELECT DISTINCT name FROM dimensions WHERE job_id = $job_id
+                 UNION SELECT name FROM manual_dimensions WHERE job_id = $job_id) d
            LEFT JOIN dimension_meta m ON m.name = d.name AND m.job_id = $job_id
            GROUP BY d.name ORDER BY d.name""",
         {"job_id": job_id},

@@ -8,7 +8,9 @@ attempts per task and when it was created. Each job's numbers are its
 and the job panel never disagree.
 
 Statuses follow the platform: ``pending → running → completed / failed / cancelled``.
-A cancelled job is shown as *terminated*: what it evaluated is kept and usable.
+A cancelled job is shown as *terminated*: what it evaluated is kept and usable. A
+completed job with a required manual dimension some attempt lacks is *awaiting
+annotation* (:mod:`envloop_nb._annotations.manual`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._annotations.manual import awaiting
 from .summary import job_summary
 
 if TYPE_CHECKING:
@@ -32,6 +35,7 @@ STATUS_LABELS = {
     "completed": "completed",
     "failed": "failed",
     "cancelled": "terminated",
+    "awaiting annotation": "awaiting annotation",
 }
 
 
@@ -79,6 +83,8 @@ def job_rows(con: duckdb.DuckDBPyConnection) -> list[JobRow]:
     ).fetchall()
     out = []
     for job_id, name, model, method, status, created, loaded in rows:
+        if status == "completed" and awaiting(con, job_id):
+            status = "awaiting annotation"
         try:
             s = job_summary(con, job_id)
         except ValueError:  # a metrics-only job without per-task counts: no summary here

@@ -11,12 +11,13 @@ light and dark themes.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from .display import format_count, format_metric, format_pct
 
-__all__ = ["CARD_CSS", "coverage_text", "metric_items", "summary_card_html"]
+__all__ = ["CARD_CSS", "card_value", "coverage_text", "metric_items", "summary_card_html"]
 
 
 class _HasToDict(Protocol):
@@ -30,14 +31,14 @@ CARD_CSS = """
 .enb-summary .enb-head{font-size:12px;color:var(--jp-ui-font-color2,#555);margin-bottom:6px}
 .enb-summary .enb-head b{color:var(--jp-ui-font-color1,#222);font-weight:600}
 .enb-cards{display:flex;flex-wrap:wrap;gap:8px;font-family:var(--jp-ui-font-family,system-ui,sans-serif)}
-.enb-card{border:1px solid var(--jp-border-color2,#ddd);border-radius:6px;padding:6px 12px;min-width:96px;
+.enb-card{border:1px solid var(--jp-border-color2,#ddd);border-radius:6px;padding:6px 12px;
+  flex:1 1 120px;min-width:0;max-width:240px;box-sizing:border-box;
   background:var(--jp-layout-color1,#fff);color:var(--jp-ui-font-color1,#222)}
 .enb-card.enb-main{border-color:var(--jp-brand-color1,#1976d2);border-width:1px 1px 1px 4px}
 .enb-card .enb-label{font-size:11px;color:var(--jp-ui-font-color2,#666);text-transform:none}
 .enb-card .enb-value{font-size:22px;font-weight:600;font-variant-numeric:tabular-nums;line-height:1.25}
 .enb-card .enb-sub{font-size:11px;color:var(--jp-ui-font-color2,#666);font-variant-numeric:tabular-nums}
-.enb-bar{height:5px;border-radius:3px;background:var(--jp-layout-color3,#e0e0e0);margin:4px 0 2px;overflow:hidden;
-  min-width:120px}
+.enb-bar{height:5px;border-radius:3px;background:var(--jp-layout-color3,#e0e0e0);margin:4px 0 2px;overflow:hidden}
 .enb-bar>div{height:100%;background:var(--jp-brand-color1,#1976d2)}
 .enb-coverage{font-size:12px;color:var(--jp-ui-font-color2,#555);margin-top:6px;
   font-family:var(--jp-ui-font-family,system-ui,sans-serif)}
@@ -73,6 +74,20 @@ def coverage_text(
     )
 
 
+def card_value(value: float | None) -> str:
+    """A card's big number: a rate always with one decimal (``"96.0%"``, never ``"96%"``
+    beside ``"50.1%"``), other values on their own scale, ``"-"`` when undefined.
+
+    Examples
+    --------
+    >>> card_value(0.9596), card_value(0.959), card_value(0.6), card_value(7.25), card_value(None)
+    ('96.0%', '95.9%', '60.0%', '7.25', '-')
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return format_pct(value, trim=False) if 0.0 <= value <= 1.0 else format_metric(value)
+
+
 def metric_items(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Label/value pairs as the cards show them, with the real k (``to_dict()`` keys)."""
     k = summary["k"]
@@ -104,7 +119,8 @@ def summary_card_html(summary: Mapping[str, Any] | _HasToDict) -> str:
     job_id, k, policy, threshold = d["job_id"], d["k"], d["policy"], d["threshold"]
     total, scored, missing, invalid = d["total"], d["scored"], d["missing"], d["invalid"]
     total_members, complete_members = d["total_members"], d["complete_members"]
-    items = dict(metric_items(d))
+    items = {label: card_value(d[key]) for label, key in
+             (("score", "score"), ("pass", "pass"), (f"pass@{k}", "pass@k"), (f"pass^{k}", "pass^k"))}  # fmt: skip
     text = coverage_text(scored, total, complete_members, total_members)
     coverage = scored / total if total and scored is not None else 0.0
     members = format_count(complete_members, total_members)
@@ -123,7 +139,7 @@ def summary_card_html(summary: Mapping[str, Any] | _HasToDict) -> str:
         ),
         _card(
             "coverage",
-            format_pct(coverage),
+            card_value(coverage),
             f"{members} members complete",
             extra=bar,
         ),

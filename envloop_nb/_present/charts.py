@@ -47,6 +47,8 @@ STATUS_COLORS = ("#4c9f70", "#d0584f", "#a0a0a0", "#4a90c8", "#c9a227", "#7f7f7f
 
 _AXIS_GREY = "#8c8c8c"
 WIDTH = 250
+#: Plot width of the bucket chart: beside the counts table it fits a 900-px panel.
+BUCKET_WIDTH = 320
 HEIGHT = 120
 
 
@@ -347,25 +349,38 @@ def curve_chart(frame: pd.DataFrame, *, title: str = "pass@k and pass^k") -> Any
     return _styled(chart)
 
 
-def bucket_chart(frame: pd.DataFrame, *, title: str = "tasks per bucket") -> Any:
+def bucket_chart(
+    frame: pd.DataFrame, *, title: str = "tasks per bucket", width: int = BUCKET_WIDTH
+) -> Any:
     """Bars of rows per bucket from a frame with ``bucket`` and ``count`` columns.
+
+    The chart is ``width`` pixels wide plus its bucket labels (it fits a 900-px panel
+    beside the counts table), the bars start at zero and the count axis reads
+    ``0``, ``20,000``, ``40,000``... (whole numbers, never ``0k`` for everything).
 
     Examples
     --------
     >>> import pandas as pd
     >>> f = pd.DataFrame({"bucket": ["hard", "easy"], "count": [3, 5]})
-    >>> bucket_chart(f).to_dict()["encoding"]["y"]["sort"]
-    ['hard', 'easy']
+    >>> spec = bucket_chart(f).to_dict()
+    >>> spec["encoding"]["y"]["sort"], spec["width"], spec["encoding"]["x"]["axis"]["format"]
+    (['hard', 'easy'], 320, ',d')
     """
     import altair as alt
 
     order = [str(b) for b in frame["bucket"]]
     chart = (
-        alt.Chart(frame, title=title, width=WIDTH, height=alt.Step(16))
+        alt.Chart(frame, title=title, width=width, height=alt.Step(18))
         .mark_bar(color="#8e6cc0")
         .encode(
-            y=alt.Y("bucket:N", sort=order, title=None),
-            x=alt.X("count:Q", title="rows", axis=alt.Axis(format="~s", tickCount=4)),
+            y=alt.Y("bucket:N", sort=order, title=None, axis=alt.Axis(labelLimit=140)),
+            x=alt.X(
+                "count:Q",
+                title="count",
+                scale=alt.Scale(zero=True, nice=True),
+                # whole counts with separators; tickMinStep keeps small counts integral
+                axis=alt.Axis(format=",d", tickCount=4, tickMinStep=1, labelOverlap=True),
+            ),
             tooltip=["bucket:N", alt.Tooltip("count:Q", format=",")],
         )
     )

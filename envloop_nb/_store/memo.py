@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["CACHE", "CACHE_SIZE", "cached", "clear_cache", "job_row"]
+__all__ = ["CACHE", "CACHE_SIZE", "cached", "clear_cache", "forget_job", "job_row"]
 
 #: Cached results per connection, least recently used first (see :func:`cached`).
 CACHE: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[Any, ...], Any]] = (
@@ -87,3 +87,15 @@ def clear_cache(con: duckdb.DuckDBPyConnection | None = None) -> None:
         CACHE.clear()
     else:
         CACHE.pop(con, None)
+
+
+def forget_job(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
+    """Forget one job's memoized results on ``con`` (its rows changed in place, e.g. an
+    annotation, without a reload)."""
+    try:
+        known = CACHE.get(con)
+    except TypeError:
+        return
+    if known:
+        for stale in [e for e in known if e[0] == job_id]:
+            del known[stale]

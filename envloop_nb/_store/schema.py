@@ -22,7 +22,14 @@ Every table carries ``job_id`` first so that a job is replaced or removed with o
 
 from __future__ import annotations
 
-__all__ = ["EXPERIMENT_TABLES", "JOB_TABLES", "SCHEMA_SQL", "SCHEMA_VERSION", "written_by"]
+__all__ = [
+    "ANNOTATION_TABLES",
+    "EXPERIMENT_TABLES",
+    "JOB_TABLES",
+    "SCHEMA_SQL",
+    "SCHEMA_VERSION",
+    "written_by",
+]
 
 SCHEMA_VERSION = 1
 
@@ -41,6 +48,9 @@ def written_by() -> str:
 JOB_TABLES = (
     "jobs", "tasks", "task_tags", "attempts", "dimensions", "dimension_meta", "task_summaries"
 )  # fmt: skip
+
+# A job's human annotation (kept across reloads of the job; removed with it).
+ANNOTATION_TABLES = ("manual_dimensions", "annotations")
 
 # Tables whose rows belong to one experiment (``experiment_id`` first).
 EXPERIMENT_TABLES = ("experiments", "exp_evaluators", "exp_cases", "exp_results", "exp_corrections")
@@ -155,6 +165,35 @@ CREATE TABLE IF NOT EXISTS dimension_meta (
     unit              VARCHAR,
     higher_is_better  BOOLEAN,
     verifier_version  VARCHAR
+);
+
+-- Human annotation: a manual dimension defined on a job (labels with their values, or a
+-- numeric scale) and every annotation ever made, with who and when; the current one of a
+-- (job, name, task, attempt) has replaced_at NULL, and a NULL value is a cleared one.
+-- They are the user's work: a reload of the job keeps them (not in JOB_TABLES), and the
+-- current values are mirrored into ``dimensions`` so every metric treats them alike.
+CREATE TABLE IF NOT EXISTS manual_dimensions (
+    job_id      VARCHAR NOT NULL,
+    name        VARCHAR NOT NULL,
+    labels      JSON,                    -- [[label, value], ...] in display order, or NULL
+    scale_min   DOUBLE,
+    scale_max   DOUBLE,
+    required    BOOLEAN NOT NULL,
+    created_by  VARCHAR NOT NULL,
+    created_at  TIMESTAMPTZ NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS annotations (
+    job_id        VARCHAR NOT NULL,
+    name          VARCHAR NOT NULL,
+    task          VARCHAR NOT NULL,
+    attempt       INTEGER NOT NULL,
+    label         VARCHAR,
+    value         DOUBLE,
+    reason        VARCHAR,
+    annotator     VARCHAR NOT NULL,
+    annotated_at  TIMESTAMPTZ NOT NULL,
+    replaced_at   TIMESTAMPTZ
 );
 
 CREATE TABLE IF NOT EXISTS datasets (

@@ -125,7 +125,13 @@ class BucketsTab:
                 w.HBox([self.add_button, self.apply_button]),
                 self.error,
                 self.warnings,
-                w.HBox([self.counts, self.chart_box]),
+                # the chart wraps below the counts when both do not fit: never clipped
+                w.HBox(
+                    [self.counts, self.chart_box],
+                    layout=w.Layout(
+                        flex_flow="row wrap", align_items="flex-start", grid_gap="12px"
+                    ),
+                ),
                 w.HTML(f'{PANEL_CSS}<div class="enb-panel"><h4>Export</h4></div>'),
                 w.HBox(
                     [

@@ -105,12 +105,8 @@ class CaseSource:
         self.k = int(
             con.execute("SELECT attempts FROM jobs WHERE job_id = ?", [job_id]).fetchone()[0]  # type: ignore[index]
         )
-        self.dimensions: tuple[str, ...] = tuple(
-            r[0]
-            for r in con.execute(
-                "SELECT DISTINCT name FROM dimensions WHERE job_id = ? ORDER BY name", [job_id]
-            ).fetchall()
-        )
+        self.dimensions: tuple[str, ...] = ()
+        self.reload_dimensions()
         has_composite = con.execute(
             "SELECT count(composite) > 0 FROM attempts WHERE job_id = ?", [job_id]
         ).fetchone()
@@ -122,6 +118,17 @@ class CaseSource:
         ).fetchone()
         #: ChatML inputs: the input column is ``messages`` (the whole conversation).
         self.has_chat = bool(has_chat and has_chat[0])
+
+    def reload_dimensions(self) -> None:
+        """Read the job's dimension names again (a manual dimension was added)."""
+        self.dimensions = tuple(
+            r[0]
+            for r in self.con.execute(
+                """SELECT name FROM dimensions WHERE job_id = $j
+                   UNION SELECT name FROM manual_dimensions WHERE job_id = $j ORDER BY name""",
+                {"j": self.job_id},
+            ).fetchall()
+        )
 
     def close(self) -> None:
         """Drop this source's temp tables (they also vanish with the connection)."""

@@ -15,9 +15,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from .._annotations.manual import define, manual_dimensions
 from .._metrics.facts import reward_range
-from .._present.cases_html import attempt_detail_html, task_detail_html
+from .._present.cases_html import attempt_detail_html, error_box, ok_box, task_detail_html
 from .._types import Policy
+from .annotate import QuickAnnotation, parse_manual_spec
 from .cases_detail import attempt_detail, task_detail
 from .cases_query import CasePage, CaseQuery, CaseSource, page_html
 from .state import Guard
@@ -129,6 +131,7 @@ class CasesTab:
         self._stale = False
         self.selected: int | None = None
         self._quiet = False
+        self._build_annotation_controls()
         self._set_sort_options()
         self.refresh()
         for control in (self.status, self.subset, self.bucket, self.value_range, self.search,
@@ -152,11 +155,116 @@ class CasesTab:
              self.page_number, self.next_page, self.last_page, self.page_label],
             layout=w.Layout(align_items="center", flex_flow="row wrap"),
         )  # fmt: skip
-        self.widget = w.VBox(
-            [w.HBox([self.view, self.text], layout=w.Layout(flex_flow="row wrap")), filters,
-             filters2, paging, self.error, self.table, self.row, self.detail, self.task_attempt,
+        self.normal_box = w.VBox(
+            [paging, self.error, self.table, self.row, self.detail, self.task_attempt,
              self.attempt_detail]
         )  # fmt: skip
+        self.widget = w.VBox(
+            [w.HBox([self.view, self.text], layout=w.Layout(flex_flow="row wrap")),
+             self.annotation_bar, self.manual_form, filters, filters2, self.normal_box,
+             self.quick_box]
+        )  # fmt: skip
+
+    # -- human annotation ----------------------------------------------------------
+    def _build_annotation_controls(self) -> None:
+        """Mode switch (normal / quick annotation), the manual dimension to annotate, and
+        a small form to add a manual dimension."""
+        import ipywidgets as w
+
+        self.mode = w.ToggleButtons(
+            options=[("normal", "normal"), ("quick annotation", "quick")], value="normal",
+            tooltips=["rows, filters and details", "one case at a time, keyboard only"],
+        )  # fmt: skip
+        self.mode.style.button_width = "130px"
+        self.manual = w.Dropdown(description="dimension", layout=w.Layout(width="240px"))
+        self.manual_toggle = w.ToggleButton(
+            value=False, description="manual dimension", icon="plus",
+            layout=w.Layout(width="160px"),
+        )  # fmt: skip
+        self.manual_name = w.Text(placeholder="name, e.g. correct", layout=w.Layout(width="180px"))
+        self.manual_labels = w.Text(
+            placeholder="labels: correct=1, partly=0.5, wrong=0  — or a scale: 1-5",
+            layout=w.Layout(width="420px"),
+        )
+        self.manual_required = w.Checkbox(value=True, description="required", indent=False,
+                                          layout=w.Layout(width="auto"))  # fmt: skip
+        self.manual_add = w.Button(description="add", button_style="primary",
+                                   layout=w.Layout(width="70px"))  # fmt: skip
+        self.manual_message = w.HTML()
+        self.manual_form = w.HBox(
+            [self.manual_name, self.manual_labels, self.manual_required, self.manual_add,
+             self.manual_message],
+            layout=w.Layout(display="none", align_items="center", flex_flow="row wrap"),
+        )  # fmt: skip
+        self.annotation_bar = w.HBox(
+            [self.mode, self.manual, self.manual_toggle],
+            layout=w.Layout(align_items="center", flex_flow="row wrap"),
+        )
+        self.quick_box = w.VBox([], layout=w.Layout(display="none"))
+        self.quick: QuickAnnotation | None = None
+        self._set_manual_options()
+        self.mode.observe(lambda _: self._on_mode(), names="value")
+        self.manual.observe(lambda _: self._on_mode(), names="value")
+        self.manual_toggle.observe(
+            lambda _: setattr(self.manual_form.layout, "display",
+                              None if self.manual_toggle.value else "none"),
+            names="value",
+        )  # fmt: skip
+        self.manual_add.on_click(lambda _: self.add_manual_dimension())
+
+    def _set_manual_options(self) -> None:
+        names = [d.name for d in manual_dimensions(self.state.con, self.state.job_id)]
+        with self._quietly():
+            self.manual.options = names
+            self.manual.value = names[0] if names else None
+            self.manual.disabled = not names
+            self.mode.disabled = not names
+        self.mode.tooltips = (
+            ["rows, filters and details", "one case at a time, keyboard only"]
+            if names else ["", "add a manual dimension first (＋ manual dimension)"]
+        )  # fmt: skip
+
+    def add_manual_dimension(self) -> None:
+        """Add the manual dimension the form describes (refused: says why, nothing added)."""
+        name = self.manual_name.value.strip()
+        text = self.manual_labels.value.strip()
+        try:
+            labels, scale = parse_manual_spec(text)
+            define(
+                self.state.con, self.state.job_id, name, labels=labels, scale=scale,
+                required=bool(self.manual_required.value),
+            )  # fmt: skip
+        except (ValueError, TypeError) as e:
+            self.manual_message.value = error_box(str(e))
+            return
+        self.manual_message.value = ok_box(f"added {name!r}")
+        self.source.reload_dimensions()
+        self._set_sort_options()
+        self.refresh()
+        self._set_manual_options()
+        with self._quietly():
+            self.manual.value = name
+
+    def _on_mode(self) -> None:
+        if self._quiet:
+            return
+        quick = self.mode.value == "quick"
+
+        def switch() -> None:
+            if quick:
+                self.quick = QuickAnnotation(
+                    self.state.con, self.state.job_id, self.source, self.query,
+                    name=self.manual.value,
+                )  # fmt: skip
+                self.quick_box.children = (self.quick.widget,)
+            else:
+                self.quick = None
+                self.quick_box.children = ()
+                self.refresh()  # the rows show the new annotations
+            self.quick_box.layout.display = None if quick else "none"
+            self.normal_box.layout.display = "none" if quick else None
+
+        self.guard.run(switch)
 
     @contextmanager
     def _quietly(self) -> Iterator[None]:

@@ -13,6 +13,7 @@ import html
 import math
 from typing import TYPE_CHECKING, Any
 
+from .._annotations.manual import awaiting
 from .._metrics.consumption import consumption_rows
 from .._metrics.facts import dimension_names, has_dimensions, loaded_at, noted_summary
 from .._metrics.inference import inference_config
@@ -123,6 +124,8 @@ class OverviewTab:
         self.charts["status"] = _charts.status_chart(status)
         self.chart_widgets: dict[str, Any] = {}
         info = job_info(con, job_id)
+        if awaiting(con, job_id):  # a required manual dimension lacks annotations
+            info = {**info, "status": f"{info.get('status') or 'completed'} · awaiting annotation"}
         config = inference_config(con, job_id, inputs=False)
         self.facts.value = facts_html(
             info,

@@ -13,14 +13,21 @@ Every control and every result is an attribute, so tests drive a panel from Pyth
 ``panel.cases.next_page.click()``, ``panel.buckets.apply_button.click()``, then read
 ``panel.overview.summary``, ``panel.cases.page.frame``, ``panel.buckets.last_export``.
 An error in a callback shows a readable box in the panel and leaves the rest as it was.
+
+The tabs are built lazily and in order (Overview, Cases, Buckets): shown in a notebook,
+the panel first displays its frame (title and a progress line), then builds the tabs
+into it, so the browser sees the panel at once and the progress as it goes (widget
+updates reach the front end while the cell runs); read from Python, a tab is built on
+first access (``panel.cases`` builds the Overview and the Cases tab).
 """
 
 from __future__ import annotations
 
+import html
 from typing import TYPE_CHECKING, Any
 
-from .._present.panel_html import summarised_note_html
-from .._store.ref import summarised
+from .._present.panel_html import PANEL_CSS, summarised_note_html
+from .._store.ref import job_info, summarised
 from .._types import Policy
 from .buckets_tab import BucketsTab
 from .cases_tab import CasesTab
@@ -30,22 +37,32 @@ from .state import PanelState, widget_bundle
 if TYPE_CHECKING:
     from .._store.ref import JobRef
 
-__all__ = ["JobPanel", "job_panel", "panel"]
+__all__ = ["BUILD_STEPS", "JobPanel", "job_panel", "panel"]
 
 TAB_TITLES = ("Overview", "Cases", "Buckets & export")
 #: Position of the Cases tab: hidden, it re-queries only when shown.
 CASES_TAB = 1
+#: What the progress line says while each tab is computed, in build order.
+BUILD_STEPS = ("computing the overview…", "listing the cases…", "preparing buckets & export…")
 
 
 class JobPanel:
     """The panel of one job: an ipywidgets ``Tab`` with Overview, Cases, Buckets & export.
 
+    Nothing is computed when the panel is made. Shown in a notebook, it displays its
+    ``frame`` at once (the job's title and a progress line) and then computes the tabs
+    one after another, filling the frame as they are ready. From Python, a tab is built
+    the first time it is read (``panel.cases`` builds the Overview and the Cases tab).
+
     Attributes
     ----------
     overview, cases, buckets
-        The tabs; each exposes its controls and results as attributes.
+        The tabs; each exposes its controls and results as attributes (built on first read).
     widget
-        The ``ipywidgets.Tab`` shown in the notebook.
+        The ``ipywidgets.Tab`` with the three tabs (reading it builds them all).
+    frame
+        What the notebook shows: the title, the progress line while the tabs are
+        computed (``progress``, ``progress_label``), then the ``Tab``.
     """
 
     def __init__(
@@ -61,29 +78,138 @@ class JobPanel:
         self.job = job
         self.initial_policy = policy
         self.initial_threshold = threshold
+        self.page_size = page_size
         self.state = PanelState(job, policy=policy, threshold=threshold)
-        self.overview = OverviewTab(self.state)
-        self.cases = CasesTab(self.state, page_size=page_size)
-        self.buckets = BucketsTab(self.state)
-        cases: Any = self.cases.widget
-        reduced = summarised(job.con, job.id)
-        if reduced is not None:  # no attempt here to list: say where they are
-            cases = w.HTML(summarised_note_html(str(reduced.get("where") or reduced.get("engine"))))
-        self.widget = w.Tab(
-            children=[self.overview.widget, cases, self.buckets.widget],
-            titles=list(TAB_TITLES),
+        self._overview: OverviewTab | None = None
+        self._cases: CasesTab | None = None
+        self._buckets: BucketsTab | None = None
+        self._built = 0  # how many of the tabs (in BUILD_STEPS order) exist
+        # a note per tab until it is built (then the tab's own widget takes its place)
+        self._tab = w.Tab(
+            children=[w.HTML(self._note(step)) for step in BUILD_STEPS], titles=list(TAB_TITLES)
         )
-        self.widget.add_class("enb-job-panel")
-        self.widget.observe(self._on_tab, names="selected_index")
+        self._tab.add_class("enb-job-panel")
+        self._tab.layout.display = "none"  # shown once the Overview is there
+        self._tab.observe(self._on_tab, names="selected_index")
+        info = job_info(job.con, job.id)  # one row: a missing job fails here, at once
+        what = [str(info.get("model") or "")]
+        if info.get("dataset_name"):
+            what.append(f"{info['dataset_name']}@{info.get('dataset_version') or '-'}")
+        what += [f"k = {info.get('attempts')}", str(info.get("status") or "")]
+        self.title = w.HTML(
+            f'{PANEL_CSS}<div class="enb-panel"><b>{html.escape(job.id)}</b> '
+            f'<span class="enb-dim">· {html.escape(" · ".join(t for t in what if t))}</span></div>'
+        )
+        self.progress = w.IntProgress(
+            value=0, min=0, max=len(BUILD_STEPS), bar_style="info", layout=w.Layout(width="220px")
+        )
+        self.progress_label = w.HTML(self._note(BUILD_STEPS[0]))
+        self.progress_box = w.HBox(
+            [self.progress, self.progress_label], layout=w.Layout(align_items="center")
+        )
+        self.frame = w.VBox([self.title, self.progress_box, self._tab])
+        self.frame.add_class("enb-job-frame")
         self.state.on_metric(self._policy_changed)
-        self.state.on_buckets(self.cases.use_buckets)
-
         self._follower: Any = None
 
+    # -- building the tabs -----------------------------------------------------------
+    @property
+    def built(self) -> bool:
+        """True once every tab is built."""
+        return self._built == len(BUILD_STEPS)
+
+    def build(self, upto: int = len(BUILD_STEPS)) -> JobPanel:
+        """Build the first ``upto`` tabs not built yet (all by default), moving the
+        progress line along; an error is shown in the frame and raised."""
+        while self._built < min(upto, len(BUILD_STEPS)):
+            step = self._built
+            self.progress.value, self.progress.bar_style = step, "info"
+            self.progress_label.value = self._note(BUILD_STEPS[step])
+            try:
+                self._build_step(step)
+            except Exception as exc:
+                from .state import describe_error
+
+                self.progress.bar_style = "danger"
+                self.progress_label.value = self._note(
+                    f"could not build the {TAB_TITLES[step]} tab: {describe_error(exc)}"
+                )
+                raise
+            self._built = step + 1
+            self.progress.value = self._built
+            if step == 0:
+                self._tab.layout.display = None
+        if self.built:
+            self.progress_box.layout.display = "none"
+        else:
+            self.progress_label.value = self._note(BUILD_STEPS[self._built])
+        return self
+
+    @staticmethod
+    def _note(text: str) -> str:
+        return f'{PANEL_CSS}<div class="enb-panel enb-dim">{html.escape(text)}</div>'
+
+    def _build_step(self, step: int) -> None:
+        import ipywidgets as w
+
+        if step == 0:
+            self._overview = OverviewTab(self.state)
+            self._put(0, self._overview.widget)
+        elif step == 1:
+            self._cases = CasesTab(self.state, page_size=self.page_size)
+            self.state.on_buckets(self._cases.use_buckets)
+            widget: Any = self._cases.widget
+            job = self.job
+            reduced = summarised(job.con, job.id)
+            if reduced is not None:  # no attempt here to list: say where they are
+                where = str(reduced.get("where") or reduced.get("engine"))
+                widget = w.HTML(summarised_note_html(where))
+            self._put(1, widget)
+        else:
+            self._buckets = BucketsTab(self.state)
+            self._put(2, self._buckets.widget)
+
+    def _put(self, index: int, widget: Any) -> None:
+        """Show ``widget`` as tab ``index`` (same number of children: titles stay)."""
+        children = list(self._tab.children)
+        placeholder, children[index] = children[index], widget
+        self._tab.children = children
+        placeholder.close()
+
+    @property
+    def overview(self) -> OverviewTab:
+        """The Overview tab (built on first read)."""
+        self.build(1)
+        assert self._overview is not None
+        return self._overview
+
+    @property
+    def cases(self) -> CasesTab:
+        """The Cases tab (built on first read, after the Overview)."""
+        self.build(2)
+        assert self._cases is not None
+        return self._cases
+
+    @property
+    def buckets(self) -> BucketsTab:
+        """The Buckets & export tab (built on first read, after the other two)."""
+        self.build(3)
+        assert self._buckets is not None
+        return self._buckets
+
+    @property
+    def widget(self) -> Any:
+        """The ``ipywidgets.Tab`` of the panel, every tab built."""
+        self.build()
+        return self._tab
+
+    # -- updates ---------------------------------------------------------------------
     def refresh(self) -> None:
         """Recompute every tab from the workspace (after the job was reloaded)."""
-        self.overview.guard.run(self.overview._recompute)
-        self.cases.refresh()
+        if self._overview is not None:
+            self._overview.guard.run(self._overview._recompute)
+        if self._cases is not None:
+            self._cases.refresh()
 
     def follow(self, *, interval: float = 1.0) -> JobPanel:
         """Redraw whenever the job is reloaded (``ws.watch`` on its export does that as
@@ -105,13 +231,17 @@ class JobPanel:
     def close(self) -> None:
         """Close the widgets and drop the panel's temp tables from the workspace."""
         self.unfollow()
-        self.cases.source.close()
-        self.widget.close()
+        if self._cases is not None:
+            self._cases.source.close()
+        self._tab.close()
+        self.frame.close()
 
     def _policy_changed(self, state: PanelState) -> None:
+        if self._cases is None:  # not built yet: it starts from the state's policy
+            return
         # a hidden Cases tab catches up when it is shown (see _on_tab)
-        hidden = self.widget.selected_index != CASES_TAB
-        self.cases.policy_changed(state.policy, state.threshold, defer=hidden)
+        hidden = self._tab.selected_index != CASES_TAB
+        self._cases.policy_changed(state.policy, state.threshold, defer=hidden)
 
     def _on_tab(self, change: Any) -> None:
         if change["new"] == CASES_TAB and self.cases._stale:
@@ -120,8 +250,17 @@ class JobPanel:
     def __repr__(self) -> str:
         return f"<JobPanel {self.job.id}: {' · '.join(TAB_TITLES)}>"
 
+    def _ipython_display_(self) -> None:
+        """Show the frame first, then compute the tabs into it (the notebook sees the
+        title and the progress line while the Overview is computed)."""
+        from IPython.display import display
+
+        display(widget_bundle(self.frame, repr(self)), raw=True)  # type: ignore[no-untyped-call]
+        self.build()
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return widget_bundle(self.widget, repr(self), **kwargs)
+        self.build()
+        return widget_bundle(self.frame, repr(self), **kwargs)
 
 
 def job_panel(

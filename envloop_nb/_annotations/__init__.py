@@ -1,0 +1,1 @@
+"""Human annotation of a job's attempts (manual dimensions; see :mod:`.manual`)."""

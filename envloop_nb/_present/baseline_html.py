@@ -1,0 +1,284 @@
+"""HTML of a baseline report (one model on several benchmarks): pure renderers.
+
+Plain dicts and small frames in (``report.overview()``, ``report.table()``,
+``report.drilldown()``, a comparison's combined table and words), escaped HTML out;
+the panel and the standalone report show the same HTML.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .display import format_metric
+from .panel_html import PANEL_CSS, rows_table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "combined_html",
+    "drilldown_chart",
+    "drilldown_html",
+    "overview_html",
+    "radar",
+    "radar_groups",
+    "report_table_html",
+    "words_html",
+]
+
+_MARK = "color:var(--jp-error-color1,#c62828);font-weight:600"
+#: A long cell (a job id) wraps instead of widening the table.
+_WRAP = "white-space:normal;word-break:break-all;max-width:230px;font-size:11px"
+_LEFT = "text-align:left;white-space:normal"
+#: Text cells left, numbers right (JupyterLab right-aligns every output table cell).
+_CSS = (
+    PANEL_CSS + "<style>.enb-panel.enb-bl td,.enb-panel.enb-bl th{text-align:left}"
+    ".enb-panel.enb-bl td.num,.enb-panel.enb-bl th.num{text-align:right}</style>"
+)
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and v != v) or str(v) == "<NA>"
+
+
+def _num(v: Any) -> str:
+    return "-" if _missing(v) else f"{int(v):,}"
+
+
+def _metric(v: Any) -> str:
+    return "-" if _missing(v) else format_metric(float(v))
+
+
+def overview_html(info: Mapping[str, Any], *, heading: bool = True) -> str:
+    """The report's facts: model, method, created / updated, progress, benchmarks and
+    their generation parameters (escaped).
+
+    Examples
+    --------
+    >>> out = overview_html({"name": "m <1>", "model": "m", "method": "lm-eval",
+    ...     "created": "2026-01-01 00:00:00", "updated": "-", "progress": "5/6 attempts scored",
+    ...     "status": "completed", "benchmarks": ["a", "b"], "inference": {"a": {"t": "0"}}})
+    >>> "m &lt;1&gt;" in out and "a, b" in out and "t=0" in out
+    True
+    """
+    params = info.get("inference") or {}
+    shown = {b: ", ".join(f"{k}={v}" for k, v in list(p.items())[:6]) for b, p in params.items()}
+    distinct = set(shown.values())
+    if not any(shown.values()):
+        inference = "not recorded by the sources"
+    elif len(distinct) == 1:
+        inference = next(iter(distinct)) + " (every benchmark)"
+    else:
+        inference = " · ".join(f"{b}: {t or '-'}" for b, t in shown.items())
+    rows = [
+        ("report", info.get("name")),
+        ("model", info.get("model") or "-"),
+        ("method", info.get("method")),
+        ("inference config", inference),
+        ("created", info.get("created")),
+        ("updated", info.get("updated")),
+        ("status", info.get("status")),
+        ("progress", info.get("progress")),
+        ("benchmarks", f"{len(info.get('benchmarks') or [])}: "
+                       + ", ".join(info.get("benchmarks") or [])),
+    ]  # fmt: skip
+    body = "".join(
+        f'<tr><td style="{_LEFT}">{html.escape(k)}</td>'
+        f'<td style="{_LEFT}">{html.escape(str(v))}</td></tr>'
+        for k, v in rows
+    )
+    return (
+        f'{_CSS}<div class="enb-panel enb-bl">{"<h4>Overview</h4>" if heading else ""}'
+        f'<table class="enb-facts">{body}</table></div>'
+    )
+
+
+def report_table_html(frame: Any, *, heading: bool = True) -> str:
+    """The per-benchmark table: samples completed / total, score, pass@k, coverage, bad
+    cases (escaped); a split benchmark's job cell names its subset.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame([{"benchmark": "b", "job_id": "j", "status": "completed", "k": 2,
+    ...     "samples": "2/3", "score": 0.6, "pass@k": 1.0, "pass^k": 0.5,
+    ...     "coverage": "5/6 scored, 1 missing", "bad_cases": 0, "bad_below": 0.5}])
+    >>> out = report_table_html(t)
+    >>> "60%" in out and "2/3" in out and "below 0.5" in out
+    True
+    """
+    header = ["benchmark", "job", "status", "k", "completed/total", "score", "pass@k",
+              "pass^k", "coverage", "bad cases"]  # fmt: skip
+    numeric = {3, 4, 5, 6, 7, 9}
+    head = "".join(
+        f'<th class="{"num" if i in numeric else ""}">{html.escape(h)}</th>'
+        for i, h in enumerate(header)
+    )
+    body = []
+    for r in frame.to_dict("records"):
+        sub = r.get("subset")
+        job = str(r["job_id"]) + ("" if _missing(sub) else f" · subset {sub}")
+        cells = [str(r["benchmark"]), job, str(r["status"]), str(r["k"]),
+                 str(r["samples"]), _metric(r["score"]), _metric(r["pass@k"]),
+                 _metric(r["pass^k"]), str(r["coverage"]), _num(r["bad_cases"])]  # fmt: skip
+        tds = [
+            f'<td class="{"num" if i in numeric else ""}"'
+            + (f' style="{_WRAP}"' if i == 1 else "")
+            + f">{html.escape(c)}</td>"
+            for i, c in enumerate(cells)
+        ]
+        body.append(f"<tr>{''.join(tds)}</tr>")
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    bad = frame["bad_below"].iloc[0] if len(frame) else None
+    note = "" if _missing(bad) else f"bad case: a task scoring below {bad:g}; "
+    note += "completed: tasks with all k attempts scored; pass@k at each benchmark's own k"
+    return (
+        f'{_CSS}<div class="enb-panel enb-bl">{"<h4>Score per benchmark</h4>" if heading else ""}'
+        f'<div style="overflow-x:auto">{table}</div><div class="enb-dim">{html.escape(note)}</div></div>'
+    )
+
+
+def drilldown_html(frame: Any, *, benchmark: str, by: str, heading: bool = True) -> str:
+    """One benchmark's drill-down table: value, score, samples, coverage, bad cases.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> f = pd.DataFrame([{"value": "math", "score": 0.5, "samples": "1/1",
+    ...     "coverage": "2/2 scored", "pass@k": 1.0, "bad_cases": 0}])
+    >>> "math" in drilldown_html(f, benchmark="b", by="subset")
+    True
+    """
+    what = by.removeprefix("tag:")
+    rows = [
+        [str(r["value"]), _metric(r["score"]), str(r["samples"]), str(r["coverage"]),
+         _metric(r["pass@k"]), _num(r["bad_cases"])]
+        for r in frame.to_dict("records")
+    ]  # fmt: skip
+    header = [what, "score", "completed/total", "coverage", "pass@k", "bad cases"]
+    return (
+        f'{_CSS}<div class="enb-panel enb-bl">'
+        + (f"<h4>{html.escape(benchmark)} by {html.escape(what)}</h4>" if heading else "")
+        + f"{rows_table(header, rows, {1, 2, 4, 5})}</div>"
+    )
+
+
+def combined_html(frame: Any, names: Sequence[str], colors: Sequence[str]) -> str:
+    """Benchmark x report scores, best per row in bold, coverage under each value, and a
+    red mark on rows not run by every report or not the same frozen work.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> f = pd.DataFrame([{"benchmark": "x", "A": 0.5, "A coverage": "2/2 scored",
+    ...     "B": None, "B coverage": "not run", "best": None, "mark": "not run by B"}])
+    >>> out = combined_html(f, ["A", "B"], ["#111", "#222"])
+    >>> "not run by B" in out and "50%" in out
+    True
+    """
+    head = "".join(
+        f'<th class="num"><span style="color:{c}">■</span> {html.escape(n)}</th>'
+        for n, c in zip(names, colors, strict=False)
+    )
+    body = []
+    for r in frame.to_dict("records"):
+        best = set(str(r.get("best") or "").split(", "))
+        cells = []
+        for n in names:
+            weight = "font-weight:700" if n in best else ""
+            cells.append(
+                f'<td class="num"><span style="{weight}">{_metric(r[n])}</span><br>'
+                f'<small class="enb-dim">{html.escape(str(r[f"{n} coverage"]))}</small></td>'
+            )
+        mark = str(r.get("mark") or "")
+        body.append(
+            f"<tr><td>{html.escape(str(r['benchmark']))}</td>{''.join(cells)}"
+            f'<td style="{_MARK};white-space:normal">{html.escape(mark)}</td></tr>'
+        )
+    return (
+        f'{_CSS}<div class="enb-panel enb-bl"><table><thead><tr><th>benchmark</th>{head}'
+        f"<th>mark</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
+        '<div class="enb-dim">best per row in bold · coverage under each value</div></div>'
+    )
+
+
+def words_html(lines: Sequence[str], sentences: Sequence[str] = ()) -> str:
+    """Strengths and weaknesses in words: one paragraph per report, then each gap's
+    sentence with its interval (escaped).
+
+    Examples
+    --------
+    >>> "&lt;b&gt;" in words_html(["<b>: best on x"])
+    True
+    """
+    paras = "".join(f"<p style='margin:3px 0'>{html.escape(t)}</p>" for t in lines)
+    detail = "".join(f"<li>{html.escape(t)}</li>" for t in sentences)
+    more = f'<ul class="enb-dim" style="margin:4px 0">{detail}</ul>' if detail else ""
+    return (
+        f'{_CSS}<div class="enb-panel enb-bl" style="white-space:normal">'
+        f"<h4>Strengths and weaknesses</h4>{paras}{more}</div>"
+    )
+
+
+# -- charts (altair specs) ------------------------------------------------------------
+def radar_groups(table: pd.DataFrame, series: str) -> pd.DataFrame:
+    """The radar's long frame from a report table: ``job`` (the series), ``group`` (the
+    benchmark), ``value`` (its score), ``percent``, ``coverage``."""
+    import pandas as pd
+
+    values = [None if v is pd.NA else float(v) for v in table["score"]]
+    return pd.DataFrame(
+        {
+            "job": series,
+            "group": table["benchmark"].astype(str),
+            "value": pd.array(values, dtype="Float64"),
+            "percent": [v is None or 0 <= v <= 1 for v in values],
+            "coverage": table["coverage"].astype(str),
+        }
+    )
+
+
+def radar(table: pd.DataFrame, series: str, *, title: str = "score by benchmark") -> Any:
+    """Radar chart of one report's score per benchmark (an altair chart)."""
+    from .compare_charts import radar_chart
+
+    return radar_chart(
+        radar_groups(table, series),
+        [series],
+        title=title,
+        empty="no benchmark has a scored attempt",
+    )
+
+
+def drilldown_chart(frame: pd.DataFrame, *, benchmark: str, by: str) -> Any:
+    """Bars of a drill-down's score per value (``_present.charts.bar_chart``)."""
+    import pandas as pd
+
+    from .charts import bar_chart
+    from .compare_charts import empty_chart
+
+    what = by.removeprefix("tag:")
+    title = f"{benchmark}: score by {what}"
+    data = frame[frame["score"].notna()]
+    if data.empty:
+        return empty_chart(title, message=f"no scored attempt by {what}")
+    scores = data["score"].astype(float)
+    percent = bool(((scores >= 0) & (scores <= 1)).all())
+    plot = pd.DataFrame(
+        {
+            what: data["value"].astype(str),
+            "score": scores,
+            "samples": data["samples"],
+            "bad cases": data["bad_cases"].astype(str),
+        }
+    )
+    return bar_chart(
+        plot,
+        category=what,
+        value="score",
+        title=title,
+        percent=percent,
+        extra_tooltip=("samples", "bad cases"),
+    )
