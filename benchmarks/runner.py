@@ -136,6 +136,10 @@ def _setup(
         from . import bench_spark
 
         return bench_spark.setup(name, s, WS_DIR)
+    if name.startswith("scale_"):  # stage 8: workspace panel of 50 jobs, HTML report
+        from . import bench_scale
+
+        return bench_scale.setup(name, s, WS_DIR)
     if name == "ingest_jsonl":
         ensure(s, ("jsonl",))
         ws = _fresh_ws(s, "jsonl")
@@ -456,6 +460,7 @@ def run(
     inspect_df_repeats: int = 1,
     spark_sizes: tuple[str, ...] = ("10M",),
     spark_repeats: int = 1,
+    scale_sizes: tuple[str, ...] = ("1M",),
     out: Path = HERE / "RESULTS.md",
     merge: bool = False,
 ) -> dict[str, Any]:
@@ -612,6 +617,20 @@ def run(
             report["checks"].extend(bench_spark.check(size, by_stage))
             for r in by_stage.values():
                 add(r)
+    # -- stage 8: a 1M-attempt job among 50: workspace panel, HTML report ---------------
+    if "8" in stages:
+        from . import bench_scale
+
+        for size in scale_sizes:
+            s = shape(size)
+            built = bench_scale.ensure_workspace(s, WS_DIR)
+            by_stage = {}
+            for name in bench_scale.STAGES:
+                by_stage[name] = r = measure(name, size, repeats, timeout=1800)
+                r["workspace"] = built
+            report["checks"].extend(bench_scale.check(s, by_stage))
+            for r in by_stage.values():
+                add(r)
     # -- stage 1b: the other ingests -----------------------------------------------------
     if "1" in stages:
         for size in sizes:
@@ -660,6 +679,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--inspect-df-repeats", type=int, default=1, help="samples_df runs")
     parser.add_argument("--spark-sizes", default="10M", help="stage 7 sizes")
     parser.add_argument("--spark-repeats", type=int, default=1, help="stage 7 runs per stage")
+    parser.add_argument(
+        "--scale-sizes", default="1M", help="stage 8: the big job among 50 (panel, HTML)"
+    )
     parser.add_argument("--stages", default="1,2,3,4,5")
     parser.add_argument(
         "--quick",
@@ -673,6 +695,7 @@ def main(argv: list[str]) -> None:
         args.xlsx_sizes, args.panel_size, args.dataset_sizes = "10k,100k", "100k", "10kt"
         args.inspect_sizes = "1kx5"
         args.spark_sizes = "100k"
+        args.scale_sizes = "100k"
         if args.out == str(HERE / "RESULTS.md"):  # keep the committed results
             args.out = str(DATA / "RESULTS-quick.md")
     report = run(
@@ -688,6 +711,7 @@ def main(argv: list[str]) -> None:
         inspect_df_repeats=args.inspect_df_repeats,
         spark_sizes=tuple(x for x in args.spark_sizes.split(",") if x),
         spark_repeats=args.spark_repeats,
+        scale_sizes=tuple(x for x in args.scale_sizes.split(",") if x),
         out=Path(args.out),
         merge=args.merge,
     )

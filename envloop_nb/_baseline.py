@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from ._comparison import JobSource
     from ._export.html_report import HtmlReport
+    from ._ui.baseline_compare_panel import BaselineComparePanel
     from ._ui.baseline_panel import BaselinePanel
 
 __all__ = ["BaselineComparison", "BaselineReport", "baseline_report"]
@@ -169,12 +170,26 @@ class BaselineReport:
         return chart
 
     # -- views, export, comparison -----------------------------------------------------
-    def panel(self, *, page_size: int = 20) -> BaselinePanel:
+    def panel(
+        self, *, page_size: int = 20, compare_with: Sequence[BaselineReport] | None = None
+    ) -> BaselinePanel:
         """The interactive panel: Overview (facts, radar, table) and Score details
         (benchmark and drill-down → bars and a table; each row's **view** opens the
-        benchmark's job panel on its Cases tab; a split benchmark's, filtered to its subset)."""
+        benchmark's job panel on its Cases tab; a split benchmark's, filtered to its subset).
+
+        ``compare_with`` (up to four other reports) adds a third tab, **Comparison**:
+        ``self.compare(*compare_with).panel()``'s radar, combined table, strengths and
+        weaknesses, and comparability."""
         from ._ui.baseline_panel import BaselinePanel
 
+        if isinstance(compare_with, BaselineReport) or (
+            compare_with is not None and not isinstance(compare_with, Sequence)
+        ):
+            raise TypeError(
+                f"compare_with takes a list of baseline reports, got {compare_with!r}: "
+                "report.panel(compare_with=[other])"
+            )
+        cmp = self.compare(*compare_with) if compare_with else None
         return BaselinePanel(
             self.workspace.con,
             self.items,
@@ -183,6 +198,7 @@ class BaselineReport:
             open_job=lambda jid: self.workspace.job(jid).panel(
                 policy=self.policy, threshold=self.threshold, page_size=page_size
             ),
+            compare=None if cmp is None else cmp.state,
             **self._opts(),
         )
 
@@ -309,6 +325,31 @@ class BaselineComparison:
     def words(self) -> list[str]:
         """One paragraph per report: where it leads, trails, is within noise, did not run."""
         return _multi.words(self.state)
+
+    def panel(self) -> BaselineComparePanel:
+        """The interactive panel: the reports compared, the radar, the combined table
+        (marks in red), strengths and weaknesses in words, and the comparability."""
+        from ._ui.baseline_compare_panel import BaselineComparePanel
+
+        return BaselineComparePanel(self.state)
+
+    def export_html(self, path: str | Path) -> HtmlReport:
+        """Write a standalone HTML report: the reports, the combined table, the radar,
+        strengths and weaknesses, comparability (no Jupyter or network needed to read it).
+
+        Examples
+        --------
+        >>> import tempfile, envloop_nb as enb
+        >>> ws = enb.open()
+        >>> a = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> b = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", job_id="b")
+        >>> cmp = ws.baseline_report([a], name="A").compare(ws.baseline_report([b], name="B"))
+        >>> cmp.export_html(tempfile.mkdtemp() + "/c.html").charts
+        1
+        """
+        from ._export.baseline_html import export_baseline_compare_html
+
+        return export_baseline_compare_html(self.state, path)
 
     def _repr_html_(self) -> str:
         from ._present.baseline_html import combined_html, words_html

@@ -24,6 +24,7 @@ from ._store.schema import (
     JOB_TABLES,
     SCHEMA_SQL,
     SCHEMA_VERSION,
+    missing_tables_sql,
     written_by,
 )
 from ._types import FrameKind, Policy
@@ -70,7 +71,11 @@ class Workspace:
         self.session = Session()  # notebook evaluators, listeners, watchers (in memory)
         con.execute("SET TimeZone = 'UTC'")
         _check_schema_version(con, path)  # before anything is written to the file
-        if not read_only:  # a read-only file already has its schema
+        if read_only:  # tables newer than the file: empty, for this session only
+            have = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+            for statement in missing_tables_sql(have):
+                con.execute(statement)
+        else:
             con.execute(SCHEMA_SQL)
             con.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), ('written_by', ?)",

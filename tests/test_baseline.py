@@ -409,11 +409,12 @@ def test_lm_eval_run_is_one_benchmark_per_task(ws: enb.Workspace) -> None:
     assert info["benchmarks"] == ["envloop_alpha", "envloop_beta"] and info["jobs"] == [lm.id]
     s = lm.summary()
     assert (info["scored"], info["attempts"]) == (s.scored, s.total)
-    # the radar has one vertex per lm-eval task, at its score
+    # two benchmarks: bars of the score per lm-eval task (a radar of two is a segment)
     spec = report.radar().to_dict()
-    points = next(v for v in spec["datasets"].values() if v and "text" in v[0] and "job" in v[0])
+    assert '"type": "bar"' in json.dumps(spec) and "theta" not in json.dumps(spec)
+    bars = next(v for v in spec["datasets"].values() if v and "benchmark" in v[0])
     scores = lm.groups("subset").set_index("value")["score"].to_dict()
-    assert {p["group"]: p["value"] for p in points} == scores
+    assert {p["benchmark"]: p["score"] for p in bars} == scores
     # a benchmark is named by its label; the split job's id is ambiguous
     assert report.job("envloop_beta") is lm and report.job(lm.id) is lm
     with pytest.raises(EnvloopError, match="is split into envloop_alpha, envloop_beta"):
@@ -587,3 +588,90 @@ def test_split_guard_compares_the_subset_tasks_only(ws: enb.Workspace, tmp_path:
     # the math benchmark's interval is over its own task (A), complete in both
     math = s[s["benchmark"] == "math"].iloc[0]
     assert "over 1 tasks complete in both" in math["sentence"]
+
+
+# -- the comparison's panel, the report panel's Comparison tab, the comparison's HTML ------
+def test_comparison_panel_driven_from_python(
+    ws: enb.Workspace, two_models: tuple[list[enb.Job], list[enb.Job]]
+) -> None:
+    m1, m2 = two_models
+    cmp = ws.baseline_report(m1).compare(ws.baseline_report(m2))
+    p = cmp.panel()
+    assert repr(p) == "<BaselineComparePanel acme/m1 vs acme/m2: 3 benchmarks>"
+    assert p.frame.equals(cmp.table()) and p.words == cmp.words()
+    assert type(p.radar).__name__ == "JupyterChart"
+    assert "agent-bench: not run by acme/m2" in p.chart.to_dict()["title"]["subtitle"][0]
+    table = p.table_html.value
+    assert "acme/m1" in table and "acme/m2" in table
+    assert "⚠ not run by acme/m2" in table and table.count(">not run</small>") == 1
+    assert "color:var(--jp-error-color1,#c62828)" in table  # the marks are red
+    assert cmp.words()[1] in p.words_html.value  # (no character there needs escaping)
+    assert "Strengths and weaknesses" in p.words_html.value
+    checks = p.comparability_html.value
+    assert "only acme/m1 ran it" in checks and "same frozen work" in checks
+    assert [c.value for c in p.widget.children if hasattr(c, "value")] == [
+        p.heading.value, p.radar_note.value, table, p.words_html.value, checks,
+    ]  # fmt: skip
+
+
+def test_comparison_panel_marks_different_frozen_work(ws: enb.Workspace, tmp_path: Path) -> None:
+    a = ws.load(envloop_job(tmp_path, "x1", "math-bench", "m-a", M1["math-bench"]))
+    b = ws.load(envloop_job(tmp_path, "x2", "math-bench", "m-b", M2["math-bench"],
+                            revision="sha256:other"))  # fmt: skip
+    p = ws.baseline_report([a]).compare(ws.baseline_report([b])).panel()
+    assert "⚠ not comparable: dataset revision" in p.table_html.value
+    assert ">no</span>" in p.comparability_html.value
+    assert "not assessed" in p.words_html.value
+    assert "one benchmark: the radar is one axis" in p.radar_note.value
+
+
+def test_report_panel_comparison_tab(
+    ws: enb.Workspace, two_models: tuple[list[enb.Job], list[enb.Job]], tmp_path: Path
+) -> None:
+    m1, m2 = two_models
+    r1, r2 = ws.baseline_report(m1), ws.baseline_report(m2)
+    p = r1.panel(compare_with=[r2])
+    assert repr(p) == (
+        "<BaselinePanel acme/m1: 3 benchmarks · Overview · Score details · Comparison>"
+    )
+    assert len(p.widget.children) == 3
+    assert [p.widget.get_title(i) for i in range(3)] == ["Overview", "Score details", "Comparison"]
+    assert p.comparison is not None and p.widget.children[2] is p.comparison.widget
+    assert p.comparison.frame.equals(r1.compare(r2).table())
+    assert "⚠ not run by acme/m2" in p.comparison.table_html.value
+    assert p.comparison.radar_note.value == ""  # three benchmarks: a real radar
+    p.benchmark.value = "code-bench"  # the other tabs still work
+    assert p.frame is not None and p.frame["value"].tolist() == ["code", "math"]
+    plain = r1.panel()
+    assert len(plain.widget.children) == 2 and plain.comparison is None
+    assert len(r1.panel(compare_with=[]).widget.children) == 2
+    with pytest.raises(TypeError, match=r"compare_with takes a list"):
+        r1.panel(compare_with=r2)  # type: ignore[arg-type]
+    others = [
+        ws.baseline_report(
+            [ws.load(envloop_job(tmp_path, f"o{i}", "math-bench", f"o{i}", M2["math-bench"]))]
+        )
+        for i in range(4)
+    ]
+    assert len(r1.panel(compare_with=others).comparison.names) == 5  # type: ignore[union-attr]
+    with pytest.raises(EnvloopError, match="at most 5 baseline reports in total, got 6"):
+        r1.panel(compare_with=[r2, *others])
+
+
+def test_comparison_export_html_is_self_contained(
+    ws: enb.Workspace, two_models: tuple[list[enb.Job], list[enb.Job]], tmp_path: Path
+) -> None:
+    m1, m2 = two_models
+    cmp = ws.baseline_report(m1).compare(ws.baseline_report(m2))
+    out = cmp.export_html(tmp_path / "c" / "compare.html")
+    assert out.sections == ("Reports", "Scores by benchmark and report", "Radar",
+                            "Strengths and weaknesses", "Comparability")  # fmt: skip
+    assert out.charts == 1
+    text = out.path.read_text(encoding="utf-8")
+    assert "default-src 'none'" in text
+    assert "<script src=" not in text and "<link href=" not in text
+    assert "cdn.jsdelivr" not in text
+    assert "acme/m1" in text and "acme/m2" in text
+    assert "⚠ not run by acme/m2" in text and "only acme/m1 ran it" in text
+    assert "1 of 3 benchmarks marked (red)" in text
+    assert out.bytes == out.path.stat().st_size and not list(tmp_path.glob("c/*.partial-write"))

@@ -409,6 +409,9 @@ def test_html_reports_open_offline(browser: Any, tmp_path: Path, scheme: str) ->
         ws.baseline_report([ws.load(ROOT / "tests" / "data" / "lm_eval" / "run")]).export_html(
             tmp_path / "baseline.html"
         ),
+        ws.baseline_report([job], name="A")
+        .compare(ws.baseline_report([other], name="B"))
+        .export_html(tmp_path / "baseline-compare.html"),
     ]
     for report in reports:
         context = browser.new_context(viewport={"width": 1200, "height": 1400}, color_scheme=scheme)

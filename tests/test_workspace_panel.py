@@ -126,3 +126,46 @@ def test_a_name_in_use_is_refused_and_a_snapshot_outlives_its_job(ws: enb.Worksp
     panel.detail.children[0].children[1].children[0].click()
     assert "job_abc0001" not in set(ws.jobs()["job_id"])
     assert list(ws.leaderboard()["job"]) == ["job_abc0001"]
+
+
+def test_the_list_keeps_each_job_s_numbers_until_it_is_reloaded(tmp_path: Path) -> None:
+    """The list's numbers are kept in the workspace (a reopened workspace lists without
+    recounting), and a reload of the job makes them be counted again."""
+    import json as _json
+
+    from envloop_nb._metrics.job_list import job_rows
+
+    example = ROOT.parent / "shared" / "formats" / "examples" / "three-tasks-two-attempts.json"
+    ws = enb.open(tmp_path / "w.duckdb")
+    job = ws.load(example)
+    first = job_rows(ws.con)[0]
+    cached = ws.con.execute("SELECT summary FROM job_summary_cache").fetchall()
+    assert len(cached) == 1 and _json.loads(cached[0][0])["scored"] == first.scored == 5
+    ws.close()
+    ws = enb.open(tmp_path / "w.duckdb")
+    assert job_rows(ws.con) == [first]  # read back, the same row
+    doc = _json.loads(example.read_text())
+    doc["trials"] = [t for t in doc["trials"] if t["task"] != "C"]
+    changed = tmp_path / "changed.json"
+    changed.write_text(_json.dumps(doc))
+    ws.load(changed)  # the same job id, other attempts
+    again = job_rows(ws.con)[0]
+    s = ws.job(job.id).summary()
+    assert (again.scored, again.total, again.score) == (s.scored, s.total, s.score)
+    assert ws.con.execute("SELECT count(*) FROM job_summary_cache").fetchone() == (1,)
+
+
+def test_an_older_file_opened_read_only_still_lists_and_groups(tmp_path: Path) -> None:
+    """A file written before the annotation tables existed, opened read-only."""
+    path = tmp_path / "old.duckdb"
+    ws = enb.open(path)
+    ws.load(ROOT / "sample_data" / "base.json")
+    for table in ("manual_dimensions", "annotations", "job_summary_cache"):
+        ws.con.execute(f"DROP TABLE {table}")
+    ws.close()
+    ro = enb.open(path, read_only=True)
+    job = ro.job("job_base")
+    assert "reward" in job.groups(by="dimension")["dimension"].tolist()
+    assert job.manual_dimensions() == [] and job.annotation_progress() == []
+    panel = ro.panel()
+    assert len(panel.rows) == 1 and panel.rows[0].scored == job.summary().scored

@@ -6,6 +6,10 @@ benchmark (by subset where its tasks have one, else its first drill-down choice;
 benchmark by another tag of its subset's tasks, or a note when it has none) with its bar
 chart. Built like the job's report (:mod:`envloop_nb._export.html_report`):
 Jinja2, the vega bundle inlined, a CSP that forbids every request; written atomically.
+
+A comparison of reports (``comparison.export_html``, :func:`export_baseline_compare_html`):
+the reports compared, the combined table (marks in red), the radar, strengths and
+weaknesses in words, and the comparability per benchmark.
 """
 
 from __future__ import annotations
@@ -15,22 +19,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._compare import baseline as _baseline
+from .._compare import baseline_multi as _multi
+from .._compare.state import PALETTE
 from .._present.baseline_html import (
+    combined_html,
+    comparability_html,
+    compare_heading_html,
     drilldown_chart,
     drilldown_html,
     overview_html,
     radar,
+    radar_note,
     report_table_html,
+    words_html,
 )
 from .._present.report_html import ReportSection, report_html
 from .._store.schema import written_by
 from .._types import Policy
-from .html_report import HtmlReport
+from .html_report import HtmlReport, write_report
 
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["export_baseline_html"]
+__all__ = ["export_baseline_compare_html", "export_baseline_html"]
 
 
 def export_baseline_html(
@@ -92,14 +103,44 @@ def export_baseline_html(
     meta = [f"model {info['model'] or '-'}", f"{len(benches)} benchmarks", info["progress"],
             f"policy {policy}"]  # fmt: skip
     text = report_html(f"Baseline report: {name}", sections, meta=meta, written_by=written_by())
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".partial-write")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(p)
-    return HtmlReport(
-        path=p,
-        bytes=p.stat().st_size,
-        sections=tuple(s.title for s in sections),
-        charts=sum(len(s.charts) for s in sections),
-    )
+    return write_report(path, text, sections)
+
+
+def export_baseline_compare_html(rs: _multi.ReportSet, path: str | Path) -> HtmlReport:
+    """Write the comparison of these reports to ``path`` (see the module docstring).
+
+    Examples
+    --------
+    >>> import tempfile, envloop_nb as enb
+    >>> ws = enb.open()
+    >>> a = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> b = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", job_id="b")
+    >>> rs = _multi.ReportSet(ws.con, ("A", "B"), ((a.id,), ("b",)))
+    >>> export_baseline_compare_html(rs, tempfile.mkdtemp() + "/c.html").sections
+    ('Reports', 'Scores by benchmark and report', 'Radar', 'Strengths and weaknesses', 'Comparability')
+    """
+    names = list(rs.names)
+    colors = [PALETTE[i] for i in range(len(names))]
+    table = _multi.combined_table(rs)
+    checks = _multi.comparability(rs)
+    strengths = _multi.strengths(rs)
+    labels = [[b.label for b in rs.bench(i)] for i in range(len(names))]
+    marked = int((table["mark"] != "").sum())
+    note = f"{marked} of {len(table)} benchmarks marked (red)" if marked else ""
+    sections = [
+        ReportSection("Reports", compare_heading_html(names, colors, labels, heading=False)),
+        ReportSection(
+            "Scores by benchmark and report", combined_html(table, names, colors), note=note
+        ),
+        ReportSection("Radar", charts=(_multi.radar(rs).to_dict(),), note=radar_note(len(table))),
+        ReportSection(
+            "Strengths and weaknesses",
+            words_html(_multi.words(rs), list(strengths["sentence"]), heading=False),
+            note="paired bootstrap over the tasks both jobs scored completely",
+        ),
+        ReportSection("Comparability", comparability_html(checks, heading=False)),
+    ]
+    meta = [f"{len(names)} reports", f"{len(table)} benchmarks", f"policy {rs.policy}"]
+    title = "Baseline comparison: " + " vs ".join(names)
+    text = report_html(title, sections, meta=meta, written_by=written_by())
+    return write_report(path, text, sections)

@@ -13,6 +13,7 @@ history. The file is written atomically.
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +46,13 @@ from .._store.ref import JobRef, job_info, job_k, summarised
 from .._store.schema import written_by
 from .._types import Policy
 
-__all__ = ["HtmlReport", "export_compare_html", "export_experiment_html", "export_job_html"]
+__all__ = [
+    "HtmlReport",
+    "export_compare_html",
+    "export_experiment_html",
+    "export_job_html",
+    "write_report",
+]
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,9 @@ class HtmlReport:
         return f"wrote {self.path} ({self.bytes / 1e6:.1f} MB, {len(self.sections)} sections, {self.charts} charts)"
 
 
-def _write(path: Path, text: str, sections: list[ReportSection]) -> HtmlReport:
+def write_report(path: str | Path, text: str, sections: Sequence[ReportSection]) -> HtmlReport:
+    """Write a report's text whole (a partial file never stands at ``path``)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".partial-write")
     tmp.write_text(text, encoding="utf-8")
@@ -202,7 +211,7 @@ def export_job_html(
     meta = [str(info.get("model") or "-"), f"{info.get('dataset_name') or '-'}@{info.get('dataset_version') or '-'}",
             f"k = {info.get('attempts')}", str(info.get("status") or "-"), str(info.get("source_format"))]  # fmt: skip
     text = report_html(f"Job {jid}", sections, meta=meta, written_by=written_by())
-    return _write(Path(path), text, sections)
+    return write_report(Path(path), text, sections)
 
 
 def export_experiment_html(exp: JobRef, path: str | Path, *, cases: int = 500) -> HtmlReport:
@@ -251,7 +260,7 @@ def export_experiment_html(exp: JobRef, path: str | Path, *, cases: int = 500) -
         meta=meta,
         written_by=written_by(),
     )
-    return _write(Path(path), text, sections)
+    return write_report(Path(path), text, sections)
 
 
 def export_compare_html(state: CompareState, path: str | Path) -> HtmlReport:
@@ -292,4 +301,4 @@ def export_compare_html(state: CompareState, path: str | Path) -> HtmlReport:
     text = report_html(
         "Comparison " + " vs ".join(state.job_ids), sections, meta=meta, written_by=written_by()
     )
-    return _write(Path(path), text, sections)
+    return write_report(Path(path), text, sections)

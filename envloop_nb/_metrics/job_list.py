@@ -15,16 +15,16 @@ annotation* (:mod:`envloop_nb._annotations.manual`).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from .._annotations.manual import awaiting
+import duckdb
+
 from .summary import job_summary
-
-if TYPE_CHECKING:
-    import duckdb
 
 __all__ = ["STATUS_LABELS", "JobRow", "filter_jobs", "job_rows"]
 
@@ -77,18 +77,17 @@ def job_rows(con: duckdb.DuckDBPyConnection) -> list[JobRow]:
     rows = con.execute(
         """SELECT j.job_id, coalesce(n.name, j.job_id), j.model,
                   coalesce(j.runner, j.source_format), coalesce(j.status, 'completed'),
-                  j.created_at, j.loaded_at
+                  j.created_at, j.loaded_at, c.summary
            FROM jobs j LEFT JOIN job_names n USING (job_id)
+           LEFT JOIN job_summary_cache c ON c.job_id = j.job_id AND c.loaded_at = j.loaded_at
            ORDER BY coalesce(j.created_at, j.loaded_at) DESC, j.job_id"""
     ).fetchall()
+    waiting = _awaiting_jobs(con)
     out = []
-    for job_id, name, model, method, status, created, loaded in rows:
-        if status == "completed" and awaiting(con, job_id):
+    for job_id, name, model, method, status, created, loaded, cached in rows:
+        if status == "completed" and job_id in waiting:
             status = "awaiting annotation"
-        try:
-            s = job_summary(con, job_id)
-        except ValueError:  # a metrics-only job without per-task counts: no summary here
-            s = None
+        numbers = json.loads(cached) if isinstance(cached, str) else _numbers(con, job_id, loaded)
         out.append(
             JobRow(
                 job_id=job_id,
@@ -96,17 +95,58 @@ def job_rows(con: duckdb.DuckDBPyConnection) -> list[JobRow]:
                 model=model,
                 method=method,
                 status=status,
-                score=None if s is None else s.score,
-                scored=0 if s is None else s.scored,
-                total=0 if s is None else s.total,
-                complete_members=0 if s is None else s.complete_members,
-                total_members=0 if s is None else s.total_members,
-                k=0 if s is None else s.k,
+                score=numbers["score"],
+                scored=numbers["scored"],
+                total=numbers["total"],
+                complete_members=numbers["complete_members"],
+                total_members=numbers["total_members"],
+                k=numbers["k"],
                 created_at=created,
                 loaded_at=loaded,
             )
         )
     return out
+
+
+def _numbers(con: duckdb.DuckDBPyConnection, job_id: str, loaded: dt.datetime) -> dict[str, Any]:
+    """The list's numbers of one job from its summary, kept in ``job_summary_cache`` (so
+    the next list, in any process, reads them instead of recounting the job)."""
+    try:
+        s = job_summary(con, job_id)
+    except ValueError:  # a metrics-only job without per-task counts: no summary here
+        s = None
+    numbers: dict[str, Any] = {
+        "score": None if s is None else s.score,
+        "scored": 0 if s is None else s.scored,
+        "total": 0 if s is None else s.total,
+        "complete_members": 0 if s is None else s.complete_members,
+        "total_members": 0 if s is None else s.total_members,
+        "k": 0 if s is None else s.k,
+    }
+    with contextlib.suppress(duckdb.Error):  # e.g. inside a failed transaction: recount later
+        con.execute(
+            "INSERT INTO job_summary_cache VALUES (?, ?, ?)", [job_id, loaded, json.dumps(numbers)]
+        )
+    return numbers
+
+
+def _awaiting_jobs(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Jobs with a required manual dimension some attempt lacks, in one query."""
+    rows = con.execute(
+        """WITH done AS (
+               SELECT a.job_id, a.name, count(*) AS n FROM annotations a
+               JOIN attempts x ON x.job_id = a.job_id AND x.task = a.task AND x.attempt = a.attempt
+               WHERE a.replaced_at IS NULL AND a.value IS NOT NULL GROUP BY ALL),
+           total AS (
+               SELECT job_id, count(*) AS n FROM attempts
+               WHERE job_id IN (SELECT job_id FROM manual_dimensions WHERE required)
+               GROUP BY job_id)
+           SELECT DISTINCT m.job_id FROM manual_dimensions m
+           JOIN total t ON t.job_id = m.job_id
+           LEFT JOIN done d ON d.job_id = m.job_id AND d.name = m.name
+           WHERE m.required AND coalesce(d.n, 0) < t.n"""
+    ).fetchall()
+    return {r[0] for r in rows}
 
 
 def filter_jobs(

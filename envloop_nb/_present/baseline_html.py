@@ -19,11 +19,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "combined_html",
+    "comparability_html",
+    "compare_heading_html",
     "drilldown_chart",
     "drilldown_html",
     "overview_html",
     "radar",
     "radar_groups",
+    "radar_note",
+    "radar_note_html",
     "report_table_html",
     "words_html",
 ]
@@ -165,9 +169,12 @@ def drilldown_html(frame: Any, *, benchmark: str, by: str, heading: bool = True)
     )
 
 
-def combined_html(frame: Any, names: Sequence[str], colors: Sequence[str]) -> str:
-    """Benchmark x report scores, best per row in bold, coverage under each value, and a
-    red mark on rows not run by every report or not the same frozen work.
+def combined_html(
+    frame: Any, names: Sequence[str], colors: Sequence[str], *, heading: bool = False
+) -> str:
+    """Benchmark x report scores, best per row in bold, coverage under each value, and
+    red marks: a report that did not run a benchmark (``not run`` in its cell) and the
+    row's mark (not run by some report, not the same frozen work).
 
     Examples
     --------
@@ -175,7 +182,7 @@ def combined_html(frame: Any, names: Sequence[str], colors: Sequence[str]) -> st
     >>> f = pd.DataFrame([{"benchmark": "x", "A": 0.5, "A coverage": "2/2 scored",
     ...     "B": None, "B coverage": "not run", "best": None, "mark": "not run by B"}])
     >>> out = combined_html(f, ["A", "B"], ["#111", "#222"])
-    >>> "not run by B" in out and "50%" in out
+    >>> "not run by B" in out and "50%" in out and out.count("enb-mark") == 2
     True
     """
     head = "".join(
@@ -188,23 +195,87 @@ def combined_html(frame: Any, names: Sequence[str], colors: Sequence[str]) -> st
         cells = []
         for n in names:
             weight = "font-weight:700" if n in best else ""
+            cover = str(r[f"{n} coverage"])
+            under = (
+                f'<small class="enb-mark" style="{_MARK}">not run</small>'
+                if cover == "not run"
+                else f'<small class="enb-dim">{html.escape(cover)}</small>'
+            )
             cells.append(
-                f'<td class="num"><span style="{weight}">{_metric(r[n])}</span><br>'
-                f'<small class="enb-dim">{html.escape(str(r[f"{n} coverage"]))}</small></td>'
+                f'<td class="num"><span style="{weight}">{_metric(r[n])}</span><br>{under}</td>'
             )
         mark = str(r.get("mark") or "")
+        shown = f'<span class="enb-mark">⚠ {html.escape(mark)}</span>' if mark else ""
         body.append(
             f"<tr><td>{html.escape(str(r['benchmark']))}</td>{''.join(cells)}"
-            f'<td style="{_MARK};white-space:normal">{html.escape(mark)}</td></tr>'
+            f'<td style="{_MARK};white-space:normal;max-width:360px">{shown}</td></tr>'
         )
+    title = "<h4>Scores by benchmark and report</h4>" if heading else ""
     return (
-        f'{_CSS}<div class="enb-panel enb-bl"><table><thead><tr><th>benchmark</th>{head}'
-        f"<th>mark</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
-        '<div class="enb-dim">best per row in bold · coverage under each value</div></div>'
+        f'{_CSS}<div class="enb-panel enb-bl">{title}<div style="overflow-x:auto"><table>'
+        f"<thead><tr><th>benchmark</th>{head}<th>mark</th></tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+        '<div class="enb-dim">best per row in bold · coverage under each value · red: not run'
+        " by a report, or not the same frozen work (dataset revision, runner, tasks, k)</div></div>"
     )
 
 
-def words_html(lines: Sequence[str], sentences: Sequence[str] = ()) -> str:
+def compare_heading_html(
+    names: Sequence[str],
+    colors: Sequence[str],
+    benchmarks: Sequence[Sequence[str]],
+    *,
+    heading: bool = True,
+) -> str:
+    """One line per compared report: its colour, name and benchmarks (escaped).
+
+    Examples
+    --------
+    >>> out = compare_heading_html(["A", "<B>"], ["#111", "#222"], [["x", "y"], ["x"]])
+    >>> "&lt;B&gt;" in out and "2 benchmarks: x, y" in out
+    True
+    """
+    rows = "".join(
+        f'<li><span style="color:{c}">■</span> <b>{html.escape(n)}</b> '
+        f'<span class="enb-dim">{len(b)} benchmark{"" if len(b) == 1 else "s"}: '
+        f"{html.escape(', '.join(b))}</span></li>"
+        for n, c, b in zip(names, colors, benchmarks, strict=False)
+    )
+    return (
+        f'{_CSS}<div class="enb-panel enb-bl" style="white-space:normal">'
+        + (f"<h4>Comparing {len(names)} reports</h4>" if heading else "")
+        + f'<ul style="margin:2px 0;padding-left:18px;list-style:none">{rows}</ul></div>'
+    )
+
+
+def radar_note(benchmarks: int) -> str:
+    """What a radar over fewer than three benchmarks is (a segment or one axis), else "".
+
+    Examples
+    --------
+    >>> radar_note(1)
+    'one benchmark: the radar is one axis (the table has the numbers)'
+    >>> radar_note(3)
+    ''
+    """
+    if benchmarks >= 3:
+        return ""
+    what = (
+        "one benchmark: the radar is one axis"
+        if benchmarks == 1
+        else (f"{benchmarks} benchmarks: the radar is a segment")
+    )
+    return f"{what} (the table has the numbers)"
+
+
+def radar_note_html(benchmarks: int) -> str:
+    """:func:`radar_note` as a dim line ("" from three benchmarks on)."""
+    note = radar_note(benchmarks)
+    out = f'{_CSS}<div class="enb-panel"><div class="enb-dim">{html.escape(note)}</div></div>'
+    return out if note else ""
+
+
+def words_html(lines: Sequence[str], sentences: Sequence[str] = (), *, heading: bool = True) -> str:
     """Strengths and weaknesses in words: one paragraph per report, then each gap's
     sentence with its interval (escaped).
 
@@ -216,9 +287,67 @@ def words_html(lines: Sequence[str], sentences: Sequence[str] = ()) -> str:
     paras = "".join(f"<p style='margin:3px 0'>{html.escape(t)}</p>" for t in lines)
     detail = "".join(f"<li>{html.escape(t)}</li>" for t in sentences)
     more = f'<ul class="enb-dim" style="margin:4px 0">{detail}</ul>' if detail else ""
+    title = "<h4>Strengths and weaknesses</h4>" if heading else ""
     return (
-        f'{_CSS}<div class="enb-panel enb-bl" style="white-space:normal">'
-        f"<h4>Strengths and weaknesses</h4>{paras}{more}</div>"
+        f'{_CSS}<div class="enb-panel enb-bl" style="white-space:normal">{title}{paras}{more}</div>'
+    )
+
+
+def comparability_html(frame: Any, *, heading: bool = True) -> str:
+    """Per benchmark (``comparison.comparability()``): the reports that ran it, those
+    that did not (red), whether their jobs ran the same frozen work (``no`` in red) and
+    the guard's sentences (escaped).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> f = pd.DataFrame([{"benchmark": "x", "reports": ["A", "B"], "missing_from": [],
+    ...     "comparable": False, "differences": ["dataset revision differs"]},
+    ...     {"benchmark": "y", "reports": ["A"], "missing_from": ["B"], "comparable": None,
+    ...     "differences": []}])
+    >>> out = comparability_html(f)
+    >>> "dataset revision differs" in out and "only A ran it" in out and "not run by B" in out
+    True
+    """
+    rows = []
+    for r in frame.to_dict("records"):
+        ran, missing = list(r["reports"]), list(r["missing_from"])
+        ok = r["comparable"]
+        if ok is None or _missing(ok):
+            verdict = f'<span class="enb-dim">only {html.escape(", ".join(ran))} ran it</span>'
+        elif bool(ok):
+            verdict = "yes"
+        else:
+            verdict = f'<span class="enb-mark" style="{_MARK}">no</span>'
+        absent = (
+            f'<span class="enb-mark" style="{_MARK}">not run by {html.escape(", ".join(missing))}'
+            "</span>"
+            if missing
+            else ""
+        )
+        said = "".join(
+            f'<li class="{"enb-dim" if d.endswith("comparability)") else ""}">'
+            f"{html.escape(str(d))}</li>"
+            for d in r["differences"]
+        )
+        notes = f'<ul style="margin:0;padding-left:16px">{said}</ul>' if said else ""
+        rows.append(
+            f"<tr><td>{html.escape(str(r['benchmark']))}</td>"
+            f'<td style="{_LEFT}">{html.escape(", ".join(ran))}</td>'
+            f'<td style="{_LEFT}">{absent}</td><td>{verdict}</td>'
+            f'<td style="{_LEFT};max-width:480px">{notes}</td></tr>'
+        )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("benchmark", "run by", "not run by", "same frozen work", "the guard says")
+    )
+    title = "<h4>Comparability</h4>" if heading else ""
+    return (
+        f'{_CSS}<div class="enb-panel enb-bl">{title}<div style="overflow-x:auto"><table>'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        '<div class="enb-dim">same frozen work: the dataset revision, runner, task set and '
+        "task contents, and k agree (the comparison guard); a gap on a benchmark that is not"
+        " is not assessed</div></div>"
     )
 
 
@@ -241,9 +370,23 @@ def radar_groups(table: pd.DataFrame, series: str) -> pd.DataFrame:
 
 
 def radar(table: pd.DataFrame, series: str, *, title: str = "score by benchmark") -> Any:
-    """Radar chart of one report's score per benchmark (an altair chart)."""
+    """Radar chart of one report's score per benchmark (an altair chart); with fewer than
+    three benchmarks a radar is a segment, so those get bars instead."""
     from .compare_charts import radar_chart
 
+    if len(table) < 3:
+        from .charts import bar_chart
+
+        scored = table[table["score"].notna()]
+        scores = scored["score"].astype(float)
+        if len(scored):
+            frame = scored[["benchmark", "score"]].assign(
+                benchmark=scored["benchmark"].astype(str), score=scores
+            )
+            return bar_chart(
+                frame, category="benchmark", value="score", title=title,
+                percent=bool(((scores >= 0) & (scores <= 1)).all()),
+            )  # fmt: skip
     return radar_chart(
         radar_groups(table, series),
         [series],

@@ -28,6 +28,7 @@ __all__ = [
     "JOB_TABLES",
     "SCHEMA_SQL",
     "SCHEMA_VERSION",
+    "missing_tables_sql",
     "written_by",
 ]
 
@@ -46,7 +47,8 @@ def written_by() -> str:
 
 # Tables whose rows belong to one job, in the order they are written.
 JOB_TABLES = (
-    "jobs", "tasks", "task_tags", "attempts", "dimensions", "dimension_meta", "task_summaries"
+    "jobs", "tasks", "task_tags", "attempts", "dimensions", "dimension_meta", "task_summaries",
+    "job_summary_cache",
 )  # fmt: skip
 
 # A job's human annotation (kept across reloads of the job; removed with it).
@@ -196,6 +198,15 @@ CREATE TABLE IF NOT EXISTS annotations (
     replaced_at   TIMESTAMPTZ
 );
 
+-- The workspace list's headline numbers of a job (its summary under the default policy),
+-- kept so a list of many jobs opens without recounting each; valid while loaded_at
+-- matches the job's, and deleted with the job's rows on a reload.
+CREATE TABLE IF NOT EXISTS job_summary_cache (
+    job_id     VARCHAR NOT NULL,
+    loaded_at  TIMESTAMPTZ NOT NULL,
+    summary    JSON NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS datasets (
     name        VARCHAR NOT NULL,
     version     VARCHAR NOT NULL,
@@ -330,3 +341,22 @@ CREATE TABLE IF NOT EXISTS leaderboard (
     summary           JSON
 );
 """
+
+
+def missing_tables_sql(existing: set[str]) -> list[str]:
+    """``CREATE TEMP TABLE`` statements for the schema's tables a (read-only) workspace
+    file does not have yet — an older file opened read-only still answers every query,
+    with those tables empty for the session.
+
+    Examples
+    --------
+    >>> [s.split("(")[0].strip() for s in missing_tables_sql(set())][:2]
+    ['CREATE TEMP TABLE IF NOT EXISTS meta', 'CREATE TEMP TABLE IF NOT EXISTS jobs']
+    """
+    import re
+
+    out = []
+    for found in re.finditer(r"CREATE TABLE IF NOT EXISTS (\w+) \(.*?\);", SCHEMA_SQL, re.S):
+        if found[1] not in existing:
+            out.append(found[0].replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
+    return out

@@ -1,4 +1,5 @@
-"""The baseline report panel: Overview (facts, radar, table) and Score details.
+"""The baseline report panel: Overview (facts, radar, table), Score details and, when
+the report is compared with others, Comparison.
 
 Thin wiring over :mod:`envloop_nb._compare.baseline` (the numbers) and
 :mod:`envloop_nb._present.baseline_html` (the HTML); charts through
@@ -14,6 +15,10 @@ Opening a job panel is the facade's (``open_job``: job id -> a ``JobPanel``); th
 module never names ``Job``. Drive it from Python: ``p.benchmark.value = label``,
 ``p.by.value = "dimension"``, ``p.frame``, ``p.view_buttons["math"].click()``,
 ``p.job_panel``.
+
+**Comparison** (only with ``compare``, a :class:`~envloop_nb._compare.baseline_multi.ReportSet`
+whose first report is this one: ``report.panel(compare_with=[...])``) is a
+:class:`~envloop_nb._ui.baseline_compare_panel.BaselineComparePanel` (``p.comparison``).
 """
 
 from __future__ import annotations
@@ -23,11 +28,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._compare import baseline as _baseline
+from .._compare import baseline_multi as _multi
 from .._present.baseline_html import drilldown_chart, overview_html, radar, report_table_html
 from .._present.display import format_metric
 from .._present.panel_html import PANEL_CSS
 from .._present.render import chart_widget
 from .._types import Policy
+from .baseline_compare_panel import BaselineComparePanel
 from .panel import CASES_TAB
 from .state import Guard, widget_bundle
 
@@ -37,9 +44,11 @@ if TYPE_CHECKING:
 
     from .panel import JobPanel
 
-__all__ = ["TAB_TITLES", "BaselinePanel", "view_plan"]
+__all__ = ["COMPARE_TITLE", "TAB_TITLES", "BaselinePanel", "view_plan"]
 
 TAB_TITLES = ("Overview", "Score details")
+#: The third tab's title, present when the report is compared with others.
+COMPARE_TITLE = "Comparison"
 _COLUMNS = ("value", "score", "completed/total", "coverage", "bad cases", "")
 _WIDTHS = "minmax(120px, max-content) 70px 110px minmax(150px, max-content) 75px 70px"
 
@@ -106,6 +115,10 @@ class BaselinePanel:
         Value -> its row's **view** button.
     job_panel
         The job panel the last **view** opened (None before), shown in ``opened``.
+    comparison
+        The Comparison tab's panel (None without ``compare``).
+    titles
+        The tabs' titles.
     """
 
     def __init__(
@@ -119,6 +132,7 @@ class BaselinePanel:
         policy: Policy = "unknown",
         threshold: float | None = None,
         bad_below: float = 0.5,
+        compare: _multi.ReportSet | None = None,
     ) -> None:
         import ipywidgets as w
 
@@ -170,7 +184,14 @@ class BaselinePanel:
                 self.opened,
             ]
         )
-        self.widget = w.Tab(children=[overview, details], titles=list(TAB_TITLES))
+        tabs: list[Any] = [overview, details]
+        self.titles: list[str] = list(TAB_TITLES)
+        self.comparison: BaselineComparePanel | None = None
+        if compare is not None:
+            self.comparison = BaselineComparePanel(compare)
+            tabs.append(self.comparison.widget)
+            self.titles.append(COMPARE_TITLE)
+        self.widget = w.Tab(children=tabs, titles=self.titles)
         self.widget.add_class("enb-baseline-panel")
 
     # -- events ----------------------------------------------------------------------
@@ -290,7 +311,7 @@ class BaselinePanel:
         return panel
 
     def __repr__(self) -> str:
-        return f"<BaselinePanel {self.name}: {len(self.benches)} benchmarks · {' · '.join(TAB_TITLES)}>"
+        return f"<BaselinePanel {self.name}: {len(self.benches)} benchmarks · {' · '.join(self.titles)}>"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return widget_bundle(self.widget, repr(self), **kwargs)

@@ -92,6 +92,8 @@ _CSS = (
     + """<style>
 .enb-ws-row{border-bottom:1px solid var(--jp-border-color3,#8883);align-items:center}
 .enb-ws-cell{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.enb-ws-cells{display:flex;align-items:center}
+.enb-ws-cells .enb-ws-cell{flex:0 0 auto;margin:0 var(--jp-widgets-margin,2px);box-sizing:border-box}
 .enb-ws-head{font-weight:600;color:var(--jp-ui-font-color2,inherit);
   border-bottom:1px solid var(--jp-border-color1,#8888)}
 .enb-st{padding:0 6px;border-radius:8px;background:var(--jp-layout-color2,#8882)}
@@ -204,24 +206,28 @@ class WorkspacePanel:
         )
         header.add_class("enb-ws-head")
         lines: list[Any] = [header]
+        # one HTML widget for a row's cells, and layouts and styles shared by every row:
+        # a list of 50 jobs is a few hundred widget models, not thousands
+        tick_layout = w.Layout(width="32px", min_width="32px")
+        cells_layout = w.Layout(flex="0 0 auto")
+        open_layout = w.Layout(width="60px", flex="0 0 auto")
+        icon_layout = w.Layout(width="38px", flex="0 0 auto")
+        button_style = w.ButtonStyle()
+        tick_style = w.Checkbox().style  # (ipywidgets does not export CheckboxStyle)
         for row in self.rows:
             tick = w.Checkbox(
-                value=row.job_id in kept,
-                indent=False,
-                layout=w.Layout(width="32px", min_width="32px"),
+                value=row.job_id in kept, indent=False, layout=tick_layout, style=tick_style
             )
             tick.observe(lambda _: self._selection_changed(), names="value")
             self.ticks[row.job_id] = tick
-            cells = [
-                w.HTML(
-                    f'<div class="enb-panel enb-ws-cell" style="max-width:{width}" '
-                    f'title="{html.escape(title)}">{cell}</div>',
-                    layout=w.Layout(width=width, min_width=width, flex="0 0 auto"),
-                )
+            cells = "".join(
+                f'<div class="enb-panel enb-ws-cell" style="width:{width};min-width:{width};'
+                f'max-width:{width}" title="{html.escape(title)}">{cell}</div>'
                 for cell, title, (_h, width) in zip(
                     row_cells_html(row), _titles(row), _COLUMNS, strict=True
                 )
-            ]
+            )
+            row_cells = w.HTML(f'<div class="enb-ws-cells">{cells}</div>', layout=cells_layout)
             buttons = []
             for label, icon, tip, action in (
                 ("Open", "", "open the job panel below", self._open),
@@ -232,11 +238,11 @@ class WorkspacePanel:
             ):  # fmt: skip
                 b = w.Button(
                     description=label, icon=icon, tooltip=tip,
-                    layout=w.Layout(width="60px" if label else "38px", flex="0 0 auto"),
+                    layout=open_layout if label else icon_layout, style=button_style,
                 )  # fmt: skip
                 b.on_click(lambda _, jid=row.job_id, act=action: act(jid))
                 buttons.append(b)
-            line = w.HBox([tick, *cells, *buttons])
+            line = w.HBox([tick, row_cells, *buttons])
             line.add_class("enb-ws-row")
             lines.append(line)
         if not self.rows:
