@@ -64,3 +64,26 @@ def test_comparison_report_marks_incomparable_jobs(tmp_path: Path) -> None:
     assert out.sections[:4] == ("Guard", "Leaderboard", "Charts", "By subset") and out.charts == 3
     assert "NOT comparable" in text and text.count("not comparable: dataset") >= 3
     assert "not assessed: jobs not comparable" in text
+
+
+def test_the_vega_bundle_is_built_once_and_kept(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Kept per process and in the user's cache folder; a file cut short is rebuilt."""
+    from envloop_nb._present.report_html import _BUNDLE_END as _END
+    from envloop_nb._present.report_html import vega_bundle
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    vega_bundle.cache_clear()
+    fresh = vega_bundle()
+    (kept,) = (tmp_path / "envloop_nb").glob("vega-embed-*.js")
+    assert kept.read_text(encoding="utf-8").startswith(fresh) and "</script" not in fresh
+    vega_bundle.cache_clear()
+    assert vega_bundle() == fresh  # read back
+    kept.write_text(fresh[: len(fresh) // 2], encoding="utf-8")  # a write cut short
+    vega_bundle.cache_clear()
+    assert vega_bundle() == fresh  # rebuilt, and the file mended
+    assert kept.read_text(encoding="utf-8").removesuffix(_END) == fresh
+    vega_bundle.cache_clear()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "no" / "such"))
+    (tmp_path / "no").write_text("a file, so the folder cannot be made")
+    assert vega_bundle() == fresh  # an unwritable cache is skipped
+    vega_bundle.cache_clear()

@@ -9,10 +9,14 @@ JupyterLab theme variables the cards use get plain-page values here.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import functools
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 __all__ = ["ReportSection", "frame_table_html", "report_html", "vega_bundle"]
@@ -147,16 +151,41 @@ def frame_table_html(
     return f'<div class="enb-report-table"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{cut}</div>'
 
 
+@functools.cache
 def vega_bundle() -> str:
     """The vega-embed JavaScript bundle (Vega, Vega-Lite, vega-embed) for altair's
-    Vega-Lite version, as vl-convert ships it (no download)."""
+    Vega-Lite version, as vl-convert ships it (no download).
+
+    Building it takes seconds, so it is kept once per process and in a file of the user's
+    cache folder (``$XDG_CACHE_HOME/envloop_nb``, else ``~/.cache/envloop_nb``), named by
+    the vl-convert and Vega-Lite versions; an unreadable or unwritable cache is skipped.
+    """
+    from importlib.metadata import version as installed
+
     import altair as alt
-    import vl_convert as vlc
 
     version = "_".join(alt.SCHEMA_VERSION.split(".")[:2])  # "v5_20", as altair asks vl-convert
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "envloop_nb"
+    cached = root / f"vega-embed-{installed('vl-convert-python')}-{version}.js"
+    with contextlib.suppress(OSError):
+        text = cached.read_text(encoding="utf-8")
+        if text.endswith(_BUNDLE_END):
+            return text.removesuffix(_BUNDLE_END)
+    import vl_convert as vlc
+
     # vl-convert's stub makes ``snippet`` required; it is optional (None: the bundle alone)
     bundle: str = vlc.javascript_bundle(None, vl_version=version)  # type: ignore[arg-type]
-    return bundle.replace("</script", "<\\/script")
+    bundle = bundle.replace("</script", "<\\/script")
+    with contextlib.suppress(OSError):  # written whole, then renamed: never half a bundle
+        root.mkdir(parents=True, exist_ok=True)
+        part = cached.with_name(f"{cached.name}.{os.getpid()}.part")
+        part.write_text(bundle + _BUNDLE_END, encoding="utf-8")
+        part.replace(cached)
+    return bundle
+
+
+#: Marks a complete cached bundle (a file cut short lacks it and is rebuilt).
+_BUNDLE_END = "\n/* envloop_nb: end of bundle */\n"
 
 
 def report_html(
