@@ -14,6 +14,7 @@ from ._experiments.listen import Tail, eligible
 from ._experiments.runner import EvalCase, Evaluator, run_rows
 from ._options import options
 from ._store.frames import to_frame
+from ._store.transaction import transaction
 from ._types import FrameKind
 
 if TYPE_CHECKING:
@@ -325,7 +326,7 @@ class Experiment:
         con: duckdb.DuckDBPyConnection,
     ) -> list[str]:
         ids = edits.add_cases(con, self.id, traces, added_by=added_by)
-        with edits.transaction(con):
+        with transaction(con):
             rows = create.pending_rows(con, self.id, ids, stats.evaluator_names(con, self.id))
         if run:
             self._run_pending(

@@ -33,13 +33,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._options import who
 from .._store.memo import forget_job
+from .._store.transaction import transaction
 
 if TYPE_CHECKING:
     import duckdb
@@ -49,9 +49,12 @@ __all__ = [
     "AnnotationProgress",
     "ManualDimension",
     "annotate",
+    "annotated",
     "annotation_frame",
     "awaiting",
+    "awaiting_jobs",
     "clear",
+    "current",
     "define",
     "manual_dimensions",
     "progress",
@@ -120,17 +123,6 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
-@contextmanager
-def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    con.execute("BEGIN TRANSACTION")
-    try:
-        yield
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
-
-
 def _require_job(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
     row = con.execute("""SELECT count(*) FROM jobs WHERE job_id = $j""", {"j": job_id}).fetchone()
     if not row or not row[0]:
@@ -186,7 +178,7 @@ def define(
             f"job {job_id!r} is summarised: its attempts are not in the workspace to annotate"
         )
     author, now = who(by), dt.datetime.now(dt.UTC)
-    with _transaction(con):
+    with transaction(con):
         con.execute(
             "INSERT INTO manual_dimensions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [job_id, name, None if stored_labels is None else json.dumps(stored_labels),
@@ -265,7 +257,7 @@ def _write(
     author, now = who(by), dt.datetime.now(dt.UTC)
     key = {"j": job_id, "n": name, "t": str(task), "a": int(attempt)}
     where = "job_id = $j AND name = $n AND task = $t AND attempt = $a"
-    with _transaction(con):
+    with transaction(con):
         con.execute(
             f"UPDATE annotations SET replaced_at = $now WHERE {where} AND replaced_at IS NULL",
             key | {"now": now},
@@ -341,25 +333,59 @@ def annotation_frame(
     return frame
 
 
+#: Per manual dimension: attempts with a current annotation, and the job's attempts.
+_PROGRESS_SQL = """
+    SELECT m.job_id, m.name, m.required,
+           (SELECT count(*) FROM annotations a
+            JOIN attempts x ON x.job_id = a.job_id AND x.task = a.task AND x.attempt = a.attempt
+            WHERE a.job_id = m.job_id AND a.name = m.name AND a.replaced_at IS NULL
+              AND a.value IS NOT NULL) AS done,
+           (SELECT count(*) FROM attempts x WHERE x.job_id = m.job_id) AS total
+    FROM manual_dimensions m WHERE $job IS NULL OR m.job_id = $job
+    ORDER BY m.job_id, m.created_at, m.name"""
+
+
 def progress(con: duckdb.DuckDBPyConnection, job_id: str) -> list[AnnotationProgress]:
     """Per manual dimension: attempts annotated out of the job's attempts."""
-    rows = con.execute(
-        """SELECT m.name, m.required,
-                  (SELECT count(*) FROM annotations a
-                   JOIN attempts x ON x.job_id = a.job_id AND x.task = a.task
-                                  AND x.attempt = a.attempt
-                   WHERE a.job_id = m.job_id AND a.name = m.name AND a.replaced_at IS NULL
-                     AND a.value IS NOT NULL) AS done,
-                  (SELECT count(*) FROM attempts x WHERE x.job_id = m.job_id) AS total
-           FROM manual_dimensions m WHERE m.job_id = ? ORDER BY m.created_at, m.name""",
-        [job_id],
-    ).fetchall()
-    return [AnnotationProgress(n, int(d), int(t), bool(r)) for n, r, d, t in rows]
+    rows = con.execute(_PROGRESS_SQL, {"job": job_id}).fetchall()
+    return [AnnotationProgress(n, int(d), int(t), bool(r)) for _, n, r, d, t in rows]
 
 
 def awaiting(con: duckdb.DuckDBPyConnection, job_id: str) -> list[AnnotationProgress]:
     """The required manual dimensions some attempt still lacks (empty: nothing awaited)."""
     return [p for p in progress(con, job_id) if p.required and not p.done]
+
+
+def awaiting_jobs(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Every job :func:`awaiting` something, in one query (the workspace list)."""
+    rows = con.execute(
+        f"SELECT DISTINCT job_id FROM ({_PROGRESS_SQL}) WHERE required AND done < total",
+        {"job": None},
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def current(
+    con: duckdb.DuckDBPyConnection, job_id: str, name: str, task: str, attempt: int
+) -> tuple[str | None, float | None, str | None] | None:
+    """``(label, value, reason)`` of an attempt's current annotation of ``name`` (None:
+    never annotated; a cleared one has a None value)."""
+    row = con.execute(
+        """SELECT label, value, reason FROM annotations WHERE job_id = ? AND name = ?
+           AND task = ? AND attempt = ? AND replaced_at IS NULL""",
+        [job_id, name, task, int(attempt)],
+    ).fetchone()
+    return None if row is None else (row[0], row[1], row[2])
+
+
+def annotated(con: duckdb.DuckDBPyConnection, job_id: str, name: str) -> set[tuple[str, int]]:
+    """``(task, attempt)`` of every attempt with a current annotation of ``name``."""
+    rows = con.execute(
+        """SELECT task, attempt FROM annotations WHERE job_id = ? AND name = ?
+           AND replaced_at IS NULL AND value IS NOT NULL""",
+        [job_id, name],
+    ).fetchall()
+    return {(str(t), int(a)) for t, a in rows}
 
 
 def remirror(con: duckdb.DuckDBPyConnection, job_id: str) -> None:

@@ -24,7 +24,7 @@ from .._loaders.experiment_store import (
     insert_arrow,
     write_experiment,
 )
-from .edits import transaction
+from .._store.transaction import transaction
 from .runner import Evaluator
 
 __all__ = [

@@ -13,8 +13,7 @@ import datetime as dt
 import json
 import math
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -29,31 +28,14 @@ from .._loaders.experiment_store import (
     next_seq,
 )
 from .._options import who
+from .._store.transaction import transaction
 
 __all__ = [
     "add_cases",
     "correct",
     "new_runs",
-    "reviewer",
-    "transaction",
     "undo_correction",
 ]
-
-
-def reviewer(by: str | None) -> str:
-    """Who makes a change: ``by``, else ``enb.options.reviewer``, else the OS user."""
-    return who(by)
-
-
-@contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    con.execute("BEGIN TRANSACTION")
-    try:
-        yield
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def _now() -> dt.datetime:
@@ -129,7 +111,7 @@ def correct(
         raise ValueError(f"score must be a finite number, got {score!r}")
     if not isinstance(reason, str) or not reason.strip():
         raise ValueError("a correction needs a reason (a non-empty text)")
-    who = reviewer(by)
+    author = who(by)
     with transaction(con):
         row = _pair(con, eid, trace_id, evaluator)
         if run is not None and run != row["run"]:
@@ -161,7 +143,7 @@ def correct(
             "run": row["run"],
             "score": float(score),
             "reason": reason,
-            "by": who,
+            "by": author,
             "at": _now(),
             "undone_by": None,
             "undone_at": None,
@@ -175,7 +157,7 @@ def undo_correction(
     con: duckdb.DuckDBPyConnection, eid: str, trace_id: str, evaluator: str, by: str | None = None
 ) -> None:
     """Undo the live correction of the current row: the machine score counts again."""
-    who = reviewer(by)
+    author = who(by)
     with transaction(con):
         row = _pair(con, eid, trace_id, evaluator)
         seq = _live(con, eid, row["result_id"], row["run"])
@@ -184,7 +166,7 @@ def undo_correction(
         con.execute(
             """UPDATE exp_corrections SET undone_by = ?, undone_at = ?
                WHERE experiment_id = ? AND seq = ?""",
-            [who, _now(), eid, seq],
+            [author, _now(), eid, seq],
         )
 
 

@@ -23,7 +23,7 @@ from .._datasets.heldout import dataset_references_sql, strip_sql
 from .._errors import EnvloopError
 from .._metrics.counts import scored_mean
 from .._store.ref import WorkspaceRef
-from .edits import transaction
+from .._store.transaction import transaction
 
 __all__ = [
     "ReferenceFillResult",

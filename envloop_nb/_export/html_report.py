@@ -17,14 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._annotations.manual import awaiting
 from .._buckets.apply import job_buckets
 from .._buckets.rules import BucketRules
 from .._compare.state import CompareState
 from .._experiments import stats as exp_stats
 from .._metrics.consumption import consumption_rows
 from .._metrics.diagnosis import diagnose
-from .._metrics.facts import dimension_names, noted_summary
+from .._metrics.facts import dimension_names, noted_summary, shown_info
 from .._metrics.groups import group_summaries
 from .._metrics.inference import inference_config
 from .._metrics.passk_views import curve, samples
@@ -42,7 +41,7 @@ from .._present.panel_html import (
     rows_table,
 )
 from .._present.report_html import ReportSection, frame_table_html, report_html
-from .._store.ref import JobRef, job_info, job_k, summarised
+from .._store.ref import JobRef, job_k, summarised
 from .._store.schema import written_by
 from .._types import Policy
 
@@ -134,9 +133,7 @@ def export_job_html(
 ) -> HtmlReport:
     """Write the job's standalone HTML report (see the module docstring)."""
     con, jid = job.con, job.id
-    info = job_info(con, jid)
-    if awaiting(con, jid):  # a required manual dimension lacks annotations
-        info = {**info, "status": f"{info.get('status') or 'completed'} · awaiting annotation"}
+    info = shown_info(con, jid)  # the status says when annotations are awaited
     summary = noted_summary(con, jid, policy=policy, threshold=threshold)
     states = dict(
         con.execute(

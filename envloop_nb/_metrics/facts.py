@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._annotations.manual import awaiting
+from .._store.ref import job_info
 from .._types import Policy
 from .summary import JobSummary, job_summary
 
@@ -35,6 +36,7 @@ __all__ = [
     "loaded_at",
     "noted_summary",
     "reward_range",
+    "shown_info",
 ]
 
 
@@ -63,6 +65,15 @@ def noted_summary(
     if waiting:
         s = replace(s, note=waiting if s.note is None else f"{s.note}\n{waiting}")
     return s
+
+
+def shown_info(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, Any]:
+    """The job's row as its views show it: ``job_info`` with the status saying
+    "· awaiting annotation" while a required manual dimension lacks annotations."""
+    info = job_info(con, job_id)
+    if awaiting(con, job_id):
+        info["status"] = f"{info.get('status') or 'completed'} · awaiting annotation"
+    return info
 
 
 def awaiting_note(con: duckdb.DuckDBPyConnection, job_id: str) -> str | None:

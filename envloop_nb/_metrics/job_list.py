@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import duckdb
 
+from .._annotations.manual import awaiting_jobs
 from .summary import job_summary
 
 __all__ = ["STATUS_LABELS", "JobRow", "filter_jobs", "job_rows"]
@@ -82,7 +83,7 @@ def job_rows(con: duckdb.DuckDBPyConnection) -> list[JobRow]:
            LEFT JOIN job_summary_cache c ON c.job_id = j.job_id AND c.loaded_at = j.loaded_at
            ORDER BY coalesce(j.created_at, j.loaded_at) DESC, j.job_id"""
     ).fetchall()
-    waiting = _awaiting_jobs(con)
+    waiting = awaiting_jobs(con)
     out = []
     for job_id, name, model, method, status, created, loaded, cached in rows:
         if status == "completed" and job_id in waiting:
@@ -128,25 +129,6 @@ def _numbers(con: duckdb.DuckDBPyConnection, job_id: str, loaded: dt.datetime) -
             "INSERT INTO job_summary_cache VALUES (?, ?, ?)", [job_id, loaded, json.dumps(numbers)]
         )
     return numbers
-
-
-def _awaiting_jobs(con: duckdb.DuckDBPyConnection) -> set[str]:
-    """Jobs with a required manual dimension some attempt lacks, in one query."""
-    rows = con.execute(
-        """WITH done AS (
-               SELECT a.job_id, a.name, count(*) AS n FROM annotations a
-               JOIN attempts x ON x.job_id = a.job_id AND x.task = a.task AND x.attempt = a.attempt
-               WHERE a.replaced_at IS NULL AND a.value IS NOT NULL GROUP BY ALL),
-           total AS (
-               SELECT job_id, count(*) AS n FROM attempts
-               WHERE job_id IN (SELECT job_id FROM manual_dimensions WHERE required)
-               GROUP BY job_id)
-           SELECT DISTINCT m.job_id FROM manual_dimensions m
-           JOIN total t ON t.job_id = m.job_id
-           LEFT JOIN done d ON d.job_id = m.job_id AND d.name = m.name
-           WHERE m.required AND coalesce(d.n, 0) < t.n"""
-    ).fetchall()
-    return {r[0] for r in rows}
 
 
 def filter_jobs(

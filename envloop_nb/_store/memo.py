@@ -55,14 +55,8 @@ def cached(
     shared between callers: never modify them.
     """
     row = job_row(con, job_id)
-    if row is None:
-        try:  # forget a removed job's entries
-            known = CACHE.get(con)
-        except TypeError:
-            known = None
-        if known:
-            for stale in [e for e in known if e[0] == job_id]:
-                del known[stale]
+    if row is None:  # a removed job: forget its entries
+        forget_job(con, job_id)
         return compute()
     full = (job_id, key, row[0])
     try:

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
-from .._annotations.manual import ManualDimension, annotate, manual_dimensions, progress
+from .._annotations.manual import (
+    ManualDimension,
+    annotate,
+    annotated,
+    current,
+    manual_dimensions,
+    progress,
+)
 from .._present.cases_html import attempt_detail_html
 from .cases_detail import attempt_detail
 from .cases_page import CaseQuery
@@ -252,15 +259,11 @@ class QuickAnnotation:
 
     def _current(self, task: str, attempt: int) -> tuple[str, str]:
         """The case's current (label-or-value, reason) for this dimension."""
-        row = self.con.execute(
-            """SELECT label, value, reason FROM annotations WHERE job_id = ? AND name = ?
-               AND task = ? AND attempt = ? AND replaced_at IS NULL""",
-            [self.job_id, self.dimension.name, task, attempt],
-        ).fetchone()
+        row = current(self.con, self.job_id, self.dimension.name, task, attempt)
         if row is None or row[1] is None:
             return "", ""
-        shown = row[0] if row[0] is not None else f"{row[1]:g}"
-        return str(shown), str(row[2] or "")
+        label, value, reason = row
+        return str(label if label is not None else f"{value:g}"), str(reason or "")
 
     def show(self, message: str = "", error: bool = False) -> None:
         """Draw the current case, the progress and ``message``."""
@@ -321,13 +324,7 @@ class QuickAnnotation:
 
     def next_open(self) -> None:
         """Jump to the next case (in the rows' order, wrapping) without an annotation."""
-        done = set(
-            self.con.execute(
-                """SELECT task, attempt FROM annotations WHERE job_id = ? AND name = ?
-                   AND replaced_at IS NULL AND value IS NOT NULL""",
-                [self.job_id, self.dimension.name],
-            ).fetchall()
-        )
+        done = annotated(self.con, self.job_id, self.dimension.name)
         size = 256
         order = [*range(self.index + 1, self.total), *range(0, self.index + 1)]
         pages: dict[int, list[tuple[str, int]]] = {}

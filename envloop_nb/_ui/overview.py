@@ -13,9 +13,14 @@ import html
 import math
 from typing import TYPE_CHECKING, Any
 
-from .._annotations.manual import awaiting
 from .._metrics.consumption import consumption_rows
-from .._metrics.facts import dimension_names, has_dimensions, loaded_at, noted_summary
+from .._metrics.facts import (
+    dimension_names,
+    has_dimensions,
+    loaded_at,
+    noted_summary,
+    shown_info,
+)
 from .._metrics.inference import inference_config
 from .._present.job_details import consumption_html, inference_html, inference_summary
 from .._present.panel_html import (
@@ -28,7 +33,7 @@ from .._present.panel_html import (
     source_agreement_html,
     verdict_html,
 )
-from .._store.ref import job_info, job_k
+from .._store.ref import job_k
 from .state import Guard
 
 if TYPE_CHECKING:
@@ -123,9 +128,7 @@ class OverviewTab:
                 self.charts[name] = _charts.distribution_chart(frame, title=title, x_title=title)
         self.charts["status"] = _charts.status_chart(status)
         self.chart_widgets: dict[str, Any] = {}
-        info = job_info(con, job_id)
-        if awaiting(con, job_id):  # a required manual dimension lacks annotations
-            info = {**info, "status": f"{info.get('status') or 'completed'} · awaiting annotation"}
+        info = shown_info(con, job_id)  # the status says when annotations are awaited
         config = inference_config(con, job_id, inputs=False)
         self.facts.value = facts_html(
             info,
