@@ -12,6 +12,7 @@ import duckdb
 import pandas as pd
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -260,3 +261,102 @@ def test_property_counts_match_brute_force(
             assert _core(csv_job) == _core(job)
     finally:
         ws.close()
+
+
+def test_typed_parquet_integers_are_exact_and_range_checked(
+    ws: enb.Workspace, tmp_path: Path
+) -> None:
+    big = 2**60 + 1  # a DOUBLE round trip would give 2**60
+    table = pa.table(
+        {
+            "task": ["a", "a", "b"],
+            "attempt": pa.array([1, 2, 1], pa.int64()),
+            "reward": pa.array([1, 0, 1], pa.int8()),
+            "input_tokens": pa.array([big, 3, None], pa.int64()),
+            "turns": pa.array([2, 3, 4], pa.uint32()),
+            "cost_usd": pa.array([1, 2, 3], pa.int16()),
+            "started_at": pa.array([0, 1, 2], pa.timestamp("s", tz="UTC")),
+        }
+    )
+    path = tmp_path / "typed.parquet"
+    pq.write_table(table, path)
+    job = load_job(ws, path)
+    got = job.con.execute(
+        "SELECT task, attempt, reward, input_tokens, turns, cost_usd, epoch(started_at) "
+        "FROM attempts WHERE job_id = ? ORDER BY task, attempt",
+        [job.id],
+    ).fetchall()
+    assert got == [
+        ("a", 1, 1.0, big, 2, 1.0, 0.0),
+        ("a", 2, 0.0, 3, 3, 2.0, 1.0),
+        ("b", 1, 1.0, None, 4, 3.0, 2.0),
+    ]
+    # a typed integer still has to fit the column it lands in, and attempts start at 1
+    for column, values, message in (
+        ("turns", pa.array([1, 2**31, 3], pa.int64()), r"row 2: turns 2147483648 is out of range"),
+        ("attempt", pa.array([1, 0, 1], pa.int64()), r"row 2: attempt 0 is out of range: attempts are numbered"),
+        ("attempt", pa.array([1, None, 1], pa.int64()), r"row 2: attempt must be an integer, got nothing"),
+        ("attempt", pa.array([1, 2**40, 1], pa.int64()), r"row 2: attempt 1099511627776 is out of range: it must fit"),
+    ):  # fmt: skip
+        bad = tmp_path / f"bad_{column}.parquet"
+        pq.write_table(table.set_column(table.column_names.index(column), column, values), bad)
+        with pytest.raises(enb.LoadError, match=message):
+            load_job(ws, bad)
+
+
+def test_lenient_parquet_skips_rows_checked_while_inserting(
+    ws: enb.Workspace, tmp_path: Path
+) -> None:
+    df = pd.DataFrame(
+        {"task": [f"t{i % 7}" for i in range(100)], "reward": [i % 2 for i in range(100)]}
+    )
+    df["status"] = "completed"
+    df.loc[[5, 60], "status"] = "weird"
+    path = tmp_path / "s.parquet"
+    df.to_parquet(path)
+    before = ws.jobs()
+    with pytest.raises(
+        enb.LoadError, match=r"s\.parquet, row 6: status must be one of .* \(1 more"
+    ):
+        load_job(ws, path)
+    assert ws.jobs().equals(before)  # the rows already inserted were rolled back
+    with pytest.warns(enb.LoadWarning, match=r"skipped 2 unusable row\(s\); first at row 6"):
+        job = load_job(ws, path, lenient=True)
+    assert len(job.attempts()) == 98 and job.info["extra"]["skipped_rows"] == 2
+    # row 6 (t5's first) was skipped: t5 first appears at row 13, after t6
+    assert job.tasks()["task"].tolist() == ["t0", "t1", "t2", "t3", "t4", "t6", "t5"]
+
+
+@pytest.mark.parametrize("shadow", [False, True])
+def test_several_parquet_files_keep_file_order(
+    ws: enb.Workspace, tmp_path: Path, shadow: bool
+) -> None:
+    """Attempts are numbered in file-name order, then row order, also when a column
+    named ``file_index`` would shadow DuckDB's own (the files are then joined by name)."""
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for name, rewards in (("b.parquet", [0, 1]), ("a.parquet", [1, 1]), ("c.parquet", [0, 0])):
+        cols: dict[str, object] = {"task": ["x", "x"], "reward": rewards}
+        if shadow:
+            cols["file_index"] = [9, 9]
+        pd.DataFrame(cols).to_parquet(folder / name)
+    job = load_job(ws, folder)
+    a = job.attempts()
+    assert a["attempt"].tolist() == [1, 2, 3, 4, 5, 6]
+    assert a["reward"].tolist() == [1.0, 1.0, 0.0, 1.0, 0.0, 0.0]
+    assert a["source_place"].tolist()[2].endswith("b.parquet row 1")
+
+
+@pytest.mark.parametrize("k", [3, 5000])
+def test_a_repeated_attempt_is_refused_with_any_k(ws: enb.Workspace, k: int) -> None:
+    """Below 4,097 attempts per task repeats are found with a k-bit string per task,
+    above by counting distinct attempts: both name the first repeat."""
+    df = pd.DataFrame(
+        {"task": ["a", "b", "b", "c"], "attempt": [1, 2, 2, 3], "reward": [1, 0, 1, 1]}
+    )
+    before = ws.jobs()
+    with pytest.raises(enb.LoadError, match=r"<DataFrame>, task 'b': attempt 2 appears 2 times"):
+        load_job(ws, df, job_id="rep", k=k)
+    assert ws.jobs().equals(before)
+    ok = load_job(ws, df.iloc[[0, 1, 3]], job_id="rep", k=k)
+    assert ok.k == k and ok.summary().total == 3 * k

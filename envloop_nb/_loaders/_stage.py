@@ -135,14 +135,18 @@ def commit_stage(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
     again on every first question. A loader that has no attempts to scan (a summarised
     job) records them itself.
     """
-    con.execute(
-        f"""UPDATE {_JOBS_STAGE} SET extra = json_merge_patch(coalesce(extra, '{{}}'),
-                json_object('reward_stats', (
-                    SELECT json_object('max_abs', max(abs(reward)), 'max_sq', max(reward * reward))
-                    FROM attempts WHERE job_id = $job_id)))
-            WHERE NOT json_exists(coalesce(extra, '{{}}'), '$.reward_stats')""",
-        {"job_id": job_id},
-    )
+    recorded = con.execute(
+        f"SELECT json_exists(coalesce(extra, '{{}}'), '$.reward_stats') FROM {_JOBS_STAGE}"
+    ).fetchone()
+    if not (recorded and recorded[0]):  # else the UPDATE would scan the attempts anyway
+        con.execute(
+            f"""UPDATE {_JOBS_STAGE} SET extra = json_merge_patch(coalesce(extra, '{{}}'),
+                    json_object('reward_stats', (
+                        SELECT json_object('max_abs', max(abs(reward)),
+                                           'max_sq', max(reward * reward))
+                        FROM attempts WHERE job_id = $job_id)))""",
+            {"job_id": job_id},
+        )
     con.execute(
         f"INSERT INTO jobs SELECT * REPLACE (?::TIMESTAMPTZ AS loaded_at) FROM {_JOBS_STAGE}",
         [dt.datetime.now(dt.UTC)],
@@ -198,6 +202,55 @@ def validate_stage(con: duckdb.DuckDBPyConnection, source: str) -> str:
     if k is None or k < 1:
         raise LoadError(source, "job", f"attempts per task must be an integer >= 1, got {k!r}")
     jid = {"jid": job_id}
+    flags = _first(con, _checks_sql(int(k)), jid)
+    assert flags is not None
+    out_of_range, unknown, repeated = (bool(f) for f in flags)
+    if out_of_range or unknown or repeated:
+        _explain(con, source, int(k), jid)
+    bad = _first(
+        con,
+        """SELECT task, count(*) FROM tasks WHERE job_id = $jid
+            GROUP BY ALL HAVING count(*) > 1 LIMIT 1""",
+        jid,
+    )
+    if bad:
+        raise LoadError(source, f"task {bad[0]!r}", f"task is listed {bad[1]} times in the job")
+    return str(job_id)
+
+
+#: Above this many attempts per task, repeats are found by grouping (task, attempt)
+#: rather than with a bit string of k bits per task.
+_BITS_UP_TO = 4096
+
+
+def _checks_sql(k: int) -> str:
+    """One aggregate over the job's attempts, per task, flagging (out of range, unknown
+    task, repeated attempt); :func:`_explain` names the first offender of a flag.
+
+    A repeated attempt shows as fewer distinct attempt numbers than rows in a task (the
+    distinct ones counted as the set bits of a k-bit string): one pass grouped by task,
+    several times cheaper than grouping by (task, attempt).
+    """
+    if k <= _BITS_UP_TO:
+        distinct = (
+            f"bit_count(bitstring_agg(attempt, 1, {k}) FILTER (WHERE attempt BETWEEN 1 AND {k}))"
+        )
+    else:
+        distinct = "count(DISTINCT attempt)"
+    return f"""
+        WITH per AS (
+            SELECT task, count(*) AS n, min(attempt) AS lo, max(attempt) AS hi,
+                   {distinct} AS d
+            FROM attempts WHERE job_id = $jid GROUP BY task)
+        SELECT coalesce(bool_or(lo < 1 OR hi > {k}), false),
+               EXISTS (SELECT 1 FROM per ANTI JOIN (SELECT task FROM tasks WHERE job_id = $jid)
+                       USING (task)),
+               coalesce(bool_or(lo >= 1 AND hi <= {k} AND n <> d), false)
+        FROM per"""
+
+
+def _explain(con: duckdb.DuckDBPyConnection, source: str, k: int, jid: dict[str, Any]) -> None:
+    """Raise for the first problem :func:`_checks_sql` flagged, naming its place."""
     bad = _first(
         con,
         f"""SELECT coalesce(source_place, 'trial ' || trial_id), attempt FROM attempts
@@ -225,12 +278,4 @@ def validate_stage(con: duckdb.DuckDBPyConnection, source: str) -> str:
     )
     if bad:  # loaders resolve retries to the attempt of record before writing
         raise LoadError(source, f"task {bad[0]!r}", f"attempt {bad[1]} appears {bad[2]} times")
-    bad = _first(
-        con,
-        """SELECT task, count(*) FROM tasks WHERE job_id = $jid
-            GROUP BY ALL HAVING count(*) > 1 LIMIT 1""",
-        jid,
-    )
-    if bad:
-        raise LoadError(source, f"task {bad[0]!r}", f"task is listed {bad[1]} times in the job")
-    return str(job_id)
+    raise LoadError(source, None, "internal: a check failed that no offender explains")

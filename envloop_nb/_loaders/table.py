@@ -188,48 +188,32 @@ def _load(
 ) -> None:
     fields, tags, dims = resolve_mapping(src, mapping)
     typed_view(con, src, fields, tags, dims, k)
-    bad = con.execute(
-        "SELECT count(*), arg_min(_enb_place, _enb_ord), arg_min(_problem, _enb_ord) "
-        "FROM _tb_v WHERE _problem IS NOT NULL"
-    ).fetchone()
-    assert bad is not None
-    n_bad = int(bad[0])
-    where = ""
-    if n_bad:
-        place, problem = str(bad[1]), str(bad[2])
-        if src.json:
-            place = physical_place(Path(src.label), place)
-        if problem == "not valid JSON" and place.startswith("line "):
-            problem = explain_bad_line(Path(src.label), int(place.removeprefix("line ")))
-        if not lenient:
-            more = f" ({n_bad - 1} more unusable rows)" if n_bad > 1 else ""
-            raise LoadError(src.label, place, problem + more)
-        warnings.warn(
-            f"{src.label}: skipped {n_bad} unusable row(s); first at {place}: {problem}",
-            LoadWarning,
-            stacklevel=5,
-        )
-        where = "WHERE _problem IS NULL"
     attempt = (
         "attempt_given::INTEGER"
         if "attempt" in fields
         else "row_number() OVER (PARTITION BY task ORDER BY _enb_ord)::INTEGER"
     )
-    con.execute(
-        f"CREATE OR REPLACE TEMP VIEW _tb_n AS SELECT *, {attempt} AS attempt FROM _tb_v {where}"
-    )
-    con.execute(
-        f"""INSERT INTO {stage_name("attempts")} BY NAME
-            SELECT $jid AS job_id, task, attempt, trial_id, status,
-                   exit_code::INTEGER AS exit_code, error, error_type, reward,
-                   input_tokens, output_tokens, cache_tokens, turns::INTEGER AS turns,
-                   cost_usd, started_at, finished_at,
-                   coalesce(duration_s, epoch(finished_at) - epoch(started_at)) AS duration_s,
-                   input, input_is_chat, output, reference, extra,
-                   1 AS n_trials, _enb_place AS source_place
-            FROM _tb_n""",
-        {"jid": jid},
-    )
+    if src.counted:  # check the rows in the pass that inserts them; explain only if short
+        rows = _count(con, "SELECT count(*) FROM _tb_src")
+        where = "WHERE _problem IS NULL"
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW _tb_n AS SELECT *, {attempt} AS attempt FROM _tb_v {where}"
+        )
+        n_bad = rows - _insert_attempts(con, jid)
+        if n_bad:
+            _unusable(con, src, lenient, n_bad)
+        else:
+            where = ""
+    else:
+        n_bad = _count(con, "SELECT count(*) FROM _tb_v WHERE _problem IS NOT NULL")
+        where = ""
+        if n_bad:
+            _unusable(con, src, lenient, n_bad)
+            where = "WHERE _problem IS NULL"
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW _tb_n AS SELECT *, {attempt} AS attempt FROM _tb_v {where}"
+        )
+        _insert_attempts(con, jid)
     if dims:
         values = ", ".join(f"_dim{i}" for i in range(len(dims)))
         con.execute(
@@ -262,30 +246,13 @@ def _load(
     try:
         if src.json:
             _refuse_merged_task_ids(con, src, fields["task"])
-        for i, key in enumerate(tags):
-            con.execute(
-                f"""INSERT INTO {stage_name("task_tags")} BY NAME
-                    SELECT $jid AS job_id, task, $key AS key, _tag{i} AS value
-                    FROM _tb_tasks WHERE _tag{i} IS NOT NULL""",
-                {"jid": jid, "key": key},
-            )
-        con.execute(
-            f"""INSERT INTO {stage_name("tasks")} BY NAME
-                SELECT $jid AS job_id, t.task,
-                       (row_number() OVER (ORDER BY t.first) - 1)::INTEGER AS position,
-                       t.digest,
-                       coalesce((SELECT json_group_object(g.key, g.value)
-                                 FROM {stage_name("task_tags")} g
-                                 WHERE g.job_id = $jid AND g.task = t.task),
-                                '{{}}')::JSON AS tags
-                FROM _tb_tasks t ORDER BY t.first""",
-            {"jid": jid},
-        )
+        _write_tasks(con, jid, list(tags))
     finally:
         con.execute("DROP TABLE IF EXISTS _tb_tasks")
     stats = con.execute(
         f"""SELECT max(attempt), count(*) FILTER (WHERE status IN ('pending', 'running')),
-                   min(started_at), max(finished_at)
+                   min(started_at), max(finished_at),
+                   json_object('max_abs', max(abs(reward)), 'max_sq', max(reward * reward))
             FROM {stage_name("attempts")} WHERE job_id = $jid""",
         {"jid": jid},
     ).fetchone()
@@ -328,9 +295,85 @@ def _load(
             "model": model,
             "k": job_k,
             "extra": json.dumps(
-                {"mapping": fields, "tags": tags, "dimensions": dims, "skipped_rows": n_bad}
+                {
+                    "mapping": fields,
+                    "tags": tags,
+                    "dimensions": dims,
+                    "skipped_rows": n_bad,
+                    "reward_stats": json.loads(stats[4]),  # one scan for these and the above
+                }
             ),
         },
+    )
+
+
+def _write_tasks(con: duckdb.DuckDBPyConnection, jid: str, keys: list[str]) -> None:
+    """The job's ``tasks`` (in order of first appearance, each with its tags as JSON,
+    keys in tag order, absent tags left out) and ``task_tags``, from ``_tb_tasks``."""
+    values = "[" + ", ".join(f"_tag{i}" for i in range(len(keys))) + "]::VARCHAR[]"
+    pairs = f"list_filter(list_zip($keys::VARCHAR[], {values}), e -> e[2] IS NOT NULL)"
+    if keys:
+        con.execute(
+            f"""INSERT INTO {stage_name("task_tags")} BY NAME
+                SELECT job_id, task, e[1] AS key, e[2] AS value
+                FROM (SELECT $jid AS job_id, task, unnest({pairs}) AS e FROM _tb_tasks)""",
+            {"jid": jid, "keys": keys},
+        )
+    tags = f"to_json(map_from_entries({pairs}))" if keys else "'{}'::JSON"
+    con.execute(
+        f"""INSERT INTO {stage_name("tasks")} BY NAME
+            SELECT $jid AS job_id, task,
+                   (row_number() OVER (ORDER BY first) - 1)::INTEGER AS position,
+                   digest, {tags} AS tags
+            FROM _tb_tasks ORDER BY first""",
+        {"jid": jid, "keys": keys} if keys else {"jid": jid},
+    )
+
+
+def _count(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None
+) -> int:
+    row = con.execute(sql, params).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _insert_attempts(con: duckdb.DuckDBPyConnection, jid: str) -> int:
+    """Insert the rows of ``_tb_n``; return how many."""
+    return _count(
+        con,
+        f"""INSERT INTO {stage_name("attempts")} BY NAME
+            SELECT $jid AS job_id, task, attempt, trial_id, status,
+                   exit_code::INTEGER AS exit_code, error, error_type, reward,
+                   input_tokens, output_tokens, cache_tokens, turns::INTEGER AS turns,
+                   cost_usd, started_at, finished_at,
+                   coalesce(duration_s, epoch(finished_at) - epoch(started_at)) AS duration_s,
+                   input, input_is_chat, output, reference, extra,
+                   1 AS n_trials, _enb_place AS source_place
+            FROM _tb_n""",
+        {"jid": jid},
+    )
+
+
+def _unusable(con: duckdb.DuckDBPyConnection, src: Source, lenient: bool, n_bad: int) -> None:
+    """Raise for the first of ``n_bad`` unusable rows, or warn how many are skipped."""
+    bad = con.execute(
+        "SELECT arg_min(_enb_place, _enb_ord), arg_min(_problem, _enb_ord) "
+        "FROM _tb_v WHERE _problem IS NOT NULL"
+    ).fetchone()
+    assert bad is not None
+    place, problem = str(bad[0]), str(bad[1])
+    if src.json:
+        place = physical_place(Path(src.label), place)
+    if problem == "not valid JSON" and place.startswith("line "):
+        problem = explain_bad_line(Path(src.label), int(place.removeprefix("line ")))
+    if not lenient:
+        more = f" ({n_bad - 1} more unusable rows)" if n_bad > 1 else ""
+        raise LoadError(src.label, place, problem + more)
+    warnings.warn(
+        f"{src.label}: skipped {n_bad} unusable row(s); first at {place}: {problem}",
+        LoadWarning,
+        stacklevel=6,
     )
 
 

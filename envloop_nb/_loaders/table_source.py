@@ -39,6 +39,10 @@ __all__ = [
     "open_path",
 ]
 
+#: Integer column types whose every value fits a BIGINT.
+_INT64_TYPES = frozenset(
+    ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
+)
 #: Columns every staged view ``_tb_src`` adds to the source's own.
 _INTERNAL = ("_enb_ord", "_enb_place")
 #: Names the reader adds while reading, per source kind (compared ignoring ASCII case,
@@ -58,6 +62,9 @@ class Source:
     json: bool  # rows are JSON objects in column ``j`` (JSONL / JSON array)
     types: dict[str, str] = field(default_factory=dict)
     registered: list[str] = field(default_factory=list)
+    #: ``count(*)`` over ``_tb_src`` answers without reading the rows (Parquet footers,
+    #: a frame's length): the loader then checks the rows in the same pass it inserts.
+    counted: bool = False
 
     def key(self, col: str) -> str:
         """SQL naming the column: its JSON pointer (JSON rows) or its identifier."""
@@ -85,18 +92,34 @@ class Source:
             return f"coalesce({self.raw(col)}::VARCHAR, 'nothing')"
         return f"coalesce('''' || {ident(col)}::VARCHAR || '''', 'nothing')"
 
+    def integer(self, col: str) -> bool:
+        """The column is typed as an integer that fits 64 bits (Parquet, a frame)."""
+        return not self.json and self.types.get(col) in _INT64_TYPES
+
+    def floating(self, col: str) -> bool:
+        """The column is typed as a binary float (``FLOAT``, ``DOUBLE``)."""
+        return not self.json and self.types.get(col) in ("FLOAT", "DOUBLE")
+
     def number_ok(self, col: str) -> str:
         """SQL true when the value is NULL or a number."""
         if self.json:
             return f"coalesce({self.json_type(col)}, 'NULL') IN ('NULL', 'BIGINT', 'UBIGINT', 'DOUBLE')"
+        if self.integer(col) or self.floating(col):
+            return "true"  # typed by the source: no per-row check
         return f"({ident(col)} IS NULL OR TRY_CAST({ident(col)} AS DOUBLE) IS NOT NULL)"
 
     def number(self, col: str) -> str:
         if self.json:
             return f"TRY_CAST({self.raw(col)} AS DOUBLE)"
+        if self.types.get(col) == "DOUBLE":
+            return ident(col)
+        if self.integer(col) or self.floating(col):
+            return f"{ident(col)}::DOUBLE"
         return f"TRY_CAST({ident(col)} AS DOUBLE)"
 
     def time(self, col: str) -> str:
+        if not self.json and self.types.get(col) == "TIMESTAMP WITH TIME ZONE":
+            return ident(col)
         if self.json or self.types.get(col, "").startswith(("VARCHAR", "JSON")):
             return f"TRY_CAST({self.text(col)} AS TIMESTAMPTZ)"
         return f"TRY_CAST({ident(col)} AS TIMESTAMPTZ)"
@@ -133,7 +156,7 @@ def open_frame(con: duckdb.DuckDBPyConnection, source: Any) -> Source:
         """CREATE OR REPLACE TEMP VIEW _tb_src AS
            SELECT *, 'row ' || _enb_ord AS _enb_place FROM _tb_frame"""
     )
-    src = Source(label, [], json=False)
+    src = Source(label, [], json=False, counted=True)
     src.registered.append("_tb_frame")
     _describe(con, src)
     return src
@@ -318,6 +341,58 @@ def _parquet_names(
     return units, hive
 
 
+def _parquet_view(
+    con: duckdb.DuckDBPyConnection,
+    files: list[str],
+    units: list[tuple[str | None, list[str]]],
+    hive: dict[str, str],
+) -> None:
+    """``_tb_src`` over the Parquet ``files`` (in this order: the ordinal follows it).
+
+    The file's position is DuckDB's ``file_index`` column, read with the rows, unless a
+    file (or a hive key) has a column of that name, which would shadow it; then the
+    position comes from joining the file names, which costs a hash join per row. One
+    file: ``row N`` (the error already names the file); several: ``<file> row N``.
+    """
+    names = {n.lower() for _, cols in units for n in cols} | {h.lower() for h in hive}
+    listed = "[" + ", ".join(literal(f) for f in files) + "]"
+    read = (
+        f"read_parquet({listed if len(files) > 1 else literal(files[0])}, "
+        "hive_partitioning = true, union_by_name = true, file_row_number = true"
+    )
+    shown = "p._enb_file || ' row ' " if len(files) > 1 else "'row ' "
+    place = f"{shown}|| (p.file_row_number + 1)"
+    if len(files) == 1:
+        con.execute(
+            f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
+                SELECT p.* EXCLUDE (file_row_number), p.file_row_number AS _enb_ord,
+                       {place} AS _enb_place
+                FROM {read}) p"""
+        )
+    elif "file_index" not in names:
+        con.execute(
+            f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
+                SELECT p.* EXCLUDE (_enb_file, file_row_number),
+                       (p.file_index::BIGINT << 40) + p.file_row_number AS _enb_ord,
+                       {place} AS _enb_place
+                FROM {read}, filename = '_enb_file') p"""
+        )
+    else:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _tb_files AS "
+            "SELECT unnest($files) AS _enb_file, generate_subscripts($files, 1) AS _enb_idx",
+            {"files": files},
+        )
+        con.execute(
+            f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
+                SELECT p.* EXCLUDE (_enb_file, file_row_number),
+                       (f._enb_idx::BIGINT << 40) + p.file_row_number AS _enb_ord,
+                       {place} AS _enb_place
+                FROM {read}, filename = '_enb_file') p
+                JOIN _tb_files f USING (_enb_file)"""
+        )
+
+
 def _csv_first_record(path: Path) -> list[str]:
     """The CSV file's first record, read in Python (microseconds; DuckDB would sniff the
     file again): its header, unless DuckDB skips lines before the header."""
@@ -410,26 +485,8 @@ def open_path(
             raise LoadError(source, None, f"no Parquet file matches {pattern}")
         units, hive = _parquet_names(con, files, path if path.is_dir() else None)
         _refuse_name_clashes(text, units, hive, _RESERVED_PARQUET)
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE _tb_files AS "
-            "SELECT unnest($files) AS _enb_file, generate_subscripts($files, 1) AS _enb_idx",
-            {"files": files},
-        )
-        # One file: "row N" (the error already names the file); several: "<file> row N".
-        place = "'row ' || (p.file_row_number + 1)"
-        if len(files) > 1:
-            place = "p._enb_file || ' row ' || (p.file_row_number + 1)"
-        con.execute(
-            f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
-                SELECT p.* EXCLUDE (_enb_file, file_row_number),
-                       (f._enb_idx::BIGINT << 40) + p.file_row_number AS _enb_ord,
-                       {place} AS _enb_place
-                FROM read_parquet({literal(pattern)}, hive_partitioning = true,
-                                  union_by_name = true, filename = '_enb_file',
-                                  file_row_number = true) p
-                JOIN _tb_files f USING (_enb_file)"""
-        )
-        src = Source(text, [], json=False)
+        _parquet_view(con, files, units, hive)
+        src = Source(text, [], json=False, counted=True)
         _describe(con, src)
         return src
     if not path.is_file():

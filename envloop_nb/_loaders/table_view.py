@@ -145,7 +145,23 @@ def typed_view(
     )
     missing = literal(f"task is missing ({fields['task']})")
     checks.append(f"WHEN {text_expr('task')} IS NULL THEN {missing}")
-    if "attempt" in fields:
+    if "attempt" in fields and src.integer(fields["attempt"]):
+        c = ident(fields["attempt"])  # typed: only the range can be wrong (exactly)
+        sel.append(f"{c}::BIGINT AS attempt_given")
+        checks.append(f"WHEN {c} IS NULL THEN 'attempt must be an integer, got nothing'")
+        checks.append(
+            f"WHEN {c} < 1 THEN 'attempt ' || {c} || ' is out of range: attempts are numbered from 1'"
+        )
+        checks.append(
+            f"WHEN {c} > 2147483647 THEN 'attempt ' || {c} "
+            "|| ' is out of range: it must fit a 32-bit integer'"
+        )
+        if k is not None:
+            checks.append(
+                f"WHEN {c} > {int(k)} THEN 'attempt ' || {c} "
+                f"|| ' is out of range: the job requested 1..{int(k)} per task'"
+            )
+    elif "attempt" in fields:
         col = fields["attempt"]
         num = src.number(col)
         sel.append(f"TRY_CAST({num} AS BIGINT) AS attempt_given")
@@ -185,7 +201,16 @@ def typed_view(
     else:
         sel.append("'completed' AS status")
     for ours in _INT_FIELDS:
-        if ours in fields:
+        sql_type, bits = _INT_COLUMNS[ours]
+        if ours in fields and src.integer(fields[ours]):
+            c = ident(fields[ours])  # typed: exact, no round trip through DOUBLE
+            sel.append(f"{c}::BIGINT AS {ours}")
+            if bits == 32:
+                checks.append(
+                    f"WHEN {c} NOT BETWEEN -2147483648 AND 2147483647 THEN '{ours} ' || {c} "
+                    f"|| ' is out of range: it must fit a 32-bit integer'"
+                )
+        elif ours in fields:
             col = fields[ours]
             num = src.number(col)
             sel.append(f"TRY_CAST({num} AS BIGINT) AS {ours}")
@@ -193,7 +218,6 @@ def typed_view(
                 f"WHEN NOT ({src.number_ok(col)}) OR {num} <> floor({num}) "
                 f"THEN '{ours} must be an integer, got ' || {src.shown(col)}"
             )
-            sql_type, bits = _INT_COLUMNS[ours]
             checks.append(
                 f"WHEN {num} IS NOT NULL AND TRY_CAST({num} AS {sql_type}) IS NULL "
                 f"THEN '{ours} ' || {src.text(col)} || ' is out of range: it must fit a {bits}-bit integer'"
@@ -204,10 +228,14 @@ def typed_view(
         if ours in fields:
             col = fields[ours]
             num = src.number(col)
+            if src.integer(col):
+                sel.append(f"{num} AS {ours}")
+                continue
             sel.append(f"CASE WHEN isnan({num}) THEN NULL ELSE {num} END AS {ours}")
-            checks.append(
-                f"WHEN NOT ({src.number_ok(col)}) THEN '{ours} must be a number, got ' || {src.shown(col)}"
-            )
+            if not src.floating(col):
+                checks.append(
+                    f"WHEN NOT ({src.number_ok(col)}) THEN '{ours} must be a number, got ' || {src.shown(col)}"
+                )
             checks.append(
                 f"WHEN isinf({num}) THEN '{ours} must be finite, got ' || {src.text(col)}"
             )
@@ -217,6 +245,8 @@ def typed_view(
         if ours in fields:
             col = fields[ours]
             sel.append(f"{src.time(col)} AS {ours}")
+            if src.time(col) == ident(col):
+                continue  # already a time: nothing to check
             checks.append(
                 f"WHEN {src.text(col)} IS NOT NULL AND {src.time(col)} IS NULL "
                 f"THEN '{ours} is not an RFC 3339 time: ' || {src.shown(col)}"
