@@ -82,6 +82,7 @@ SIZES: dict[str, Shape] = {
         Shape("100k", 3_125, 32),
         Shape("1M", 31_250, 32),
         Shape("10M", 312_500, 32),
+        Shape("100M", 3_125_000, 32),  # written in chunks: see _write_parquet_chunked
         # few tasks, many attempts (RL-style rollouts)
         Shape("1Mx1000", 1_000, 1_000),
         # many tasks, few attempts: dataset exports write one row per task
@@ -108,8 +109,9 @@ def _u(key: str, salt: int) -> str:
     return f"((hash(({key}) * 64 + {salt}) >> 11)::DOUBLE / 9007199254740992.0)"
 
 
-def attempts_sql(s: Shape) -> str:
-    """SQL of the dispatched attempts of record (one row per attempt), ordered."""
+def attempts_sql(s: Shape, first: int = 0, stop: int | None = None) -> str:
+    """SQL of the dispatched attempts of record (one row per attempt), ordered: tasks
+    ``first`` up to ``stop`` (default all of them)."""
     subsets = "[" + ", ".join(f"'{x}'" for x in SUBSETS) + "]"
     slot = f"tp.t * {s.k + 1} + a.range"
     return f"""
@@ -120,7 +122,7 @@ def attempts_sql(s: Shape) -> str:
                ['easy', 'medium', 'hard'][1 + floor({_u("-1 - range", 2)} * 3)::INTEGER]
                    AS difficulty,
                {_u("-1 - range", 3)} AS up, {_u("-1 - range", 4)} AS uj
-        FROM range({s.tasks})
+        FROM range({first}, {s.tasks if stop is None else stop})
     ), task_p AS (
         SELECT *, CASE WHEN up < 0.10 THEN 0.0 WHEN up < 0.15 THEN 1.0
                        ELSE greatest(0.0, least(1.0,
@@ -247,6 +249,12 @@ def _write_jsonl(con: duckdb.DuckDBPyConnection, s: Shape, path: Path) -> None:
 def generate(s: Shape, formats: tuple[str, ...] = ("parquet", "hive", "jsonl")) -> dict[str, float]:
     """Write the job of shape ``s`` in the requested formats; return seconds per format."""
     s.folder.mkdir(parents=True, exist_ok=True)
+    if s.slots > 20_000_000:  # too many rows to hold in memory: Parquet only, in chunks
+        if set(formats) != {"parquet"}:
+            raise SystemExit(f"{s.name}: only the Parquet file is generated at this size")
+        t0 = time.perf_counter()
+        _write_parquet_chunked(s)
+        return {"parquet": time.perf_counter() - t0}
     con = duckdb.connect()
     con.execute("SET preserve_insertion_order = true")
     took: dict[str, float] = {}
@@ -275,6 +283,30 @@ def generate(s: Shape, formats: tuple[str, ...] = ("parquet", "hive", "jsonl")) 
         took["jsonl"] = time.perf_counter() - t0
     con.close()
     return took
+
+
+def _write_parquet_chunked(s: Shape, tasks_per_chunk: int = 250_000) -> None:
+    """One Parquet file of ``s`` written chunk by chunk of tasks (bounded memory), the
+    same rows and row groups as the one-shot writer would give."""
+    import pyarrow.parquet as pq
+
+    con = duckdb.connect()
+    con.execute("SET preserve_insertion_order = true")
+    part = s.parquet.with_suffix(".parquet.part")
+    writer = None
+    try:
+        for first in range(0, s.tasks, tasks_per_chunk):
+            stop = min(s.tasks, first + tasks_per_chunk)
+            sql = f"SELECT * EXCLUDE (retried) FROM ({attempts_sql(s, first, stop)})"
+            table = con.execute(sql).to_arrow_table()
+            if writer is None:
+                writer = pq.ParquetWriter(part, table.schema, compression="zstd")
+            writer.write_table(table, row_group_size=122_880)
+    finally:
+        if writer is not None:
+            writer.close()
+        con.close()
+    part.replace(s.parquet)
 
 
 def ensure(s: Shape, formats: tuple[str, ...] = ("parquet",)) -> None:
