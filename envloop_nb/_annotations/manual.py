@@ -391,9 +391,10 @@ def annotated(con: duckdb.DuckDBPyConnection, job_id: str, name: str) -> set[tup
 def remirror(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
     """Put the current annotations back into ``dimensions`` (and their ``dimension_meta``)
     for the attempts the job has now; runs inside the caller's transaction (a reload)."""
-    if not con.execute(
+    defined = con.execute(
         "SELECT EXISTS (SELECT 1 FROM manual_dimensions WHERE job_id = $j)", {"j": job_id}
-    ).fetchone()[0]:  # type: ignore[index]
+    ).fetchone()
+    if not (defined and defined[0]):
         return  # nothing to put back (and no join over a large job's attempts)
     con.execute(
         """INSERT INTO dimension_meta

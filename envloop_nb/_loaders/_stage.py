@@ -29,6 +29,7 @@ from .._errors import LoadError
 from .._store.schema import JOB_TABLES
 
 __all__ = [
+    "REWARD_STATS",
     "batch",
     "begin_job",
     "commit_stage",
@@ -40,6 +41,9 @@ __all__ = [
 ]
 
 _JOBS_STAGE = "_stage_jobs"
+#: An aggregate over a job's attempts: the ``extra.reward_stats`` a job records (a
+#: loader that scans its attempts anyway may put it in its own query).
+REWARD_STATS = "json_object('max_abs', max(abs(reward)), 'max_sq', max(reward * reward))"
 _CLAIM = "_stage_claim"
 
 
@@ -142,9 +146,7 @@ def commit_stage(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
         con.execute(
             f"""UPDATE {_JOBS_STAGE} SET extra = json_merge_patch(coalesce(extra, '{{}}'),
                     json_object('reward_stats', (
-                        SELECT json_object('max_abs', max(abs(reward)),
-                                           'max_sq', max(reward * reward))
-                        FROM attempts WHERE job_id = $job_id)))""",
+                        SELECT {REWARD_STATS} FROM attempts WHERE job_id = $job_id)))""",
             {"job_id": job_id},
         )
     con.execute(

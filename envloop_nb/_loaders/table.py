@@ -25,7 +25,7 @@ from ._read import (
     explain_bad_line,
     is_gzip,
 )
-from ._stage import begin_job, restart, stage_name
+from ._stage import REWARD_STATS, begin_job, restart, stage_name
 from .table_source import (
     Source,
     cleanup,
@@ -193,27 +193,20 @@ def _load(
         if "attempt" in fields
         else "row_number() OVER (PARTITION BY task ORDER BY _enb_ord)::INTEGER"
     )
+    usable = "WHERE _problem IS NULL"
     if src.counted:  # check the rows in the pass that inserts them; explain only if short
         rows = _count(con, "SELECT count(*) FROM _tb_src")
-        where = "WHERE _problem IS NULL"
-        con.execute(
-            f"CREATE OR REPLACE TEMP VIEW _tb_n AS SELECT *, {attempt} AS attempt FROM _tb_v {where}"
-        )
+        _numbered(con, attempt, usable)
         n_bad = rows - _insert_attempts(con, jid)
         if n_bad:
             _unusable(con, src, lenient, n_bad)
-        else:
-            where = ""
     else:
         n_bad = _count(con, "SELECT count(*) FROM _tb_v WHERE _problem IS NOT NULL")
-        where = ""
         if n_bad:
             _unusable(con, src, lenient, n_bad)
-            where = "WHERE _problem IS NULL"
-        con.execute(
-            f"CREATE OR REPLACE TEMP VIEW _tb_n AS SELECT *, {attempt} AS attempt FROM _tb_v {where}"
-        )
+        _numbered(con, attempt, usable if n_bad else "")
         _insert_attempts(con, jid)
+    where = usable if n_bad else ""  # the later passes over _tb_v skip what was skipped
     if dims:
         values = ", ".join(f"_dim{i}" for i in range(len(dims)))
         con.execute(
@@ -251,8 +244,7 @@ def _load(
         con.execute("DROP TABLE IF EXISTS _tb_tasks")
     stats = con.execute(
         f"""SELECT max(attempt), count(*) FILTER (WHERE status IN ('pending', 'running')),
-                   min(started_at), max(finished_at),
-                   json_object('max_abs', max(abs(reward)), 'max_sq', max(reward * reward))
+                   min(started_at), max(finished_at), {REWARD_STATS}
             FROM {stage_name("attempts")} WHERE job_id = $jid""",
         {"jid": jid},
     ).fetchone()
@@ -336,6 +328,13 @@ def _count(
     row = con.execute(sql, params).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def _numbered(con: duckdb.DuckDBPyConnection, attempt: str, where: str) -> None:
+    """View ``_tb_n``: the rows of ``_tb_v`` that ``where`` keeps, with their attempt."""
+    con.execute(
+        f"CREATE OR REPLACE TEMP VIEW _tb_n AS SELECT *, {attempt} AS attempt FROM _tb_v {where}"
+    )
 
 
 def _insert_attempts(con: duckdb.DuckDBPyConnection, jid: str) -> int:

@@ -360,37 +360,27 @@ def _parquet_view(
         f"read_parquet({listed if len(files) > 1 else literal(files[0])}, "
         "hive_partitioning = true, union_by_name = true, file_row_number = true"
     )
-    shown = "p._enb_file || ' row ' " if len(files) > 1 else "'row ' "
-    place = f"{shown}|| (p.file_row_number + 1)"
+    place = (
+        "p._enb_file || ' row ' " if len(files) > 1 else "'row ' "
+    ) + "|| (p.file_row_number + 1)"
     if len(files) == 1:
-        con.execute(
-            f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
-                SELECT p.* EXCLUDE (file_row_number), p.file_row_number AS _enb_ord,
-                       {place} AS _enb_place
-                FROM {read}) p"""
-        )
-    elif "file_index" not in names:
-        con.execute(
-            f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
-                SELECT p.* EXCLUDE (_enb_file, file_row_number),
-                       (p.file_index::BIGINT << 40) + p.file_row_number AS _enb_ord,
-                       {place} AS _enb_place
-                FROM {read}, filename = '_enb_file') p"""
-        )
+        exclude, ordinal, rows = "file_row_number", "p.file_row_number", f"{read}) p"
     else:
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE _tb_files AS "
-            "SELECT unnest($files) AS _enb_file, generate_subscripts($files, 1) AS _enb_idx",
-            {"files": files},
-        )
-        con.execute(
-            f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
-                SELECT p.* EXCLUDE (_enb_file, file_row_number),
-                       (f._enb_idx::BIGINT << 40) + p.file_row_number AS _enb_ord,
-                       {place} AS _enb_place
-                FROM {read}, filename = '_enb_file') p
-                JOIN _tb_files f USING (_enb_file)"""
-        )
+        exclude, rows = "_enb_file, file_row_number", f"{read}, filename = '_enb_file') p"
+        ordinal = "(p.file_index::BIGINT << 40) + p.file_row_number"
+        if "file_index" in names:
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE _tb_files AS "
+                "SELECT unnest($files) AS _enb_file, generate_subscripts($files, 1) AS _enb_idx",
+                {"files": files},
+            )
+            ordinal = "(f._enb_idx::BIGINT << 40) + p.file_row_number"
+            rows += " JOIN _tb_files f USING (_enb_file)"
+    con.execute(
+        f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
+            SELECT p.* EXCLUDE ({exclude}), {ordinal} AS _enb_ord, {place} AS _enb_place
+            FROM {rows}"""
+    )
 
 
 def _csv_first_record(path: Path) -> list[str]:
