@@ -347,6 +347,10 @@ def test_dict_scores_nested_metadata_and_odd_values_in_a_real_log(tmp_path: Path
     first["metadata"] = {"subset": "easy", "source": {"site": "wiki", "year": 2024}, "ok": True,
                          "refs": [1, 2], "none": None}  # fmt: skip
     first["scores"]["brevity"]["value"] = "yes"
+    first["scores"]["brevity"]["answer"] = None
+    first.pop("working_time", None)
+    first["limit"] = {"type": "token", "limit": 100}
+    first["error_retries"] = []
     path = tmp_path / "edited.json"
     path.write_text(json.dumps(doc))
     job = enb.open().load(path)
@@ -357,6 +361,13 @@ def test_dict_scores_nested_metadata_and_odd_values_in_a_real_log(tmp_path: Path
         values["brevity"] == 1.0 and values["rubric.style"] == 0.5 and values["rubric.tests"] == 1.0
     )
     assert math.isnan(values["rubric.tone"])  # a string Inspect cannot read: no value, not 0
+    attempts = job.attempts()
+    row = attempts[(attempts.task == first["id"]) & (attempts.attempt == first["epoch"])]
+    # extra: every score object whole (a null answer kept), the limit; no working_time
+    # (the sample has none) and no empty retries list
+    assert json.loads(row["extra"].iloc[0]) == {
+        "scores": first["scores"], "limit": {"type": "token", "limit": 100}
+    }  # fmt: skip
     tags = json.loads(job.tasks().set_index("task").loc[first["id"], "tags"])
     assert tags == {"subset": "easy", "source.site": "wiki", "source.year": "2024", "ok": "true",
                     "refs": "[1,2]"}  # fmt: skip
