@@ -163,6 +163,47 @@ WHAT = {
         '`ws.load(folder, format="table", k=32)` into a fresh file workspace + '
         "`job.summary()` + `job.curve()`, the same files",
     ),
+    "front_ctas": (
+        "9 front door",
+        "DuckDB floor",
+        "`duckdb.connect(new file)` at a 1 GB memory limit, `CREATE TABLE attempts AS "
+        "SELECT * FROM read_parquet(file)`, `close()` (the load floor)",
+    ),
+    "front_load": (
+        "9 front door",
+        "envloop_nb",
+        "`enb.open(new file).load(file, format='table', mapping=..., k=32)` and `close()`: "
+        "mapping, checks, attempt of record, tasks table, commit",
+    ),
+    "front_load_answer": (
+        "9 front door",
+        "envloop_nb",
+        "the same load, then `summary`, `samples(ks=[1, 8, 32])`, `curve(ks=1..32)`, "
+        "`groups(by='subset')` and four pass-rate buckets (`rules.summary`), each phase "
+        "timed",
+    ),
+    "front_reopen_curve_floor": (
+        "9 front door",
+        "DuckDB floor",
+        "`duckdb.connect(the loaded workspace, read_only=True)`, the per-task aggregate of "
+        "the job's attempts table and the curve k = 1..32 in SQL",
+    ),
+    "front_reopen_curve": (
+        "9 front door",
+        "envloop_nb",
+        "`enb.open(the loaded workspace, read_only=True).job(id).curve(ks=1..32)`",
+    ),
+    "front_one_question_floor": (
+        "9 front door",
+        "DuckDB floor",
+        "`duckdb.connect()`, the per-task aggregate straight on the Parquet file and the "
+        "curve k = 1..32 in SQL",
+    ),
+    "front_one_question": (
+        "9 front door",
+        "envloop_nb",
+        "`enb.open()` (in memory), `load(file, ...)`, `job.curve(ks=1..32)`",
+    ),
 }
 
 
@@ -260,7 +301,9 @@ def write_markdown(report: dict[str, Any]) -> str:
     )
     w("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in res:
-        if r["stage"] == "panel" or r["stage"].startswith(("inspect_", "spark_", "scale_")):
+        if r["stage"] == "panel" or r["stage"].startswith(
+            ("inspect_", "spark_", "scale_", "front_")
+        ):
             continue
         stage, impl, _ = WHAT[r["stage"]]
         label = r["stage"].replace("stage2_", "").replace("_", " ")
@@ -312,6 +355,9 @@ def write_markdown(report: dict[str, Any]) -> str:
     _inspect_section(res, w)
     _spark_section(res, w)
     _scale_section(res, w)
+    from .bench_front import section as front_section
+
+    front_section(res, w)
 
     w("## Targets\n")
     w("| target | measured | met |")

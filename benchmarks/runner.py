@@ -140,6 +140,10 @@ def _setup(
         from . import bench_scale
 
         return bench_scale.setup(name, s, WS_DIR)
+    if name.startswith("front_"):  # stage 9: the front door against DuckDB floors
+        from . import bench_front
+
+        return bench_front.setup(name, s, WS_DIR)
     if name == "ingest_jsonl":
         ensure(s, ("jsonl",))
         ws = _fresh_ws(s, "jsonl")
@@ -461,6 +465,7 @@ def run(
     spark_sizes: tuple[str, ...] = ("10M",),
     spark_repeats: int = 1,
     scale_sizes: tuple[str, ...] = ("1M",),
+    front_sizes: tuple[str, ...] = ("1M", "10M", "100M"),
     out: Path = HERE / "RESULTS.md",
     merge: bool = False,
 ) -> dict[str, Any]:
@@ -631,6 +636,20 @@ def run(
             report["checks"].extend(bench_scale.check(s, by_stage))
             for r in by_stage.values():
                 add(r)
+    # -- stage 9: the front door (load, reopen, one question) against DuckDB floors -----
+    if "9" in stages:
+        from . import bench_front
+
+        for size in front_sizes:
+            s = shape(size)
+            ensure(s, ("parquet",))
+            by_stage = {}
+            for name in bench_front.STAGES:
+                n = 1 if s.slots > 20_000_000 or name == "front_load_answer" else repeats
+                by_stage[name] = measure(name, size, n, timeout=3600)
+            report["checks"].extend(bench_front.check(s, by_stage))
+            for r in by_stage.values():
+                add(r)
     # -- stage 1b: the other ingests -----------------------------------------------------
     if "1" in stages:
         for size in sizes:
@@ -682,6 +701,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument(
         "--scale-sizes", default="1M", help="stage 8: the big job among 50 (panel, HTML)"
     )
+    parser.add_argument(
+        "--front-sizes", default="1M,10M,100M", help="stage 9: load, reopen, one question"
+    )
     parser.add_argument("--stages", default="1,2,3,4,5")
     parser.add_argument(
         "--quick",
@@ -696,6 +718,7 @@ def main(argv: list[str]) -> None:
         args.inspect_sizes = "1kx5"
         args.spark_sizes = "100k"
         args.scale_sizes = "100k"
+        args.front_sizes = "100k"
         if args.out == str(HERE / "RESULTS.md"):  # keep the committed results
             args.out = str(DATA / "RESULTS-quick.md")
     report = run(
@@ -712,6 +735,7 @@ def main(argv: list[str]) -> None:
         spark_sizes=tuple(x for x in args.spark_sizes.split(",") if x),
         spark_repeats=args.spark_repeats,
         scale_sizes=tuple(x for x in args.scale_sizes.split(",") if x),
+        front_sizes=tuple(x for x in args.front_sizes.split(",") if x),
         out=Path(args.out),
         merge=args.merge,
     )

@@ -316,3 +316,35 @@ def test_stage8_scale_stages_run_and_agree(tmp_path: Path) -> None:
     assert "## Stage 8: a 1M-attempt job at scale" in text
     assert "| workspace panel | 10k | the list's data: `job_rows`" in text
     assert "stage 8: workspace panel of 50 jobs (one of 1M attempts) opens < 1 s (@10k)" in text
+
+
+def test_stage9_front_door_stages_run_and_agree(tmp_path: Path) -> None:
+    """Stage 9 at 10k attempts: every body runs, every curve equals its DuckDB floor's,
+    a wrong curve or count is caught, and the report renders the section and the scale
+    table (timing is the runner's, not asserted)."""
+    from benchmarks import bench_front as bf
+
+    s = dataclasses.replace(SIZES["10k"], root=tmp_path)
+    by_stage = {}
+    for name in bf.STAGES:
+        body, rows, after = bf.setup(name, s, tmp_path / "ws")
+        extra = after(body())
+        by_stage[name] = {
+            "stage": name, "size": "10k", "repeats": 1, "median": 0.5, "min": 0.5, "max": 0.5,
+            "rows": rows, "rss_peak": 300 * 2**20, "rss_setup": 60 * 2**20, "extra": extra,
+            "runs": [{"seconds": 0.5, "cpu_seconds": 0.5, "rows": rows, "extra": extra}],
+        }  # fmt: skip
+    checks = bf.check(s, by_stage)
+    assert [c["problem"] for c in checks] == [None] * 5
+    assert set(by_stage["front_load_answer"]["extra"]["phases"]) == set(bf.PHASES)
+    curve = by_stage["front_one_question"]["extra"]["curve"]
+    wrong = {**curve, "pass@k": [x + 1e-6 for x in curve["pass@k"]]}
+    bad = by_stage | {
+        "front_one_question": by_stage["front_one_question"] | {"extra": {"curve": wrong}}
+    }
+    assert "pass@k differs" in str(bf.check(s, bad)[1]["problem"])
+    short = by_stage["front_load"] | {"extra": by_stage["front_load"]["extra"] | {"scored": 1}}
+    assert bf.check(s, by_stage | {"front_load": short})[3]["problem"]
+    text = write_markdown(_report(list(by_stage.values()), checks))
+    assert "## Stage 9: the front door" in text
+    assert "| load | 10k (313×32) |" in text and "| 10k (313×32) | " in text
