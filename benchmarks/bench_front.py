@@ -199,7 +199,7 @@ def setup(name: str, s: Shape, ws_dir: Path) -> tuple[Body, int, Any]:
 
 def _answers(job: Any, phases: dict[str, float]) -> dict[str, Any]:
     """Summary, per-task table, curve, groups and buckets of a loaded job, timed."""
-    from envloop_nb._buckets.rules import Bucket, BucketRules
+    from .runner import pass_rate_rules
 
     t = time.perf_counter()
     job.summary(threshold=THRESHOLD)
@@ -214,15 +214,7 @@ def _answers(job: Any, phases: dict[str, float]) -> dict[str, Any]:
     groups = job.groups(by="subset", threshold=THRESHOLD)
     phases["groups"] = time.perf_counter() - t
     t = time.perf_counter()
-    rules = BucketRules(
-        [
-            Bucket("never", 0, 0.0001),
-            Bucket("hard", 0.0001, 0.25),
-            Bucket("medium", 0.25, 0.75),
-            Bucket("easy", 0.75, 1.0001),
-        ],
-        metric="pass_rate",
-    )
+    rules = pass_rate_rules()
     counts = rules.summary(frame)
     phases["buckets"] = time.perf_counter() - t
     return {

@@ -123,6 +123,21 @@ def _table_kwargs(s: Shape) -> dict[str, Any]:
 Body = Callable[[], Any]
 
 
+def pass_rate_rules() -> Any:
+    """The benchmark's four buckets on the pass rate (stage 3, stage 9)."""
+    from envloop_nb._buckets.rules import Bucket, BucketRules
+
+    return BucketRules(
+        [
+            Bucket("never", 0, 0.0001),
+            Bucket("hard", 0.0001, 0.25),
+            Bucket("medium", 0.25, 0.75),
+            Bucket("easy", 0.75, 1.0001),
+        ],
+        metric="pass_rate",
+    )
+
+
 def _setup(
     name: str, s: Shape | None, dump: Path | None, size: str = ""
 ) -> tuple[Body, int, Callable[[Any], Any]]:
@@ -212,19 +227,9 @@ def _setup(
         return (lambda: fn(s.parquet, THRESHOLD, KMAX)), s.slots, keep
 
     if name == "buckets":
-        from envloop_nb._buckets.rules import Bucket, BucketRules
-
         ws, job = _open_job(s)
         frame = job.samples(ks=[1, 8, 32], threshold=THRESHOLD)
-        rules = BucketRules(
-            [
-                Bucket("never", 0, 0.0001),
-                Bucket("hard", 0.0001, 0.25),
-                Bucket("medium", 0.25, 0.75),
-                Bucket("easy", 0.75, 1.0001),
-            ],
-            metric="pass_rate",
-        )
+        rules = pass_rate_rules()
 
         def body() -> Any:
             out = rules.apply(frame)
