@@ -496,6 +496,57 @@ def test_workspace_panel_in_the_browser(browser: Any, lab: Lab) -> None:
     page.close()
 
 
+def test_charts_draw_from_one_library_and_after_a_reload(browser: Any, lab: Lab) -> None:
+    """Every chart draws from the page's one chart library (issue 15: the bundle sent
+    once, not in every chart; ``tests/test_chart_library.py`` counts the copies): a chart
+    widget, a bare altair composition and a panel's charts draw, and after a save and a
+    reload on the same kernel they draw again."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import altair as alt, pandas as pd, envloop_nb as enb\n"
+            "f = pd.DataFrame({'x': ['a', 'b', 'c'], 'y': [1, 3, 2]})\n"
+            "enb.chart_widget(alt.Chart(f).mark_bar().encode(x='x', y='y'))"
+        ),
+        nbformat.v4.new_code_cell(
+            "c = alt.Chart(f).mark_point().encode(x='x', y='y')\n(c | c.mark_line())"
+        ),
+        nbformat.v4.new_code_cell("enb.open().load('../sample_data/base.json').panel()"),
+    ]
+    _write_notebook(nb, lab.root / "chart_library_check.ipynb")
+    page = _open_and_run(browser, lab, "chart_library_check.ipynb")
+    page.wait_for_selector(".enb-job-panel", timeout=120_000)
+    _wait_idle(page)
+
+    def drawn() -> list[int]:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            outs = page.locator(".jp-Cell-outputArea")
+            counts = [_marks(outs.nth(i)) for i in range(outs.count())]
+            if len(counts) == 3 and counts[0] >= 1 and counts[1] >= 1 and counts[2] >= 5:
+                return counts
+            time.sleep(0.5)
+        raise AssertionError(f"charts did not draw: {counts}")
+
+    drawn()
+    assert _visible_problems(page) == []
+    _shot(page, page.locator(".jp-Notebook"), "charts-1-one-library")
+    page.keyboard.press("Control+s")
+    time.sleep(2)
+    page.reload()
+    page.wait_for_selector(".jp-Notebook", timeout=90_000)
+    for _ in range(3):  # kernel chooser or other dialogs
+        if page.query_selector(".jp-Dialog"):
+            page.click(".jp-Dialog-footer button.jp-mod-accept")
+            time.sleep(1)
+    drawn()
+    assert _visible_problems(page) == []
+    _shot(page, page.locator(".jp-Notebook"), "charts-2-after-reload")
+    page.close()
+
+
 def test_quick_annotation_by_keyboard(browser: Any, lab: Lab) -> None:
     """Quick annotation in Chromium: number keys label and move on, arrows move, ``r``
     types a reason, a key with no label is refused in the card; the workspace has them."""

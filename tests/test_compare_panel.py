@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import altair as alt
 import pytest
 
 import envloop_nb as enb
@@ -37,7 +38,7 @@ def test_panel_shows_everything(panel: ComparisonPanel) -> None:
     assert "comparable" in panel.guard.value
     assert "job_new" in panel.leaderboard.value and "120/120 scored" in panel.leaderboard.value
     assert len(panel.charts.children) == 3  # bars, radar, curves
-    assert all(type(c).__name__ == "JupyterChart" for c in panel.charts.children)
+    assert all(isinstance(c, alt.JupyterChart) for c in panel.charts.children)
     assert "enb-best" in panel.table.value
     assert "above the others" in panel.strengths.value
     assert "beyond noise" in panel.paired.value

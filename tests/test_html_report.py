@@ -68,7 +68,7 @@ def test_comparison_report_marks_incomparable_jobs(tmp_path: Path) -> None:
 
 def test_the_vega_bundle_is_built_once_and_kept(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Kept per process and in the user's cache folder; a file cut short is rebuilt."""
-    from envloop_nb._present.report_html import _BUNDLE_END as _END
+    from envloop_nb._present.js_cache import _BUNDLE_END as _END
     from envloop_nb._present.report_html import vega_bundle
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

@@ -43,8 +43,10 @@ FLOORS: list[tuple[str, ...]] = [
 ]
 FLOOR = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}
 FACADE_NAMES = {"Job", "Workspace", "Comparison"}
-#: Third-party imports allowed only in one room.
-ONLY_IN = {"ipywidgets": {"_ui"}, "anywidget": {"_ui"}, "openpyxl": {"_export"}}
+#: Third-party imports allowed only in these rooms. ``_present`` may make the one
+#: anywidget a chart displays with (``_present/chart_library.py``: altair's own
+#: ``JupyterChart`` is an anywidget already); panels and controls stay in ``_ui``.
+ONLY_IN = {"ipywidgets": {"_ui"}, "anywidget": {"_ui", "_present"}, "openpyxl": {"_export"}}
 
 
 def _room(path: Path) -> str:

@@ -1,20 +1,22 @@
 """Offline chart rendering: every chart the toolkit returns works with no network.
 
 altair's default renderers load vega from a CDN ("Error loading script" on an offline
-cluster). We render through ``alt.JupyterChart`` (an anywidget) with its JavaScript
-bundle inlined (``JupyterChart.enable_offline()``), so charts sit inside ipywidgets
-panels and in plain output alike, with no internet access.
+cluster). We render through an ``alt.JupyterChart`` (an anywidget) whose JavaScript
+arrives with the kernel's one hidden chart library widget
+(:mod:`envloop_nb._present.chart_library`: altair's own front end bundled offline, sent
+once per page instead of ~900,000 characters in every chart), so charts sit inside
+ipywidgets panels and in plain output alike, with no internet access.
 
 Every chart the library returns (``cmp.radar()``, ``cmp.bars()``, ``cmp.curves()``, the
 panels' charts) goes through :func:`offline_chart`: it stays an altair chart of the same
 kind (``to_dict()``, ``properties()``, ``+``, ``|`` all work), but displays as that
-offline ``JupyterChart`` whatever renderer altair has enabled, and ``to_html()`` /
+offline chart widget whatever renderer altair has enabled, and ``to_html()`` /
 ``save("x.html")`` inline the vega bundle instead of linking a CDN. A chart derived from
 it (``chart.properties(width=500)``) keeps that behaviour; a composition (``a | b``) is
-a plain altair chart again, which renders offline once the kernel has shown one of ours
-(displaying one calls :func:`enable_offline`) or through :func:`chart_widget`.
-:func:`chart_widget` (``enb.chart_widget``) gives a chart as an ipywidget, to place in
-your own layouts.
+a plain altair chart again, which renders the same way once the kernel has shown one of
+ours (displaying one calls :func:`enable_offline`, which makes this altair's renderer)
+or through :func:`chart_widget`. :func:`chart_widget` (``enb.chart_widget``) gives a
+chart as an ipywidget, to place in your own layouts.
 """
 
 from __future__ import annotations
@@ -33,22 +35,30 @@ _CLASSES: dict[Any, Any] = {}
 def enable_offline() -> None:
     """Make altair render offline in this kernel (idempotent).
 
-    Sets ``JupyterChart`` to its inline bundle and the ``jupyter`` renderer with
-    ``offline=True`` so a bare ``chart`` in a cell also renders without a CDN.
+    Registers and enables the ``envloop_nb`` renderer: a bare altair ``chart`` in a cell
+    is drawn by the page's one chart library, like ours, with no CDN.
     """
     global _enabled
     if _enabled:
         return
     import altair as alt
 
-    alt.JupyterChart.enable_offline()
-    alt.renderers.enable("jupyter", offline=True)
+    alt.renderers.register("envloop_nb", _render)
+    alt.renderers.enable("envloop_nb")
     alt.data_transformers.disable_max_rows()  # we aggregate before charting
     _enabled = True
 
 
+def _render(spec: dict[str, Any], **metadata: Any) -> Any:
+    """altair's renderer protocol: the mimebundle of a chart widget for ``spec``."""
+    import altair as alt
+
+    return chart_widget(alt.Chart.from_dict(spec))._repr_mimebundle_()
+
+
 def chart_widget(chart: Any) -> Any:
-    """An ipywidget that draws ``chart`` offline (an ``altair.JupyterChart``).
+    """An ipywidget that draws ``chart`` offline (an ``altair.JupyterChart`` whose
+    JavaScript comes once per page with the kernel's chart library widget).
 
     Use it to put a chart in an ipywidgets layout (``widgets.HBox([...])``); a chart on
     its own in a cell renders offline already.
@@ -57,13 +67,14 @@ def chart_widget(chart: Any) -> Any:
     --------
     >>> import altair as alt, pandas as pd, envloop_nb as enb
     >>> w = enb.chart_widget(alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x"))
-    >>> type(w).__name__, w.chart.to_dict()["mark"]
-    ('JupyterChart', {'type': 'point'})
+    >>> isinstance(w, alt.JupyterChart), w.chart.to_dict()["mark"], len(w._esm) < 5_000
+    (True, {'type': 'point'}, True)
     """
-    import altair as alt
+    from . import chart_library as lib
 
     enable_offline()
-    return alt.JupyterChart(chart)
+    lib.chart_library()  # the page's one copy of the chart library, before the chart
+    return lib.Chart(chart)
 
 
 def _offline_class(base: Any) -> Any:

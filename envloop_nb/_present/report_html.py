@@ -9,15 +9,14 @@ JupyterLab theme variables the cards use get plain-page values here.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import functools
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
+
+from .js_cache import cached_bundle, vl_version
 
 __all__ = ["ReportSection", "frame_table_html", "report_html", "vega_bundle"]
 
@@ -162,30 +161,16 @@ def vega_bundle() -> str:
     """
     from importlib.metadata import version as installed
 
-    import altair as alt
+    version = vl_version()
 
-    version = "_".join(alt.SCHEMA_VERSION.split(".")[:2])  # "v5_20", as altair asks vl-convert
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "envloop_nb"
-    cached = root / f"vega-embed-{installed('vl-convert-python')}-{version}.js"
-    with contextlib.suppress(OSError):
-        text = cached.read_text(encoding="utf-8")
-        if text.endswith(_BUNDLE_END):
-            return text.removesuffix(_BUNDLE_END)
-    import vl_convert as vlc
+    def build() -> str:
+        import vl_convert as vlc
 
-    # vl-convert's stub makes ``snippet`` required; it is optional (None: the bundle alone)
-    bundle: str = vlc.javascript_bundle(None, vl_version=version)  # type: ignore[arg-type]
-    bundle = bundle.replace("</script", "<\\/script")
-    with contextlib.suppress(OSError):  # written whole, then renamed: never half a bundle
-        root.mkdir(parents=True, exist_ok=True)
-        part = cached.with_name(f"{cached.name}.{os.getpid()}.part")
-        part.write_text(bundle + _BUNDLE_END, encoding="utf-8")
-        part.replace(cached)
-    return bundle
+        # vl-convert's stub makes ``snippet`` required; it is optional (None: the bundle alone)
+        bundle: str = vlc.javascript_bundle(None, vl_version=version)  # type: ignore[arg-type]
+        return bundle.replace("</script", "<\\/script")
 
-
-#: Marks a complete cached bundle (a file cut short lacks it and is rebuilt).
-_BUNDLE_END = "\n/* envloop_nb: end of bundle */\n"
+    return cached_bundle(f"vega-embed-{installed('vl-convert-python')}-{version}.js", build)
 
 
 def report_html(
