@@ -52,6 +52,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .sheet_rows import FORMULA_START as _FORMULA_START
+from .sheet_rows import RowFile, splice
+
 __all__ = [
     "MAX_CELL_CHARS",
     "MAX_ROWS",
@@ -88,7 +91,6 @@ NUM = "0.###"
 # XML 1.0 forbids these characters (C0 controls other than tab/newline/CR, U+FFFE, U+FFFF)
 # and lone surrogates (U+D800-U+DFFF as code points of a str: not encodable as UTF-8).
 _ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 #: Most text lines a streamed row is made tall enough to show.
 MAX_ROW_LINES = 8
 
@@ -325,6 +327,7 @@ class Sheet:
         note: str = "",
     ) -> None:
         self.wb, self.title, self.columns, self.cells = wb, title, columns, cells
+        self.formats = [(c.fmt, c.wrap) for c in columns]
         self.taken = taken
         self.note = note
         self.header_row = 2 if note else 1
@@ -351,9 +354,19 @@ class Sheet:
         if self.note:
             ws.append([self.cells.note(ws, self.note)])
         ws.append([self.cells.header(ws, c.name) for c in self.columns])
+        # the data rows: XML text spliced in when the workbook is saved (save_workbook)
+        self.rows = RowFile(
+            ws,
+            [get_column_letter(i) for i in range(1, len(self.columns) + 1)],
+            functools.partial(self._style, ws),
+            self.cells.clean,
+        )
         self.ws = ws
         self.rows_in_part = 0
         self.counts[name] = 0
+
+    def _style(self, ws: Any, fmt: str | None, wrap: bool, quote: bool) -> int:
+        return self.cells._template(ws, fmt, wrap, quote, False)[1]
 
     def _close_part(self) -> None:
         from openpyxl.utils import get_column_letter
@@ -367,19 +380,12 @@ class Sheet:
         # MAX_ROWS is read at call time so tests can patch it small.
         if self.rows_in_part + self.header_row >= _max_rows():
             self._new_part()
-        ws = self.ws
-        cells = self.cells
         lines = _row_lines(values, self.columns)
         row_idx = self.rows_in_part + self.header_row + 1
-        if lines > 1:  # streamed rows are not auto-fitted: give wrapped text room
-            ws.row_dimensions[row_idx].height = 15 * lines
-        ws.append(
-            [cells.value(ws, v, c.fmt, c.wrap) for v, c in zip(values, self.columns, strict=True)]
-        )
-        if lines > 1:
-            del ws.row_dimensions[row_idx]  # written already; keep memory flat
+        # streamed rows are not auto-fitted: give wrapped text room
+        self.rows.append(row_idx, values, self.formats, 15 * lines if lines > 1 else None)
         self.rows_in_part += 1
-        self.counts[ws.title] += 1
+        self.counts[self.ws.title] += 1
 
     def close(self) -> None:
         """Finish the last part (its auto-filter); call once, after the last row."""
@@ -515,6 +521,7 @@ def save_workbook(wb: Any, path: Path) -> None:
     tmp = path.with_name(path.name + ".partial-write")
     try:
         wb.save(tmp)
+        splice(wb, tmp)  # the Sheets' data rows
         tmp.replace(path)
     finally:
         if tmp.exists():
