@@ -175,6 +175,18 @@ WHAT = {
         "`enb.open(new file).load(file, format='table', mapping=..., k=32)` and `close()`: "
         "mapping, checks, attempt of record, tasks table, commit",
     ),
+    "front_jsonl_floor": (
+        "9 front door",
+        "DuckDB floor",
+        "`duckdb.connect(new file)` at a 1 GB memory limit, `CREATE TABLE t AS SELECT * FROM "
+        "read_json(file.jsonl.gz, sample_size=-1)` (every line as typed columns), `close()`",
+    ),
+    "front_jsonl": (
+        "9 front door",
+        "envloop_nb",
+        "`enb.open(new file).load(file.jsonl.gz)` and `close()`: the EnvLoop export parsed, "
+        "checked, attempts of record and tasks written, committed",
+    ),
     "front_load_answer": (
         "9 front door",
         "envloop_nb",

@@ -335,7 +335,7 @@ def test_stage9_front_door_stages_run_and_agree(tmp_path: Path) -> None:
             "runs": [{"seconds": 0.5, "cpu_seconds": 0.5, "rows": rows, "extra": extra}],
         }  # fmt: skip
     checks = bf.check(s, by_stage)
-    assert [c["problem"] for c in checks] == [None] * 5
+    assert [c["problem"] for c in checks] == [None] * 6
     assert set(by_stage["front_load_answer"]["extra"]["phases"]) == set(bf.PHASES)
     curve = by_stage["front_one_question"]["extra"]["curve"]
     wrong = {**curve, "pass@k": [x + 1e-6 for x in curve["pass@k"]]}
