@@ -456,9 +456,13 @@ def test_a_duplicate_across_chunks_and_a_bad_sample_in_a_later_chunk_change_noth
     )
     bad = json.loads(json.dumps(doc))
     bad["samples"][58]["started_at"] = "yesterday"
+    # two chunks are mapped at once: a bad sample in each, the first in log order is named
+    two = json.loads(json.dumps(bad))
+    two["samples"][9]["completed_at"] = "later"
     for name, changed, message in (
         ("dup.json", dup, r"samples\[50\]: sample .* appears twice \(also at samples\[2\]\)"),
         ("bad.json", bad, r"samples\[58\]: started_at is not an RFC 3339 time"),
+        ("two.json", two, r"samples\[9\]: completed_at is not an RFC 3339 time"),
     ):
         path = tmp_path / name
         path.write_text(json.dumps(changed, indent=2))  # Inspect's layout: read in chunks

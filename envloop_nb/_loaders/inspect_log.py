@@ -37,13 +37,8 @@ from ._common import check_k, parse_time
 from ._stage import begin_job, insert_rows, stage_name
 from .inspect_map import STATUS, reward_name, source_numbers, value_to_float
 from .inspect_read import InspectLog, open_inspect_log
-from .inspect_sql import (
-    check_duplicates,
-    epochs_seen,
-    insert_dimension_meta,
-    insert_tasks,
-    stage_samples,
-)
+from .inspect_sql import check_duplicates, epochs_seen, stage_samples
+from .inspect_tasks import insert_dimension_meta, insert_tasks
 
 __all__ = ["load_inspect", "value_to_float"]
 

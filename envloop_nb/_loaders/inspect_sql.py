@@ -24,10 +24,12 @@ reference this path is tested against, field by field (``tests/test_loaders_insp
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 import pyarrow as pa
@@ -40,10 +42,10 @@ from .inspect_read import InspectLog, json_sample_chunks
 from .inspect_zip import sample_chunks
 
 __all__ = [
+    "FIRSTS",
+    "append_arrow",
     "check_duplicates",
     "epochs_seen",
-    "insert_dimension_meta",
-    "insert_tasks",
     "stage_samples",
     "value_to_float_sql",
 ]
@@ -66,11 +68,16 @@ _FIELDS = (
     ("metadata", "$.metadata", "json"), ("sample_limit", "$.limit", "json"),
     ("error_retries", "$.error_retries", "json"),
 )  # fmt: skip
-_CHUNK = 12288  # samples per Arrow batch handed to DuckDB
+_CHUNK = 8192  # samples per Arrow batch handed to DuckDB (two are mapped at once)
 _SCAN_BATCH = 2048  # samples per record batch of a chunk
 #: Writes a chunk's rows into the load's transaction while the next chunk is mapped.
 _SCORES_MAP = '"MAP(VARCHAR, STRUCT(value JSON))"'  # json_transform's type for ``scores``
 _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envloop-inspect-writer")
+#: Chunks mapped at once, each on its own cursor and thread (see :class:`_Mapping`).
+_MAPPING_CURSORS = 2
+_MAPPERS = ThreadPoolExecutor(
+    max_workers=_MAPPING_CURSORS, thread_name_prefix="envloop-inspect-mapper"
+)
 
 
 def _pointer(*keys: str) -> str:
@@ -164,21 +171,17 @@ def stage_samples(
                 whole=True,
             )
         else:
-            _map_chunks(scratch, mapping, chunks)
+            _map_chunks(mapping, chunks)
         mapping.finish()
     except BaseException:
-        with suppress(Exception):  # the first error is the one to show
-            mapping.wait()  # never roll back while the writer still works in the transaction
+        mapping.abandon()  # the first error is the one to show
         raise
-    scratch.execute(f"DROP TABLE IF EXISTS {RAW}")
+    finally:
+        mapping.close()
     return scratch
 
 
-def _map_chunks(
-    scratch: duckdb.DuckDBPyConnection,
-    mapping: _Mapping,
-    chunks: _Chunks,
-) -> None:
+def _map_chunks(mapping: _Mapping, chunks: _Chunks) -> None:
     first = 0
     for places, texts in chunks:
         n = len(places)
@@ -194,16 +197,29 @@ def _map_chunks(
         # several record batches (zero-copy slices) so DuckDB parses them on every
         # thread: one batch is one scan task (0.35 s → 0.24 s for 16,384 samples)
         batch = pa.Table.from_batches(batch.to_batches(max_chunksize=_SCAN_BATCH))
-        scratch.register("_el_insp_batch", batch)
-        try:
-            mapping.chunk("SELECT ord, place, t FROM _el_insp_batch")
-        finally:
-            scratch.unregister("_el_insp_batch")
+        mapping.chunk("SELECT ord, place, t FROM _el_insp_batch", batch=batch)
         first += n
 
 
+class _Mapped(NamedTuple):
+    """One chunk, mapped: its rows for the workspace, and what the whole-log checks keep."""
+
+    attempts: pa.Table
+    dimensions: pa.Table
+    keys: pa.Table  # ord, place, task, epoch
+    firsts: pa.Table  # each task's first sample in the chunk: task, ord, input, target, metadata
+
+
 class _Mapping:
-    """One log's chunks: extracted and mapped on ``scratch``, written on ``con``."""
+    """One log's chunks: mapped on two cursors at once, written on ``con`` in order.
+
+    Each chunk is extracted and mapped on a mapping cursor (a connection of the same
+    database, in its own transactions: nothing of a chunk outlives it), two chunks at a
+    time on two threads, since one statement over a chunk keeps only about one core busy.
+    The mapped chunks are then taken in log order: their rows written on the writer
+    thread, their keys and firsts kept on ``scratch``. An error is the first chunk's, in
+    log order.
+    """
 
     def __init__(
         self,
@@ -219,6 +235,9 @@ class _Mapping:
         self.attempts_sql = _attempts_sql(reward)
         self.dimensions_sql = _dimensions_sql()
         self.writing: Future[None] | None = None  # the previous chunk's rows, being written
+        self.cursors = [con.cursor() for _ in range(_MAPPING_CURSORS)]
+        self.mapped: deque[Future[_Mapped]] = deque()  # chunks being mapped, in log order
+        self.count = 0
 
     def wait(self) -> None:
         """Wait for the previous chunk's rows to be written (raising its error, if any)."""
@@ -226,16 +245,35 @@ class _Mapping:
             writing, self.writing = self.writing, None
             writing.result()
 
-    def chunk(self, rows_sql: str, *, whole: bool = False) -> None:
-        """Extract the fields of the samples ``rows_sql`` gives (ord, place, t), check
-        them, write their attempts and dimension values, and keep their keys and firsts."""
-        with self._memory():
-            self._chunk(rows_sql, whole=whole)
+    def chunk(self, rows_sql: str, *, batch: pa.Table | None = None, whole: bool = False) -> None:
+        """Map the samples ``rows_sql`` gives (ord, place, t; over ``batch``, registered
+        as ``_el_insp_batch``, when given) in the background: fields extracted, checked,
+        attempts and dimension values made, keys and firsts kept."""
+        if len(self.mapped) == len(self.cursors):
+            self._take()  # a cursor is free again
+        cursor = self.cursors[self.count % len(self.cursors)]
+        self.count += 1
+        self.mapped.append(_MAPPERS.submit(self._map, cursor, rows_sql, batch, whole))
 
     def finish(self) -> None:
-        """Wait for the last chunk's rows to be written."""
+        """Take every chunk still being mapped and wait for the last one's rows."""
+        while self.mapped:
+            self._take()
         with self._memory():
             self.wait()
+
+    def abandon(self) -> None:
+        """After an error: let every thread finish (never roll back while one works)."""
+        for future in self.mapped:
+            with suppress(BaseException):
+                future.result()
+        self.mapped.clear()
+        with suppress(BaseException):
+            self.wait()
+
+    def close(self) -> None:
+        for cursor in self.cursors:
+            cursor.close()
 
     @contextmanager
     def _memory(self) -> Iterator[None]:
@@ -250,37 +288,57 @@ class _Mapping:
                 "memory_limit (enb.open(memory_limit='4GB'))",
             ) from err
 
-    def _chunk(self, rows_sql: str, *, whole: bool) -> None:
-        scratch, path = self.scratch, self.path
-        _extract_fields(scratch, path, rows_sql, self.fields, whole=whole)
-        _check_chunk(scratch, path)
-        attempts = scratch.execute(self.attempts_sql, {"jid": self.jid}).to_arrow_table()
-        dimensions = scratch.execute(
-            self.dimensions_sql, {"jid": self.jid, "reward": self.reward, "map": _SCORES_MAP}
-        ).to_arrow_table()
-        self.wait()  # one chunk in the workspace's transaction at a time, in order
-        self.writing = _WRITER.submit(_append_rows, self.con, attempts, dimensions)
-        scratch.execute(
-            f"""INSERT INTO {KEYS}
-                SELECT ord, place, id->>'$', coalesce(TRY_CAST(epoch AS INTEGER), 1)
-                FROM {RAW}"""
+    def _map(
+        self, cur: duckdb.DuckDBPyConnection, rows_sql: str, batch: pa.Table | None, whole: bool
+    ) -> _Mapped:
+        if batch is not None:
+            cur.register("_el_insp_batch", batch)
+        try:
+            _extract_fields(cur, self.path, rows_sql, self.fields, whole=whole)
+        finally:
+            if batch is not None:
+                cur.unregister("_el_insp_batch")
+        _check_chunk(cur, self.path)
+        jid = {"jid": self.jid}
+        dims = {"jid": self.jid, "reward": self.reward, "map": _SCORES_MAP}
+        return _Mapped(
+            attempts=cur.execute(self.attempts_sql, jid).to_arrow_table(),
+            dimensions=cur.execute(self.dimensions_sql, dims).to_arrow_table(),
+            keys=cur.execute(
+                f"""SELECT ord, place, id->>'$' AS task,
+                           coalesce(TRY_CAST(epoch AS INTEGER), 1) AS epoch
+                    FROM {RAW}"""
+            ).to_arrow_table(),
+            firsts=cur.execute(
+                f"""SELECT id->>'$' AS task, min(ord) AS ord, arg_min(input, ord) AS input,
+                           arg_min(target, ord) AS target, arg_min(metadata, ord) AS metadata
+                    FROM {RAW} GROUP BY task"""
+            ).to_arrow_table(),
         )
-        scratch.execute(
+
+    def _take(self) -> None:
+        """The oldest chunk being mapped: its rows to the writer, its keys and firsts kept."""
+        with self._memory():
+            mapped = self.mapped.popleft().result()
+            self.wait()  # one chunk in the workspace's transaction at a time, in order
+        self.writing = _WRITER.submit(_append_rows, self.con, mapped.attempts, mapped.dimensions)
+        _el_keys, _el_firsts = mapped.keys, mapped.firsts  # read by replacement scans
+        self.scratch.execute(f"INSERT INTO {KEYS} SELECT * FROM _el_keys")
+        # chunks are taken in log order: a task's first sample is in the first chunk with it
+        self.scratch.execute(
             f"""INSERT INTO {FIRSTS}
-                SELECT id->>'$' AS task, min(ord), arg_min(input, ord), arg_min(target, ord),
-                       arg_min(metadata, ord)
-                FROM {RAW} WHERE id->>'$' NOT IN (SELECT task FROM {FIRSTS}) GROUP BY task"""
+                SELECT * FROM _el_firsts WHERE task NOT IN (SELECT task FROM {FIRSTS})"""
         )
 
 
 def _append_rows(con: duckdb.DuckDBPyConnection, attempts: pa.Table, dimensions: pa.Table) -> None:
     """Write one chunk's rows (on the writer thread, while the next chunk is mapped:
     DuckDB releases the GIL, so the two connections work at once)."""
-    _append_arrow(con, "attempts", attempts)
-    _append_arrow(con, "dimensions", dimensions)
+    append_arrow(con, "attempts", attempts)
+    append_arrow(con, "dimensions", dimensions)
 
 
-def _append_arrow(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
+def append_arrow(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
     """Insert ``rows`` into ``table`` inside the load's transaction.
 
     Through a replacement scan of a local name, not ``con.register``: a view dropped
@@ -480,66 +538,3 @@ def _dimensions_sql() -> str:
             FROM s, json_each(v) d WHERE json_type(v) = 'ARRAY')
         SELECT $jid AS job_id, task, attempt, name, value FROM d
         WHERE name IS DISTINCT FROM $reward"""
-
-
-def insert_dimension_meta(con: duckdb.DuckDBPyConnection, jid: str) -> list[str]:
-    """Record the job's dimensions (every name a value was written under); return them,
-    sorted."""
-    names = con.execute(
-        "SELECT DISTINCT name FROM dimensions WHERE job_id = $jid ORDER BY name", {"jid": jid}
-    ).fetchall()
-    dims = [str(n) for (n,) in names]
-    if dims:
-        con.execute(
-            f"""INSERT INTO {stage_name("dimension_meta")} BY NAME
-                SELECT $jid AS job_id, unnest($names::VARCHAR[]) AS name""",
-            {"jid": jid, "names": dims},
-        )
-    return dims
-
-
-def insert_tasks(
-    con: duckdb.DuckDBPyConnection,
-    scratch: duckdb.DuckDBPyConnection,
-    jid: str,
-    listed: list[str],
-) -> None:
-    """The requested tasks (``listed`` first, then any other id seen), their digests
-    and tags (metadata leaves, nested keys dotted, lists as JSON text): worked out on
-    ``scratch`` from each id's first sample, written on ``con``."""
-    scratch.execute(
-        f"""CREATE OR REPLACE TEMP TABLE _el_insp_tasks AS
-        WITH firsts AS (SELECT task, input, target, metadata, ord AS first FROM {FIRSTS}),
-        listed AS (SELECT unnest($listed::VARCHAR[]) AS task,
-                          generate_subscripts($listed::VARCHAR[], 1) AS pos)
-        SELECT coalesce(l.task, f.task) AS task,
-               row_number() OVER (ORDER BY l.pos NULLS LAST, f.first) - 1 AS position,
-               left(sha256(to_json([f.input, f.target])::VARCHAR), 16) AS digest,
-               f.metadata AS metadata
-        FROM listed l FULL JOIN firsts f ON f.task = l.task""",
-        {"listed": listed},
-    )
-    scratch.execute(
-        """CREATE OR REPLACE TEMP TABLE _el_insp_tags AS
-        SELECT t.task, regexp_replace(e.fullkey[3:], '"', '', 'g') AS key,
-               CASE e.type WHEN 'VARCHAR' THEN e.value->>'$' ELSE e.value::VARCHAR END AS value
-        FROM _el_insp_tasks t, json_tree(t.metadata) e
-        WHERE json_type(t.metadata) = 'OBJECT' AND e.type NOT IN ('OBJECT', 'NULL')
-          AND NOT contains(e.fullkey, '[')  -- a list's items stay in the list's JSON text"""
-    )
-    tags = scratch.execute(
-        "SELECT $jid AS job_id, task, key, value FROM _el_insp_tags", {"jid": jid}
-    ).to_arrow_table()
-    tasks = scratch.execute(
-        """SELECT $jid AS job_id, t.task, t.position::INTEGER AS position, t.digest,
-                  coalesce(g.tags, '{}')::VARCHAR AS tags
-           FROM _el_insp_tasks t
-           LEFT JOIN (SELECT task, json_group_object(key, value) AS tags
-                      FROM _el_insp_tags GROUP BY task) g ON g.task = t.task
-           ORDER BY t.position""",
-        {"jid": jid},
-    ).to_arrow_table()
-    scratch.execute("DROP TABLE _el_insp_tasks")
-    scratch.execute("DROP TABLE _el_insp_tags")
-    _append_arrow(con, "task_tags", tags)
-    _append_arrow(con, "tasks", tasks)

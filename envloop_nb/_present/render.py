@@ -53,7 +53,11 @@ def _render(spec: dict[str, Any], **metadata: Any) -> Any:
     """altair's renderer protocol: the mimebundle of a chart widget for ``spec``."""
     import altair as alt
 
-    return chart_widget(alt.Chart.from_dict(spec))._repr_mimebundle_()
+    from . import chart_library as lib
+
+    lib.chart_library()
+    chart = lib.Chart(alt.Chart.from_dict(spec), embed_options=metadata.get("embed_options"))
+    return chart._repr_mimebundle_()
 
 
 def chart_widget(chart: Any) -> Any:
