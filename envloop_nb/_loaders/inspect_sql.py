@@ -301,7 +301,7 @@ class _Mapping:
         _check_chunk(cur, self.path)
         jid = {"jid": self.jid}
         dims = {"jid": self.jid, "reward": self.reward, "map": _SCORES_MAP}
-        return _Mapped(
+        mapped = _Mapped(
             attempts=cur.execute(self.attempts_sql, jid).to_arrow_table(),
             dimensions=cur.execute(self.dimensions_sql, dims).to_arrow_table(),
             keys=cur.execute(
@@ -315,6 +315,8 @@ class _Mapping:
                     FROM {RAW} GROUP BY task"""
             ).to_arrow_table(),
         )
+        cur.execute(f"DROP TABLE {RAW}")  # its memory back before the next chunk is read
+        return mapped
 
     def _take(self) -> None:
         """The oldest chunk being mapped: its rows to the writer, its keys and firsts kept."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import duckdb
+import pyarrow as pa
 
 from ._stage import stage_name
 from .inspect_sql import FIRSTS, append_arrow
@@ -36,17 +37,19 @@ def insert_tasks(
     """The requested tasks (``listed`` first, then any other id seen), their digests
     and tags (metadata leaves, nested keys dotted, lists as JSON text): worked out on
     ``scratch`` from each id's first sample, written on ``con``."""
+    # the listed ids as an Arrow column (a list parameter of 100,000 ids took ~0.4 s)
+    _el_listed = pa.table(
+        {"task": pa.array(listed, pa.string()), "pos": pa.array(range(len(listed)), pa.int64())}
+    )
     scratch.execute(
         f"""CREATE OR REPLACE TEMP TABLE _el_insp_tasks AS
         WITH firsts AS (SELECT task, input, target, metadata, ord AS first FROM {FIRSTS}),
-        listed AS (SELECT unnest($listed::VARCHAR[]) AS task,
-                          generate_subscripts($listed::VARCHAR[], 1) AS pos)
+        listed AS (SELECT task, pos FROM _el_listed)
         SELECT coalesce(l.task, f.task) AS task,
                row_number() OVER (ORDER BY l.pos NULLS LAST, f.first) - 1 AS position,
                left(sha256(to_json([f.input, f.target])::VARCHAR), 16) AS digest,
                f.metadata AS metadata
-        FROM listed l FULL JOIN firsts f ON f.task = l.task""",
-        {"listed": listed},
+        FROM listed l FULL JOIN firsts f ON f.task = l.task"""
     )
     scratch.execute(
         """CREATE OR REPLACE TEMP TABLE _el_insp_tags AS
