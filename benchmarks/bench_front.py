@@ -149,13 +149,15 @@ def setup(name: str, s: Shape, ws_dir: Path) -> tuple[Body, int, Any]:
             out: dict[str, Any] = {"phases": phases}
             if not keep:
                 out.update(_answers(job, phases))
-            d = job.summary(threshold=THRESHOLD).to_dict()
-            out.update(scored=int(d["scored"]), total=int(d["total"]))
             ws.close()
             return out
 
         def done(out: dict[str, Any]) -> dict[str, Any]:
-            out["bytes"] = path.stat().st_size
+            # the counts checked against the file, read after the timed body
+            ws = enb.open(path, read_only=True)
+            d = ws.job(s.job_id).summary(threshold=THRESHOLD).to_dict()
+            ws.close()
+            out.update(scored=int(d["scored"]), total=int(d["total"]), bytes=path.stat().st_size)
             if not keep:
                 path.unlink(missing_ok=True)
             return out
@@ -234,16 +236,17 @@ def _jsonl(name: str, s: Shape, ws_dir: Path) -> tuple[Body, int, Any]:
         return floor, s.slots, gone_floor
     import envloop_nb as enb
 
-    def load() -> dict[str, Any]:
+    def load() -> None:
         ws = enb.open(path)
-        job = ws.load(src, job_id=s.job_id)
-        d = job.summary(threshold=THRESHOLD).to_dict()
+        ws.load(src, job_id=s.job_id)
         ws.close()
-        return {"scored": int(d["scored"]), "total": int(d["total"])}
 
-    def gone(out: dict[str, Any]) -> dict[str, Any]:
+    def gone(_: None) -> dict[str, Any]:
+        ws = enb.open(path, read_only=True)  # the counts, read after the timed body
+        d = ws.job(s.job_id).summary(threshold=THRESHOLD).to_dict()
+        ws.close()
         path.unlink(missing_ok=True)
-        return out
+        return {"scored": int(d["scored"]), "total": int(d["total"])}
 
     return load, s.slots, gone
 
