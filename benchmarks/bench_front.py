@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .generate import THRESHOLD, Shape, ensure
+from .runner import _table_kwargs, pass_rate_rules
 
 STAGES = (
     "front_ctas",
@@ -99,12 +100,6 @@ def _curve_facts(curve: Any) -> dict[str, Any]:
     cv = curve[["k", "pass@k", "pass^k", "tasks"]]
     cv = cv[cv["tasks"] > 0].sort_values("k")
     return {c: [float(x) for x in cv[c]] for c in cv.columns}
-
-
-def _table_kwargs(s: Shape) -> dict[str, Any]:
-    from .runner import _table_kwargs as kwargs
-
-    return kwargs(s)
 
 
 def setup(name: str, s: Shape, ws_dir: Path) -> tuple[Body, int, Any]:
@@ -253,8 +248,6 @@ def _jsonl(name: str, s: Shape, ws_dir: Path) -> tuple[Body, int, Any]:
 
 def _answers(job: Any, phases: dict[str, float]) -> dict[str, Any]:
     """Summary, per-task table, curve, groups and buckets of a loaded job, timed."""
-    from .runner import pass_rate_rules
-
     t = time.perf_counter()
     job.summary(threshold=THRESHOLD)
     phases["summary"] = time.perf_counter() - t

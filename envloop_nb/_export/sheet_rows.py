@@ -40,7 +40,7 @@ _XML_TEXT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"
 class RowFile:
     """The data rows of one worksheet ``ws`` of a write-only workbook, as XML text.
 
-    ``style(fmt, wrap, quote, bold)`` gives the workbook's style id of a cell format
+    ``style(fmt, wrap, quote)`` gives the workbook's style id of a cell format
     (registered once, as openpyxl registers it); ``clean`` makes text safe
     (:meth:`~envloop_nb._export.cells.CellWriter.clean`).
     """
@@ -86,7 +86,7 @@ class RowFile:
             return ""
         if isinstance(value, bool):
             return f'<c r="{ref}" s="{self.style(None, False, False)}" t="b"><v>{value:d}</v></c>'
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if isinstance(value, int | float):  # a bool is taken above
             if isinstance(value, float) and not math.isfinite(value):
                 if math.isnan(value):
                     return ""

@@ -53,11 +53,16 @@ def _render(spec: dict[str, Any], **metadata: Any) -> Any:
     """altair's renderer protocol: the mimebundle of a chart widget for ``spec``."""
     import altair as alt
 
+    chart = alt.Chart.from_dict(spec)
+    return _library_chart(chart, metadata.get("embed_options"))._repr_mimebundle_()
+
+
+def _library_chart(chart: Any, embed_options: dict[str, Any] | None = None) -> Any:
+    """The chart widget for ``chart``, after the page's one copy of the chart library."""
     from . import chart_library as lib
 
     lib.chart_library()
-    chart = lib.Chart(alt.Chart.from_dict(spec), embed_options=metadata.get("embed_options"))
-    return chart._repr_mimebundle_()
+    return lib.Chart(chart, embed_options=embed_options)
 
 
 def chart_widget(chart: Any) -> Any:
@@ -74,11 +79,8 @@ def chart_widget(chart: Any) -> Any:
     >>> isinstance(w, alt.JupyterChart), w.chart.to_dict()["mark"], len(w._esm) < 5_000
     (True, {'type': 'point'}, True)
     """
-    from . import chart_library as lib
-
     enable_offline()
-    lib.chart_library()  # the page's one copy of the chart library, before the chart
-    return lib.Chart(chart)
+    return _library_chart(chart)
 
 
 def _offline_class(base: Any) -> Any:
