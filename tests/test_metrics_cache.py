@@ -20,30 +20,79 @@ from .conftest import SAMPLE_DATA, THREE_TASKS
 
 
 def _scans(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Record every aggregation of the attempts by task."""
+    """Record every scan of the attempts by task after the load: all the counts, or
+    only the passes of a threshold."""
     calls: list[Any] = []
-    real = _metrics._attempts_by_task_sql
+    for name in ("attempts_by_task_sql", "passes_sql"):
+        real = getattr(_metrics, name)
 
-    def spy(*args: Any, **kwargs: Any) -> str:
-        calls.append(args)
-        return real(*args, **kwargs)
+        def spy(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> str:
+            calls.append((_name, *args))
+            return str(_real(*args, **kwargs))
 
-    monkeypatch.setattr(_metrics, "_attempts_by_task_sql", spy)
+        monkeypatch.setattr(_metrics, name, spy)
     return calls
 
 
 def test_one_scan_per_threshold(ws: enb.Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _scans(monkeypatch)
-    job = ws.load(THREE_TASKS)
+    job = ws.load(SAMPLE_DATA / "graded.json")
     for policy in ("unknown", "failure"):
         job.summary(policy=policy)
         job.samples(ks=[1, 2], policy=policy)
         job.curve(policy=policy)
         job.groups(by="subset", policy=policy)
-    assert len(calls) == 1  # the policy never rescans
+    assert calls == []  # counted by the load; the policy never rescans
     job.summary(threshold=0.5)
     job.curve(threshold=0.5)
-    assert len(calls) == 2
+    assert calls == [("passes_sql", 0.5)]  # graded rewards: the passes, counted once
+    memo.clear_cache()
+    calls.clear()
+    ws.con.execute("DELETE FROM task_counts_cache")  # as in a workspace written before it
+    job.summary()
+    job.curve(threshold=0.5)
+    assert [c[0] for c in calls] == ["attempts_by_task_sql"] * 2
+
+
+def test_binary_rewards_need_no_scan_for_any_threshold(
+    ws: enb.Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _scans(monkeypatch)
+    job = ws.load(THREE_TASKS)
+    for threshold in (-1.0, 0.0, 0.5, 1.0, 1.5):
+        job.samples(threshold=threshold)
+    assert calls == []
+
+
+THRESHOLDS = (None, -1.0, 0.0, 1e-300, 0.25, 0.5, 0.7, 1.0, 1.0000001, 2.0)
+
+
+@pytest.mark.parametrize("source", [THREE_TASKS, SAMPLE_DATA / "graded.json"])
+def test_counts_kept_by_the_load_equal_the_counts_of_the_attempts(
+    ws: enb.Workspace, source: Path
+) -> None:
+    job = ws.load(source)
+    kept = {t: _metrics.task_counts(ws.con, job.id, t) for t in THRESHOLDS}
+    assert ws.con.execute("SELECT count(*) FROM task_counts_cache").fetchone() != (0,)
+    ws.con.execute("DELETE FROM task_counts_cache")
+    memo.clear_cache()
+    for t in THRESHOLDS:
+        counted = _metrics.task_counts(ws.con, job.id, t)
+        assert kept[t].equals(counted), t  # every column, type and bit
+
+
+def test_a_reopened_workspace_answers_from_the_kept_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "w.duckdb"
+    ws = enb.open(path)
+    job_id = ws.load(SAMPLE_DATA / "graded.json").id
+    ws.close()
+    calls = _scans(monkeypatch)
+    again = enb.open(path, read_only=True)
+    again.job(job_id).curve()
+    assert calls == []
+    again.close()
 
 
 def _with_reward(tmp_path: Path, reward: float) -> Path:

@@ -342,3 +342,27 @@ def test_counts_do_not_depend_on_the_policy(case: dict) -> None:
             assert sa[col].tolist() == sb[col].tolist()
     finally:
         ws.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_jobs(), st.sampled_from([None, -1.0, 0.0, 0.3, 0.5, 1.0, 1.5]))
+def test_counts_kept_by_the_load_equal_the_counts_of_the_attempts(
+    case: dict, threshold: float | None
+) -> None:
+    """The counts the load keeps (and a threshold's passes beside them) are, bit for bit,
+    the counts taken from the attempts."""
+    from envloop_nb._metrics.counts import task_counts
+    from envloop_nb._store.memo import clear_cache
+
+    ws, job = _load(case["doc"])
+    try:
+        for t in (threshold, case["threshold"]):
+            kept = task_counts(ws.con, job.id, t)
+            ws.con.execute("CREATE OR REPLACE TEMP TABLE saved AS FROM task_counts_cache")
+            ws.con.execute("DELETE FROM task_counts_cache")
+            clear_cache(ws.con)
+            assert kept.equals(task_counts(ws.con, job.id, t)), t
+            ws.con.execute("INSERT INTO task_counts_cache FROM saved")
+            clear_cache(ws.con)
+    finally:
+        ws.close()

@@ -27,6 +27,8 @@ import pyarrow as pa
 from .._annotations.manual import remirror
 from .._errors import LoadError
 from .._store.schema import JOB_TABLES
+from .._store.sql import fixed_point_scale
+from .._store.task_counts import COUNT_NAMES, stage_counts_sql
 
 __all__ = [
     "REWARD_STATS",
@@ -45,6 +47,9 @@ _JOBS_STAGE = "_stage_jobs"
 #: loader that scans its attempts anyway may put it in its own query).
 REWARD_STATS = "json_object('max_abs', max(abs(reward)), 'max_sq', max(reward * reward))"
 _CLAIM = "_stage_claim"
+#: The load's per-task pass over the job's attempts: its checks' numbers and the counts
+#: it keeps (``task_counts_cache``).
+_COUNTS = "_stage_counts"
 
 
 def stage_name(table: str) -> str:
@@ -131,14 +136,36 @@ def restart(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
 
 
 def commit_stage(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
-    """Move the staged ``jobs`` row in, stamped with the load time, and commit.
+    """Move the staged ``jobs`` row in, stamped with the load time, keep the per-task
+    counts :func:`validate_stage` made (``task_counts_cache``), and commit."""
+    loaded_at = dt.datetime.now(dt.UTC)
+    con.execute(
+        f"INSERT INTO jobs SELECT * REPLACE (?::TIMESTAMPTZ AS loaded_at) FROM {_JOBS_STAGE}",
+        [loaded_at],
+    )
+    names = ", ".join(COUNT_NAMES)
+    # count_if over nothing but nulls is null, not 0
+    values = ", ".join(
+        n if n in ("reward_min", "reward_max") else f"coalesce({n}, 0)" for n in COUNT_NAMES
+    )
+    con.execute(
+        f"""INSERT INTO task_counts_cache (job_id, loaded_at, task, {names})
+            SELECT $jid, $loaded_at::TIMESTAMPTZ, task, {values} FROM {_COUNTS}""",
+        {"jid": job_id, "loaded_at": loaded_at},
+    )
+    for table in (_JOBS_STAGE, _CLAIM, _COUNTS):
+        con.execute(f"DROP TABLE {table}")
+    remirror(con, job_id)  # a reload keeps the job's human annotations
+    if id(con) not in _BATCHES:
+        con.execute("COMMIT")
 
-    The row also records ``extra.reward_stats`` (the largest ``|reward|`` and
-    ``reward²``), from which the metrics derive the scales of their exact reward sums
-    (:func:`envloop_nb._metrics.counts.reward_scales`) without scanning the attempts
-    again on every first question. A loader that has no attempts to scan (a summarised
-    job) records them itself.
-    """
+
+def _record_reward_stats(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, float]:
+    """Record ``extra.reward_stats`` in the staged ``jobs`` row (the largest ``|reward|``
+    and ``reward²``) unless the loader did (one that scans its attempts anyway, or a
+    summarised job, which has none); return the scales of the exact reward sums they give
+    (:func:`envloop_nb._metrics.counts.reward_scales`, which reads them back instead of
+    scanning the attempts on every first question)."""
     recorded = con.execute(
         f"SELECT json_exists(coalesce(extra, '{{}}'), '$.reward_stats') FROM {_JOBS_STAGE}"
     ).fetchone()
@@ -149,15 +176,15 @@ def commit_stage(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
                         SELECT {REWARD_STATS} FROM attempts WHERE job_id = $job_id)))""",
             {"job_id": job_id},
         )
-    con.execute(
-        f"INSERT INTO jobs SELECT * REPLACE (?::TIMESTAMPTZ AS loaded_at) FROM {_JOBS_STAGE}",
-        [dt.datetime.now(dt.UTC)],
-    )
-    con.execute(f"DROP TABLE {_JOBS_STAGE}")
-    con.execute(f"DROP TABLE {_CLAIM}")
-    remirror(con, job_id)  # a reload keeps the job's human annotations
-    if id(con) not in _BATCHES:
-        con.execute("COMMIT")
+    row = con.execute(
+        f"""SELECT attempts, TRY_CAST(extra->'reward_stats'->>'max_abs' AS DOUBLE),
+                   TRY_CAST(extra->'reward_stats'->>'max_sq' AS DOUBLE) FROM {_JOBS_STAGE}"""
+    ).fetchone()
+    assert row is not None
+    return {
+        "rscale": fixed_point_scale(row[1], row[0]),
+        "qscale": fixed_point_scale(row[2], row[0]),
+    }
 
 
 def insert_rows(
@@ -204,6 +231,11 @@ def validate_stage(con: duckdb.DuckDBPyConnection, source: str) -> str:
     if k is None or k < 1:
         raise LoadError(source, "job", f"attempts per task must be an integer >= 1, got {k!r}")
     jid = {"jid": job_id}
+    scales = _record_reward_stats(con, str(job_id))
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {_COUNTS} AS {stage_counts_sql(_distinct_sql(int(k)))}",
+        {**jid, **scales},
+    )
     flags = _first(con, _checks_sql(int(k)), jid)
     assert flags is not None
     out_of_range, unknown, repeated = (bool(f) for f in flags)
@@ -225,30 +257,26 @@ def validate_stage(con: duckdb.DuckDBPyConnection, source: str) -> str:
 _BITS_UP_TO = 4096
 
 
-def _checks_sql(k: int) -> str:
-    """One aggregate over the job's attempts, per task, flagging (out of range, unknown
-    task, repeated attempt); :func:`_explain` names the first offender of a flag.
-
-    A repeated attempt shows as fewer distinct attempt numbers than rows in a task (the
-    distinct ones counted as the set bits of a k-bit string): one pass grouped by task,
-    several times cheaper than grouping by (task, attempt).
-    """
+def _distinct_sql(k: int) -> str:
+    """The number of distinct attempt numbers in 1..k of a task's rows: the set bits of a
+    k-bit string (several times cheaper than grouping by (task, attempt))."""
     if k <= _BITS_UP_TO:
-        distinct = (
-            f"bit_count(bitstring_agg(attempt, 1, {k}) FILTER (WHERE attempt BETWEEN 1 AND {k}))"
-        )
-    else:
-        distinct = "count(DISTINCT attempt)"
+        return f"bit_count(bitstring_agg(attempt, 1, {k}) FILTER (WHERE attempt BETWEEN 1 AND {k}))"
+    return "count(DISTINCT attempt)"
+
+
+def _checks_sql(k: int) -> str:
+    """Over the per-task pass (:data:`_COUNTS`), the flags (out of range, unknown task,
+    repeated attempt); :func:`_explain` names the first offender of a flag.
+
+    A repeated attempt shows as fewer distinct attempt numbers than rows in a task.
+    """
     return f"""
-        WITH per AS (
-            SELECT task, count(*) AS n, min(attempt) AS lo, max(attempt) AS hi,
-                   {distinct} AS d
-            FROM attempts WHERE job_id = $jid GROUP BY task)
         SELECT coalesce(bool_or(lo < 1 OR hi > {k}), false),
-               EXISTS (SELECT 1 FROM per ANTI JOIN (SELECT task FROM tasks WHERE job_id = $jid)
-                       USING (task)),
+               EXISTS (SELECT 1 FROM {_COUNTS} ANTI JOIN
+                       (SELECT task FROM tasks WHERE job_id = $jid) USING (task)),
                coalesce(bool_or(lo >= 1 AND hi <= {k} AND n <> d), false)
-        FROM per"""
+        FROM {_COUNTS}"""
 
 
 def _explain(con: duckdb.DuckDBPyConnection, source: str, k: int, jid: dict[str, Any]) -> None:

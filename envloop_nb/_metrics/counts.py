@@ -33,7 +33,16 @@ import pyarrow as pa
 
 from .._store.memo import CACHE_SIZE, cached, clear_cache, job_row
 from .._store.ref import require_task_table, summarised
-from .._store.sql import fixed_point_scale, number
+from .._store.sql import fixed_point_scale
+from .._store.task_counts import (
+    COUNT_NAMES,
+    attempts_by_task_sql,
+    cached_counts,
+    count_columns_sql,
+    fixed_sum,
+    pass_sql,
+    passes_sql,
+)
 from .._types import ENDED, Policy
 
 if TYPE_CHECKING:
@@ -75,43 +84,6 @@ def check_options(policy: str, threshold: float | None) -> None:
         raise ValueError(f"threshold must be a finite number, got {threshold!r}")
 
 
-def pass_sql(threshold: float | None) -> str:
-    """The SQL condition of a pass: ``reward = 1``, or ``reward >= t`` with a threshold."""
-    return "reward = 1" if threshold is None else f"reward >= {number(threshold)}"
-
-
-def count_columns_sql(value: str, status: str, passed: str, attempt: str = "attempt") -> str:
-    """The per-task count columns, written once: ``dispatched, scored, invalid, passes,
-    nonbinary`` of the rows grouped by task.
-
-    ``value`` is the attempt's value (the reward, or a dimension's value), ``status`` its
-    status column, ``passed`` the SQL condition of a pass and ``attempt`` the column that
-    is null for a task's row without an attempt (a left join). A slot is *scored* when the
-    value is not null; an unscored attempt that ended is *invalid*.
-
-    Examples
-    --------
-    >>> print(count_columns_sql("reward", "status", "reward = 1").splitlines()[1].strip())
-    count(reward)::INTEGER AS scored,
-    """
-    return f"""count({attempt})::INTEGER AS dispatched,
-               count({value})::INTEGER AS scored,
-               count_if({value} IS NULL AND {status} IN {ENDED!r})::INTEGER AS invalid,
-               count_if({passed})::INTEGER AS passes,
-               count_if({value} <> 0 AND {value} <> 1)::INTEGER AS nonbinary"""
-
-
-def _attempts_by_task_sql(job_id_param: str, threshold: float | None) -> str:
-    return f"""
-        SELECT task,
-               {count_columns_sql("reward", "status", pass_sql(threshold))},
-               {fixed_sum("reward", "$rscale")} AS reward_sum,
-               {fixed_sum("reward * reward", "$qscale")} AS reward_sumsq,
-               min(reward) AS reward_min, max(reward) AS reward_max
-        FROM attempts WHERE job_id = {job_id_param}
-        GROUP BY task"""
-
-
 def job_list_sql() -> str:
     """SQL giving one row per job of the workspace: its facts and its attempt counts
     (``tasks``, ``dispatched``, ``scored``; the counts of :func:`count_columns_sql`).
@@ -145,12 +117,6 @@ def job_list_sql() -> str:
                                   = 'true', false) AS only) m
     ORDER BY j.loaded_at, j.job_id
     """
-
-
-def fixed_sum(value: str, scale: str) -> str:
-    """An order-independent sum: each value scaled by a power of two, rounded to an
-    integer, summed exactly, scaled back (see :func:`reward_scales`)."""
-    return f"coalesce((sum(({value} * {scale})::BIGINT)::BIGINT)::DOUBLE / {scale}, 0)::DOUBLE"
 
 
 def scored_sum(value: str, order: str) -> str:
@@ -254,7 +220,7 @@ def task_counts_sql(job_id_param: str = "$job_id", threshold: float | None = Non
     # joined rows by (task, position, tags, k) was ~1.5-2x slower at 10M attempts
     # (benchmarks/RESULTS.md). Results are identical, types included.
     return f"""
-    WITH a AS ({_attempts_by_task_sql(job_id_param, threshold)})
+    WITH a AS ({attempts_by_task_sql(job_id_param, threshold)})
     SELECT t.task, t.position, t.tags, json_extract_string(t.tags, '$.subset') AS subset,
            j.attempts AS k, {_COUNT_COLUMNS}
     FROM tasks t
@@ -263,10 +229,6 @@ def task_counts_sql(job_id_param: str = "$job_id", threshold: float | None = Non
     WHERE t.job_id = {job_id_param}
     ORDER BY t.position, t.task
     """
-
-
-_COUNT_NAMES = ("dispatched", "scored", "invalid", "passes", "nonbinary", "reward_sum",
-                "reward_sumsq", "reward_min", "reward_max")  # fmt: skip
 
 
 def task_counts(
@@ -302,14 +264,46 @@ def task_counts(
             # (a metrics-only job has no per-task counts at all)
             require_task_table(con, job_id, "a per-task view (samples, curve, groups, buckets...)")
             return _summarised_counts(con, job_id, rows, threshold, reduced)
+        kept = cached_counts(con, job_id)  # counted by the job's load
+        if kept is not None:
+            return _aligned(rows, _with_passes(con, job_id, kept, threshold))
         # Aggregate the attempts by task, then line the rows up with the cached task rows
         # by a hash lookup (a SQL join + sort of the task rows cost as much again).
-        sql = _attempts_by_task_sql("$job_id", threshold)
+        sql = attempts_by_task_sql("$job_id", threshold)
         params = {"job_id": job_id, **reward_scales(con, job_id)}
         agg = con.execute(sql, params).to_arrow_table()
         return _aligned(rows, agg)
 
     return cached(con, job_id, ("task_counts", threshold), compute)
+
+
+def _with_passes(
+    con: duckdb.DuckDBPyConnection, job_id: str, kept: pa.Table, threshold: float | None
+) -> pa.Table:
+    """The load's counts (passes of ``reward = 1``) with the passes of ``threshold``.
+
+    Only the passes depend on a threshold. When every reward is 0 or 1 they follow from
+    the counts: a pass is a scored 1 for ``0 < t <= 1``, any scored attempt for
+    ``t <= 0``, none for ``t > 1``; otherwise they are counted again, alone.
+    """
+    import pyarrow.compute as pc
+
+    if threshold is None:
+        return kept
+    where = kept.column_names.index("passes")
+    if pc.max(kept.column("nonbinary")).as_py() == 0:
+        if 0 < threshold <= 1:
+            return kept
+        passes = (
+            kept.column("scored")
+            if threshold <= 0
+            else pa.repeat(pa.scalar(0, pa.int32()), kept.num_rows)
+        )
+        return kept.set_column(where, "passes", passes)
+    counted = con.execute(passes_sql(threshold), {"job_id": job_id}).to_arrow_table()
+    at = pc.index_in(kept.column("task"), value_set=counted.column("task").combine_chunks())
+    passes = pc.take(counted.column("passes"), at).fill_null(0)
+    return kept.set_column(where, "passes", passes)
 
 
 def _summarised_counts(
@@ -331,7 +325,7 @@ def _summarised_counts(
             f"reduced with ({shown}), not {threshold!r}; reduce it again with that threshold"
         )
     agg = con.execute(
-        f"""SELECT task, {", ".join(_COUNT_NAMES)} FROM task_summaries
+        f"""SELECT task, {", ".join(COUNT_NAMES)} FROM task_summaries
             WHERE job_id = $job_id AND threshold IS NOT DISTINCT FROM $threshold""",
         {"job_id": job_id, "threshold": threshold},
     ).to_arrow_table()
@@ -345,12 +339,10 @@ def _aligned(rows: pa.Table, agg: pa.Table) -> pa.Table:
 
     where = pc.index_in(rows.column("task"), value_set=agg.column("task").combine_chunks())
     columns = []
-    for name in _COUNT_NAMES:
+    for name in COUNT_NAMES:
         column = pc.take(agg.column(name), where)
         columns.append(column if name in ("reward_min", "reward_max") else column.fill_null(0))
-    return pa.Table.from_arrays(
-        [*rows.columns, *columns], names=[*rows.column_names, *_COUNT_NAMES]
-    )
+    return pa.Table.from_arrays([*rows.columns, *columns], names=[*rows.column_names, *COUNT_NAMES])
 
 
 def per_task_arrays(counts: pa.Table, policy: Policy) -> dict[str, np.ndarray]:

@@ -48,7 +48,7 @@ def written_by() -> str:
 # Tables whose rows belong to one job, in the order they are written.
 JOB_TABLES = (
     "jobs", "tasks", "task_tags", "attempts", "dimensions", "dimension_meta", "task_summaries",
-    "job_summary_cache",
+    "job_summary_cache", "task_counts_cache",
 )  # fmt: skip
 
 # A job's human annotation (kept across reloads of the job; removed with it).
@@ -205,6 +205,24 @@ CREATE TABLE IF NOT EXISTS job_summary_cache (
     job_id     VARCHAR NOT NULL,
     loaded_at  TIMESTAMPTZ NOT NULL,
     summary    JSON NOT NULL
+);
+
+-- A job's per-task counts as its load counted them (envloop_nb._store.task_counts):
+-- one row per task with attempts, passes of reward = 1, the sums at the job's reward
+-- scales; valid while loaded_at matches the job's, deleted with the job's rows.
+CREATE TABLE IF NOT EXISTS task_counts_cache (
+    job_id        VARCHAR NOT NULL,
+    loaded_at     TIMESTAMPTZ NOT NULL,
+    task          VARCHAR NOT NULL,
+    dispatched    INTEGER NOT NULL,
+    scored        INTEGER NOT NULL,
+    invalid       INTEGER NOT NULL,
+    passes        INTEGER NOT NULL,
+    nonbinary     INTEGER NOT NULL,
+    reward_sum    DOUBLE NOT NULL,
+    reward_sumsq  DOUBLE NOT NULL,
+    reward_min    DOUBLE,
+    reward_max    DOUBLE
 );
 
 CREATE TABLE IF NOT EXISTS datasets (

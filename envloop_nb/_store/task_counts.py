@@ -1,0 +1,136 @@
+"""The per-task counts in SQL, and the copy of them a load keeps (``task_counts_cache``).
+
+The count columns (:func:`count_columns_sql`), the condition of a pass
+(:func:`pass_sql`) and the exact reward sums (:func:`fixed_sum`) are written once here;
+:mod:`envloop_nb._metrics.counts` builds every job metric on them.
+
+A load counts each task's attempts anyway (its checks group the attempts by task), so it
+keeps the counts that do not depend on a threshold, with the passes of ``reward = 1``,
+in ``task_counts_cache`` (:func:`stage_counts_sql`, written by the load transaction): a
+reopened workspace answers its first question from one row per task instead of
+scanning every attempt. Under a threshold only the passes are counted again
+(:func:`passes_sql`), and not even that when every reward is 0 or 1. The rows are valid
+while their ``loaded_at`` is the job's (a reload deletes them; a workspace written
+before the cache existed has none, and its counts are taken from the attempts).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._types import ENDED
+from .sql import number
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+__all__ = [
+    "COUNT_NAMES",
+    "attempts_by_task_sql",
+    "cached_counts",
+    "count_columns_sql",
+    "fixed_sum",
+    "pass_sql",
+    "passes_sql",
+    "stage_counts_sql",
+]
+
+#: The per-task count columns (besides ``task``), in their order everywhere.
+COUNT_NAMES = ("dispatched", "scored", "invalid", "passes", "nonbinary", "reward_sum",
+               "reward_sumsq", "reward_min", "reward_max")  # fmt: skip
+
+
+def pass_sql(threshold: float | None) -> str:
+    """The SQL condition of a pass: ``reward = 1``, or ``reward >= t`` with a threshold.
+
+    Examples
+    --------
+    >>> pass_sql(None), pass_sql(0.5)
+    ('reward = 1', 'reward >= 0.5e0')
+    """
+    return "reward = 1" if threshold is None else f"reward >= {number(threshold)}"
+
+
+def count_columns_sql(value: str, status: str, passed: str, attempt: str = "attempt") -> str:
+    """The per-task count columns, written once: ``dispatched, scored, invalid, passes,
+    nonbinary`` of the rows grouped by task.
+
+    ``value`` is the attempt's value (the reward, or a dimension's value), ``status`` its
+    status column, ``passed`` the SQL condition of a pass and ``attempt`` the column that
+    is null for a task's row without an attempt (a left join). A slot is *scored* when the
+    value is not null; an unscored attempt that ended is *invalid*.
+
+    Examples
+    --------
+    >>> print(count_columns_sql("reward", "status", "reward = 1").splitlines()[1].strip())
+    count(reward)::INTEGER AS scored,
+    """
+    return f"""count({attempt})::INTEGER AS dispatched,
+               count({value})::INTEGER AS scored,
+               count_if({value} IS NULL AND {status} IN {ENDED!r})::INTEGER AS invalid,
+               count_if({passed})::INTEGER AS passes,
+               count_if({value} <> 0 AND {value} <> 1)::INTEGER AS nonbinary"""
+
+
+def fixed_sum(value: str, scale: str) -> str:
+    """An order-independent sum: each value scaled by a power of two, rounded to an
+    integer, summed exactly, scaled back (the scales:
+    :func:`envloop_nb._metrics.counts.reward_scales`).
+
+    Examples
+    --------
+    >>> import duckdb
+    >>> duckdb.sql(f"SELECT {fixed_sum('x', '2.0^4')} FROM (VALUES (0.5), (0.25)) t(x)").fetchone()
+    (0.75,)
+    """
+    return f"coalesce((sum(({value} * {scale})::BIGINT)::BIGINT)::DOUBLE / {scale}, 0)::DOUBLE"
+
+
+def _sum_columns(rscale: str, qscale: str) -> str:
+    return f"""{fixed_sum("reward", rscale)} AS reward_sum,
+               {fixed_sum("reward * reward", qscale)} AS reward_sumsq,
+               min(reward) AS reward_min, max(reward) AS reward_max"""
+
+
+def attempts_by_task_sql(job_id_param: str, threshold: float | None) -> str:
+    """One row per task with attempts: ``task`` and the :data:`COUNT_NAMES` columns
+    (parameters: the job id and ``$rscale`` / ``$qscale``)."""
+    return f"""
+        SELECT task,
+               {count_columns_sql("reward", "status", pass_sql(threshold))},
+               {_sum_columns("$rscale", "$qscale")}
+        FROM attempts WHERE job_id = {job_id_param}
+        GROUP BY task"""
+
+
+def stage_counts_sql(distinct: str) -> str:
+    """The load's one pass over a job's attempts (parameters ``$jid``, ``$rscale`` and
+    ``$qscale``): per task, what
+    its checks need (``n``, ``lo``, ``hi`` and ``d``, the number of distinct attempt
+    numbers given by ``distinct``) and the counts :func:`cached_counts` reads back."""
+    return f"""
+        SELECT task, count(*) AS n, min(attempt) AS lo, max(attempt) AS hi, {distinct} AS d,
+               {count_columns_sql("reward", "status", pass_sql(None))},
+               {_sum_columns("$rscale", "$qscale")}
+        FROM attempts WHERE job_id = $jid GROUP BY task"""
+
+
+def passes_sql(threshold: float) -> str:
+    """Per task with attempts: ``task`` and its ``passes`` under ``threshold``
+    (parameter ``$job_id``), the one count a threshold changes."""
+    return f"""SELECT task, count_if({pass_sql(threshold)})::INTEGER AS passes
+               FROM attempts WHERE job_id = $job_id GROUP BY task"""
+
+
+def cached_counts(con: duckdb.DuckDBPyConnection, job_id: str) -> pa.Table | None:
+    """The counts the job's load kept (``task`` and :data:`COUNT_NAMES`, passes of
+    ``reward = 1``), or None when it kept none (a workspace written before the cache,
+    a job without attempts) or they are not of its current load."""
+    rows = con.execute(
+        f"""SELECT task, {", ".join(COUNT_NAMES)} FROM task_counts_cache c
+            WHERE job_id = $job_id
+              AND loaded_at = (SELECT loaded_at FROM jobs WHERE job_id = $job_id)""",
+        {"job_id": job_id},
+    ).to_arrow_table()
+    return rows if rows.num_rows else None
