@@ -27,8 +27,7 @@ import pyarrow as pa
 from .._annotations.manual import remirror
 from .._errors import LoadError
 from .._store.schema import JOB_TABLES
-from .._store.sql import fixed_point_scale
-from .._store.task_counts import COUNT_NAMES, stage_counts_sql
+from .._store.task_counts import COUNT_NAMES, STATS_SQL, scales, stage_counts_sql
 
 __all__ = [
     "REWARD_STATS",
@@ -144,13 +143,9 @@ def commit_stage(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
         [loaded_at],
     )
     names = ", ".join(COUNT_NAMES)
-    # count_if over nothing but nulls is null, not 0
-    values = ", ".join(
-        n if n in ("reward_min", "reward_max") else f"coalesce({n}, 0)" for n in COUNT_NAMES
-    )
     con.execute(
         f"""INSERT INTO task_counts_cache (job_id, loaded_at, task, {names})
-            SELECT $jid, $loaded_at::TIMESTAMPTZ, task, {values} FROM {_COUNTS}""",
+            SELECT $jid, $loaded_at::TIMESTAMPTZ, task, {names} FROM {_COUNTS}""",
         {"jid": job_id, "loaded_at": loaded_at},
     )
     for table in (_JOBS_STAGE, _CLAIM, _COUNTS):
@@ -176,15 +171,9 @@ def _record_reward_stats(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[st
                         SELECT {REWARD_STATS} FROM attempts WHERE job_id = $job_id)))""",
             {"job_id": job_id},
         )
-    row = con.execute(
-        f"""SELECT attempts, TRY_CAST(extra->'reward_stats'->>'max_abs' AS DOUBLE),
-                   TRY_CAST(extra->'reward_stats'->>'max_sq' AS DOUBLE) FROM {_JOBS_STAGE}"""
-    ).fetchone()
+    row = con.execute(f"SELECT {STATS_SQL} FROM {_JOBS_STAGE}").fetchone()
     assert row is not None
-    return {
-        "rscale": fixed_point_scale(row[1], row[0]),
-        "qscale": fixed_point_scale(row[2], row[0]),
-    }
+    return scales(row[0], row[1], row[2])
 
 
 def insert_rows(

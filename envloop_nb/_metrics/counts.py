@@ -33,15 +33,17 @@ import pyarrow as pa
 
 from .._store.memo import CACHE_SIZE, cached, clear_cache, job_row
 from .._store.ref import require_task_table, summarised
-from .._store.sql import fixed_point_scale
 from .._store.task_counts import (
     COUNT_NAMES,
+    NULLABLE,
+    STATS_SQL,
     attempts_by_task_sql,
     cached_counts,
     count_columns_sql,
     fixed_sum,
     pass_sql,
     passes_sql,
+    scales,
 )
 from .._types import ENDED, Policy
 
@@ -168,10 +170,8 @@ def reward_scales(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, floa
 
     def compute() -> dict[str, float]:
         known = con.execute(
-            """SELECT attempts, TRY_CAST(extra->'reward_stats'->>'max_abs' AS DOUBLE),
-                      TRY_CAST(extra->'reward_stats'->>'max_sq' AS DOUBLE),
-                      json_exists(extra, '$.reward_stats')
-               FROM jobs WHERE job_id = ?""",
+            f"""SELECT {STATS_SQL}, json_exists(extra, '$.reward_stats')
+                FROM jobs WHERE job_id = ?""",
             [job_id],
         ).fetchone()
         if known is not None and known[3]:  # recorded at load (see _loaders._stage)
@@ -183,7 +183,7 @@ def reward_scales(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, floa
                 [job_id],
             ).fetchone()
             top, top_sq, k = row if row else (None, None, None)
-        return {"rscale": fixed_point_scale(top, k), "qscale": fixed_point_scale(top_sq, k)}
+        return scales(k, top, top_sq)
 
     value: dict[str, float] = cached(con, job_id, ("reward_scales",), compute)
     return value
@@ -341,7 +341,7 @@ def _aligned(rows: pa.Table, agg: pa.Table) -> pa.Table:
     columns = []
     for name in COUNT_NAMES:
         column = pc.take(agg.column(name), where)
-        columns.append(column if name in ("reward_min", "reward_max") else column.fill_null(0))
+        columns.append(column if name in NULLABLE else column.fill_null(0))
     return pa.Table.from_arrays([*rows.columns, *columns], names=[*rows.column_names, *COUNT_NAMES])
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._types import ENDED
-from .sql import number
+from .sql import fixed_point_scale, number
 
 if TYPE_CHECKING:
     import duckdb
@@ -27,18 +27,38 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COUNT_NAMES",
+    "NULLABLE",
+    "STATS_SQL",
     "attempts_by_task_sql",
     "cached_counts",
     "count_columns_sql",
     "fixed_sum",
     "pass_sql",
     "passes_sql",
+    "scales",
     "stage_counts_sql",
 ]
 
 #: The per-task count columns (besides ``task``), in their order everywhere.
 COUNT_NAMES = ("dispatched", "scored", "invalid", "passes", "nonbinary", "reward_sum",
                "reward_sumsq", "reward_min", "reward_max")  # fmt: skip
+#: The count columns that stay null for a task without a scored attempt (every other is 0).
+NULLABLE = ("reward_min", "reward_max")
+#: ``k`` and the recorded ``extra.reward_stats`` of a ``jobs`` row: :func:`scales`' inputs.
+STATS_SQL = """attempts, TRY_CAST(extra->'reward_stats'->>'max_abs' AS DOUBLE),
+               TRY_CAST(extra->'reward_stats'->>'max_sq' AS DOUBLE)"""
+
+
+def scales(k: int | None, top: float | None, top_sq: float | None) -> dict[str, float]:
+    """``$rscale`` / ``$qscale`` of the exact reward sums of a job of ``k`` attempts per
+    task whose largest ``|reward|`` is ``top`` and largest ``reward²`` is ``top_sq``.
+
+    Examples
+    --------
+    >>> scales(2, 1.0, 1.0) == {"rscale": 2.0**59, "qscale": 2.0**59}
+    True
+    """
+    return {"rscale": fixed_point_scale(top, k), "qscale": fixed_point_scale(top_sq, k)}
 
 
 def pass_sql(threshold: float | None) -> str:
@@ -106,14 +126,18 @@ def attempts_by_task_sql(job_id_param: str, threshold: float | None) -> str:
 
 def stage_counts_sql(distinct: str) -> str:
     """The load's one pass over a job's attempts (parameters ``$jid``, ``$rscale`` and
-    ``$qscale``): per task, what
-    its checks need (``n``, ``lo``, ``hi`` and ``d``, the number of distinct attempt
-    numbers given by ``distinct``) and the counts :func:`cached_counts` reads back."""
+    ``$qscale``): per task, what its checks need (``n``, ``lo``, ``hi`` and ``d``, the
+    number of distinct attempt numbers given by ``distinct``) and the counts
+    :func:`cached_counts` reads back (a count over nothing but nulls is 0 there:
+    DuckDB's ``count_if`` gives null)."""
+    zeroed = ", ".join(f"coalesce({n}, 0) AS {n}" for n in COUNT_NAMES if n not in NULLABLE)
     return f"""
-        SELECT task, count(*) AS n, min(attempt) AS lo, max(attempt) AS hi, {distinct} AS d,
-               {count_columns_sql("reward", "status", pass_sql(None))},
-               {_sum_columns("$rscale", "$qscale")}
-        FROM attempts WHERE job_id = $jid GROUP BY task"""
+        SELECT * REPLACE ({zeroed}) FROM (
+            SELECT task, count(*) AS n, min(attempt) AS lo, max(attempt) AS hi,
+                   {distinct} AS d,
+                   {count_columns_sql("reward", "status", pass_sql(None))},
+                   {_sum_columns("$rscale", "$qscale")}
+            FROM attempts WHERE job_id = $jid GROUP BY task)"""
 
 
 def passes_sql(threshold: float) -> str:
