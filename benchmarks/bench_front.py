@@ -3,7 +3,8 @@
 ``python -m benchmarks run --stages 9 --front-sizes 1M,10M,100M [--out /tmp/front.md]``
 
 Every stage runs in a fresh Python process (``runner.py``), cold and end to end;
-``import envloop_nb`` / ``import duckdb`` are setup. The file is the generator's
+``import envloop_nb`` and the libraries both sides use (``duckdb``, ``pyarrow``,
+``pandas``) are setup, for the floors too. The file is the generator's
 Parquet job of the size (``benchmarks/generate.py``: 1M = 31,250 tasks × 32, 10M =
 312,500 × 32, 100M = 3,125,000 × 32, ~2% missing rewards, text columns). Pairs
 (envloop_nb → its floor, same file, same memory limit of 1 GB):
@@ -19,6 +20,9 @@ Parquet job of the size (``benchmarks/generate.py``: 1M = 31,250 tasks × 32, 10
   over the workspace's attempts table.
 - ``front_one_question`` → ``front_one_question_floor``: open an in-memory workspace,
   load the file, take the curve, against the curve in SQL straight on the file.
+- ``front_one_question_in_place`` → ``front_one_question_floor``: the same with
+  ``ws.load(file, copy=False)`` (the attempts are read in place, not copied).
+- ``front_in_place_answer``: ``front_load_answer``'s phases with ``copy=False``.
 
 Checks (runner): every curve equals the floor's (``k``, ``pass@k``, ``pass^k``, tasks;
 counts exactly, rates within 1e-9), and the load's scored count equals the file's.
@@ -43,6 +47,8 @@ STAGES = (
     "front_reopen_curve",
     "front_one_question_floor",
     "front_one_question",
+    "front_one_question_in_place",
+    "front_in_place_answer",
 )
 #: Sizes whose EnvLoop JSONL.gz export the generator writes (stages front_jsonl*).
 JSONL_MAX_SLOTS = 1_000_000
@@ -52,6 +58,7 @@ PAIRS = (
     ("front_jsonl", "front_jsonl_floor"),
     ("front_reopen_curve", "front_reopen_curve_floor"),
     ("front_one_question", "front_one_question_floor"),
+    ("front_one_question_in_place", "front_one_question_floor"),
 )
 #: the issue's targets: time ÷ floor at most this
 TARGETS = {
@@ -59,6 +66,7 @@ TARGETS = {
     "front_jsonl": 1.5,
     "front_reopen_curve": 1.3,
     "front_one_question": 2.0,
+    "front_one_question_in_place": 2.0,
 }
 PEAK_TARGET_BYTES = 2 * 1024**3  # the 100M load and its answers
 KMAX = 32
@@ -104,6 +112,10 @@ def _curve_facts(curve: Any) -> dict[str, Any]:
 
 def setup(name: str, s: Shape, ws_dir: Path) -> tuple[Body, int, Any]:
     """(timed body, attempts, after(result) -> extra facts) of stage ``name``."""
+    import duckdb
+    import pandas  # noqa: F401
+    import pyarrow  # noqa: F401
+
     if name.startswith("front_jsonl"):
         return _jsonl(name, s, ws_dir)
     ensure(s, ("parquet",))
@@ -128,12 +140,14 @@ def setup(name: str, s: Shape, ws_dir: Path) -> tuple[Body, int, Any]:
             return {"rows": n, "bytes": size}
 
         return ctas, s.slots, gone
-    if name in ("front_load", "front_load_answer"):
+    if name in ("front_load", "front_load_answer", "front_in_place_answer"):
         import envloop_nb as enb
 
         keep = name == "front_load"
-        path = _fresh(loaded_ws(s, ws_dir) if keep else ws_dir / f"front-answer-{s.name}.duckdb")
+        path = _fresh(loaded_ws(s, ws_dir) if keep else ws_dir / f"{name}-{s.name}.duckdb")
         kwargs = _table_kwargs(s)
+        if name == "front_in_place_answer":
+            kwargs["copy"] = False
 
         def load() -> dict[str, Any]:
             phases: dict[str, float] = {}
@@ -184,10 +198,12 @@ def setup(name: str, s: Shape, ws_dir: Path) -> tuple[Body, int, Any]:
             return _floor_curve(con, f"(SELECT * FROM attempts WHERE job_id = {job})")
 
         return reopen_floor, s.slots, lambda curve: {"curve": _curve_facts(curve)}
-    if name == "front_one_question":
+    if name in ("front_one_question", "front_one_question_in_place"):
         import envloop_nb as enb
 
         kwargs = _table_kwargs(s)
+        if name == "front_one_question_in_place":
+            kwargs["copy"] = False
 
         def one() -> Any:
             ws = enb.open()
@@ -287,6 +303,8 @@ def check(s: Shape, by_stage: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
         "front_reopen_curve": "front_reopen_curve_floor",
         "front_one_question": "front_one_question_floor",
         "front_load_answer": "front_one_question_floor",
+        "front_one_question_in_place": "front_one_question_floor",
+        "front_in_place_answer": "front_one_question_floor",
     }
     for stage, floor in floors.items():
         r, f = by_stage.get(stage), by_stage.get(floor)
@@ -298,7 +316,7 @@ def check(s: Shape, by_stage: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
         r["agrees"] = problem is None
         out.append({"what": what, "problem": problem})
     want = _parquet_scored(s)
-    for stage in ("front_load", "front_load_answer", "front_jsonl"):
+    for stage in ("front_load", "front_load_answer", "front_in_place_answer", "front_jsonl"):
         r = by_stage.get(stage)
         if stage == "front_jsonl" and s.slots > JSONL_MAX_SLOTS:
             continue
@@ -358,7 +376,7 @@ def section(res: list[dict[str, Any]], w: Any) -> None:
         met = "-"
         if target is not None and ratio is not None:
             met = f"≤ {target:g}×: " + ("yes" if ratio <= target else "**no**")
-        if r["stage"] == "front_load_answer" and r["rows"] > 20_000_000:
+        if r["stage"].endswith("_answer") and r["rows"] > 20_000_000:
             ok = r["rss_peak"] < PEAK_TARGET_BYTES
             met = f"peak < {PEAK_TARGET_BYTES / MB:.0f} MB: " + ("yes" if ok else "**no**")
         agrees = {True: "yes", False: "**NO**"}.get(bool(r["agrees"]), "") if "agrees" in r else ""
@@ -372,17 +390,19 @@ def section(res: list[dict[str, Any]], w: Any) -> None:
             f"| {r['rss_setup'] / MB:.0f} MB | {f'{ratio:.2f}×' if ratio else '-'} "
             f"| {met} | {agrees} |"
         )
-    answered = [r for r in rows if r["stage"] == "front_load_answer" and "error" not in r]
+    answered = [r for r in rows if r["stage"].endswith("_answer") and "error" not in r]
     if answered:
-        w("\nHow cost grows (`front_load_answer`: one run each; peak RSS of the whole run):\n")
-        w("| attempts | " + " | ".join(PHASES) + " | total | peak RSS | workspace file |")
-        w("|---|" + "---:|" * (len(PHASES) + 3))
-        for r in sorted(answered, key=lambda r: r["rows"]):
+        w("\nHow cost grows (`front_load_answer`, copied, and `front_in_place_answer`, read in ")
+        w("place: median run; peak RSS of the whole run):\n")
+        w("| load | attempts | " + " | ".join(PHASES) + " | total | peak RSS | workspace file |")
+        w("|---|---|" + "---:|" * (len(PHASES) + 3))
+        for r in sorted(answered, key=lambda r: (r["stage"], r["rows"])):
+            how = "in place" if "in_place" in r["stage"] else "copied"
             ph = r["extra"].get("phases", {})
             cells = " | ".join(_fmt_s(ph[p]) if p in ph else "-" for p in PHASES)
             size = r["extra"].get("bytes")
             w(
-                f"| {_size_label(r['size'])} | {cells} | {_fmt_s(r['median'])} "
+                f"| {how} | {_size_label(r['size'])} | {cells} | {_fmt_s(r['median'])} "
                 f"| {r['rss_peak'] / MB:.0f} MB | {f'{size / 1e6:.0f} MB' if size else '-'} |"
             )
     w("")

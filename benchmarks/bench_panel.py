@@ -33,7 +33,7 @@ def generate_job(
     n_tasks = max(1, n_attempts // k)
     con = ws.con
     con.execute("BEGIN TRANSACTION")
-    for table in ("jobs", "tasks", "task_tags", "attempts", "dimensions", "dimension_meta"):
+    for table in ("jobs", "tasks", "task_tags", "attempt_rows", "dimensions", "dimension_meta"):
         con.execute(f"DELETE FROM {table} WHERE job_id = ?", [job_id])
     con.execute(
         """INSERT INTO jobs (job_id, source_format, status, created_at, finished_at, dataset_name,
@@ -62,7 +62,7 @@ def generate_job(
     # Per task a latent difficulty p; each attempt passes with probability p (hash-based, so
     # deterministic). 3% of attempts fail without reward, 1% are still running.
     con.execute(
-        """INSERT INTO attempts (job_id, task, attempt, trial_id, status, exit_code, error, reward,
+        """INSERT INTO attempt_rows (job_id, task, attempt, trial_id, status, exit_code, error, reward,
                input_tokens, output_tokens, turns, started_at, finished_at, duration_s, input,
                input_is_chat, output, reference, artifacts, n_trials, source_place)
            SELECT $id, 'task-' || lpad(i::VARCHAR, 7, '0'), a::INTEGER, 'tr_' || i || '_' || a,

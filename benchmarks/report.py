@@ -216,6 +216,17 @@ WHAT = {
         "envloop_nb",
         "`enb.open()` (in memory), `load(file, ...)`, `job.curve(ks=1..32)`",
     ),
+    "front_one_question_in_place": (
+        "9 front door",
+        "envloop_nb",
+        "`enb.open()` (in memory), `load(file, copy=False)` (read in place: one checking "
+        "pass over the file, nothing copied), `job.curve(ks=1..32)`",
+    ),
+    "front_in_place_answer": (
+        "9 front door",
+        "envloop_nb",
+        "`front_load_answer` with `load(file, copy=False)`: each answer reads the file",
+    ),
 }
 
 

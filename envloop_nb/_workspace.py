@@ -17,6 +17,7 @@ from ._experiments.session import Session
 from ._job import Job
 from ._loaders import detect_format, job_loads, load_source, load_sources
 from ._metrics.counts import job_list_sql
+from ._store import attempt_sources
 from ._store.frames import to_frame
 from ._store.schema import (
     ANNOTATION_TABLES,
@@ -24,6 +25,7 @@ from ._store.schema import (
     JOB_TABLES,
     SCHEMA_SQL,
     SCHEMA_VERSION,
+    migrate,
     missing_tables_sql,
     written_by,
 )
@@ -76,11 +78,13 @@ class Workspace:
             for statement in missing_tables_sql(have):
                 con.execute(statement)
         else:
+            migrate(con)
             con.execute(SCHEMA_SQL)
             con.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), ('written_by', ?)",
                 [str(SCHEMA_VERSION), written_by()],
             )
+        attempt_sources.refresh(con, read_only=read_only)  # a source file went or came back
 
     def __repr__(self) -> str:
         n = self.con.execute("SELECT count(*) FROM jobs").fetchone()
@@ -110,6 +114,7 @@ class Workspace:
         if row is None:
             known = [r[0] for r in self.con.execute("SELECT job_id FROM jobs").fetchall()]
             raise EnvloopError(f"no job {job_id!r} in this workspace; jobs: {known}")
+        attempt_sources.check(self.con, job_id)  # read in place: its files must be as they were
         return Job(self, job_id)
 
     # -- writing -------------------------------------------------------------
@@ -590,6 +595,7 @@ class Workspace:
         try:
             for table in (*JOB_TABLES, *ANNOTATION_TABLES, "job_names"):
                 self.con.execute(f"DELETE FROM {table} WHERE job_id = ?", [job_id])
+            attempt_sources.rebuild(self.con)  # a job read in place leaves the view
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")

@@ -1556,6 +1556,7 @@ def test_frames_arrow_cannot_hold(
 def test_workspace_file_from_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
     import duckdb
 
+    from envloop_nb._store.schema import SCHEMA_VERSION
     from envloop_nb._store.schema import written_by as _written_by
 
     path = tmp_path / "evals.duckdb"
@@ -1563,9 +1564,10 @@ def test_workspace_file_from_a_newer_schema_is_refused_and_left_alone(tmp_path: 
     load_job(ws, THREE_TASKS)
     ws.close()
     con = duckdb.connect(str(path))
-    con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    newer = SCHEMA_VERSION + 1
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(newer)])
     con.execute("INSERT OR REPLACE INTO meta VALUES ('written_by', 'envloop_nb 9.0.0')")
-    con.execute("DROP TABLE leaderboard")  # as if schema 2 had dropped a table
+    con.execute("DROP TABLE leaderboard")  # as if the newer schema had dropped a table
     con.close()
 
     def content() -> Any:
@@ -1582,7 +1584,7 @@ def test_workspace_file_from_a_newer_schema_is_refused_and_left_alone(tmp_path: 
             enb.open(path, read_only=read_only)
         assert str(info.value) == (
             f"{path}, meta.schema_version: written by envloop_nb 9.0.0 (workspace schema "
-            f"version 2); {_written_by()} reads schema version 1 at most: "
+            f"version {newer}); {_written_by()} reads schema version {SCHEMA_VERSION} at most: "
             "upgrade envloop_nb to open it (the file was not changed)"
         )
         assert content() == before  # not reset to 1, no table re-created

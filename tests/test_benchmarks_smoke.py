@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -335,8 +336,15 @@ def test_stage9_front_door_stages_run_and_agree(tmp_path: Path) -> None:
             "runs": [{"seconds": 0.5, "cpu_seconds": 0.5, "rows": rows, "extra": extra}],
         }  # fmt: skip
     checks = bf.check(s, by_stage)
-    assert [c["problem"] for c in checks] == [None] * 6
-    assert set(by_stage["front_load_answer"]["extra"]["phases"]) == set(bf.PHASES)
+    assert [c["problem"] for c in checks] == [None] * 9
+    for answered in ("front_load_answer", "front_in_place_answer"):
+        assert set(by_stage[answered]["extra"]["phases"]) == set(bf.PHASES)
+    in_place = by_stage["front_one_question_in_place"] | {
+        "extra": {"curve": {**curve_of(by_stage), "tasks": [0.0]}}
+    }
+    assert "k/tasks differ" in str(
+        bf.check(s, by_stage | {"front_one_question_in_place": in_place})[3]["problem"]
+    )
     curve = by_stage["front_one_question"]["extra"]["curve"]
     wrong = {**curve, "pass@k": [x + 1e-6 for x in curve["pass@k"]]}
     bad = by_stage | {
@@ -344,7 +352,13 @@ def test_stage9_front_door_stages_run_and_agree(tmp_path: Path) -> None:
     }
     assert "pass@k differs" in str(bf.check(s, bad)[1]["problem"])
     short = by_stage["front_load"] | {"extra": by_stage["front_load"]["extra"] | {"scored": 1}}
-    assert bf.check(s, by_stage | {"front_load": short})[3]["problem"]
+    assert bf.check(s, by_stage | {"front_load": short})[5]["problem"]
     text = write_markdown(_report(list(by_stage.values()), checks))
     assert "## Stage 9: the front door" in text
-    assert "| load | 10k (313×32) |" in text and "| 10k (313×32) | " in text
+    assert "| load | 10k (313×32) |" in text and "| copied | 10k (313×32) | " in text
+    assert "| one question in place | 10k (313×32) |" in text
+    assert "| in place | 10k (313×32) | " in text
+
+
+def curve_of(by_stage: dict[str, Any]) -> dict[str, Any]:
+    return dict(by_stage["front_one_question"]["extra"]["curve"])

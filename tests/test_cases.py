@@ -226,7 +226,7 @@ def test_other_tag_filter_and_reload(ws: enb.Workspace) -> None:
     assert hard.total == tags > 0
     before = src.fetch(CaseQuery()).total
     ws.load(SAMPLE_DATA / "base.json")  # reloaded: caches are rebuilt, nothing stale
-    job.con.execute("DELETE FROM attempts WHERE job_id = 'job_base' AND task = 'math-001'")
+    job.con.execute("DELETE FROM attempt_rows WHERE job_id = 'job_base' AND task = 'math-001'")
     job.con.execute("UPDATE jobs SET loaded_at = now() WHERE job_id = 'job_base'")
     assert src.fetch(CaseQuery()).total < before
 

@@ -54,7 +54,7 @@ def test_unknown_measure_and_bad_bins(job: enb.Job) -> None:
 
 def test_empty_distribution(job: enb.Job) -> None:
     frame = _charts.distribution_frame(job.con, job.id, "tokens")
-    job.con.execute("UPDATE attempts SET turns = NULL")
+    job.con.execute("UPDATE attempt_rows SET turns = NULL")
     empty = _charts.distribution_frame(job.con, job.id, "turns")
     assert len(frame) > 0 and len(empty) == 0
     spec = _charts.distribution_chart(empty, title="t", x_title="t").to_dict()

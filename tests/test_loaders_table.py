@@ -360,3 +360,25 @@ def test_a_repeated_attempt_is_refused_with_any_k(ws: enb.Workspace, k: int) -> 
     assert ws.jobs().equals(before)
     ok = load_job(ws, df.iloc[[0, 1, 3]], job_id="rep", k=k)
     assert ok.k == k and ok.summary().total == 3 * k
+
+
+def test_tag_json_is_duckdbs_own_for_awkward_keys_and_values(ws: enb.Workspace) -> None:
+    """The tasks' tags are written as JSON text: the same bytes as DuckDB's
+    ``to_json(map_from_entries(...))``, keys and values escaped, absent tags left out."""
+    values = ['say "hi"', "back\\slash", "line\nbreak", "é ✓", None, "'; DROP TABLE tasks; --"]
+    df = pd.DataFrame({"task": [f"t{i}" for i in range(6)], "reward": [1.0] * 6, "v": values})
+    df["w"] = ["x", None, "y", None, "z", None]
+    job = ws.load(df, job_id="awkward", mapping={"tags": {'ké"y': "v", "plain": "w"}})
+    got = ws.sql(
+        "SELECT task, tags::VARCHAR FROM tasks WHERE job_id = 'awkward' ORDER BY position"
+    ).fetchall()
+    want = duckdb.sql(
+        """SELECT task, to_json(map_from_entries(list_filter(
+                      list_zip(['ké"y', 'plain'], [v, w]), e -> e[2] IS NOT NULL)))::VARCHAR
+           FROM df ORDER BY task"""
+    ).fetchall()
+    assert got == want
+    assert json.loads(got[0][1]) == {'ké"y': 'say "hi"', "plain": "x"}
+    assert json.loads(got[4][1]) == {"plain": "z"}
+    assert json.loads(got[5][1]) == {'ké"y': "'; DROP TABLE tasks; --"}
+    assert len(job.tasks()) == 6

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._errors import EnvloopError
+from .._store.attempt_sources import in_place
 
 if TYPE_CHECKING:
     from .._store.ref import JobRef, WorkspaceRef
@@ -344,6 +345,11 @@ def fill_references(job: JobRef, dataset: Any) -> ReferenceFill:
     """
     name, version = _dataset_key(job, dataset)  # a JobRef has the workspace's connection
     con = job.con
+    if in_place(con, job.id):
+        raise EnvloopError(
+            f"job {job.id!r} reads its attempts in place (loaded with copy=False): its "
+            "references cannot be filled there; load it with copy=True first"
+        )
     strip_a = strip_sql("a.input")
     blank = f"(a.reference IS NULL OR {strip_sql('a.reference')} = '')"
     params = {"job": job.id, "name": name, "version": version}
@@ -362,7 +368,7 @@ def fill_references(job: JobRef, dataset: Any) -> ReferenceFill:
         ).fetchone()
         con.execute(
             f"""WITH src AS ({src})
-                UPDATE attempts a SET reference = src.reference FROM src
+                UPDATE attempt_rows a SET reference = src.reference FROM src
                 WHERE a.job_id = $job AND a.input IS NOT NULL AND {blank}
                   AND {strip_a} = src.key""",
             params,

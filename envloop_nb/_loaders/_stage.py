@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from .._annotations.manual import remirror
 from .._errors import LoadError
+from .._store.attempt_sources import rebuild
 from .._store.schema import JOB_TABLES
 from .._store.task_counts import COUNT_NAMES, STATS_SQL, scales, stage_counts_sql
 
@@ -35,6 +36,7 @@ __all__ = [
     "begin_job",
     "commit_stage",
     "insert_rows",
+    "keep_counts",
     "restart",
     "stage_name",
     "staging",
@@ -51,9 +53,19 @@ _CLAIM = "_stage_claim"
 _COUNTS = "_stage_counts"
 
 
+_KEPT = "SELECT 1 FROM duckdb_tables() WHERE temporary AND table_name = $name"
+
+
+def keep_counts(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any]) -> None:
+    """Keep the per-task pass a loader made in its own scan (the columns of
+    :func:`~envloop_nb._store.task_counts.stage_counts_sql`), which the load's checks
+    then read instead of scanning the job's attempts again."""
+    con.execute(f"CREATE TEMP TABLE {_COUNTS} AS {sql}", params)
+
+
 def stage_name(table: str) -> str:
     """The table a loader writes ``table``'s rows into (see the module docstring)."""
-    return _JOBS_STAGE if table == "jobs" else table
+    return {"jobs": _JOBS_STAGE, "attempts": "attempt_rows"}.get(table, table)
 
 
 #: Connections inside :func:`batch`, with the job ids claimed so far in it.
@@ -121,8 +133,11 @@ def begin_job(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
         claimed.add(job_id)
     con.execute(f"DELETE FROM {_CLAIM}")
     con.execute(f"INSERT INTO {_CLAIM} VALUES (?)", [job_id])
+    in_place = _first(con, "SELECT 1 FROM attempt_sources WHERE job_id = $jid", {"jid": job_id})
     for table in JOB_TABLES:
         con.execute(f"DELETE FROM {table} WHERE job_id = ?", [job_id])
+    if in_place:  # it was read in place: its files leave the attempts view
+        rebuild(con)
 
 
 def restart(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
@@ -221,10 +236,11 @@ def validate_stage(con: duckdb.DuckDBPyConnection, source: str) -> str:
         raise LoadError(source, "job", f"attempts per task must be an integer >= 1, got {k!r}")
     jid = {"jid": job_id}
     scales = _record_reward_stats(con, str(job_id))
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE {_COUNTS} AS {stage_counts_sql(_distinct_sql(int(k)))}",
-        {**jid, **scales},
-    )
+    if not _first(con, _KEPT, {"name": _COUNTS}):  # else the loader counted in its own pass
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {_COUNTS} AS {stage_counts_sql(_distinct_sql(int(k)))}",
+            {**jid, **scales},
+        )
     flags = _first(con, _checks_sql(int(k)), jid)
     assert flags is not None
     out_of_range, unknown, repeated = (bool(f) for f in flags)

@@ -26,6 +26,7 @@ from ._read import (
     is_gzip,
 )
 from ._stage import REWARD_STATS, begin_job, restart, stage_name
+from .table_inplace import attempts_select, count_in_place, register_in_place
 from .table_source import (
     Source,
     cleanup,
@@ -38,6 +39,11 @@ from .table_source import (
 from .table_view import DEFAULT_MAPPING, resolve_mapping, typed_view
 
 __all__ = ["DEFAULT_MAPPING", "load_table"]
+
+_NOT_IN_PLACE = (
+    "copy=False reads Parquet files on this machine in place; "
+    "this source is copied (load it with copy=True)"
+)
 
 
 def load_table(
@@ -53,6 +59,7 @@ def load_table(
     dataset_revision: str | None = None,
     model: str | None = None,
     runner: str | None = None,
+    copy: bool = True,
 ) -> None:
     """Stage a table of attempts, one row per attempt.
 
@@ -77,6 +84,13 @@ def load_table(
         Attempts requested per task; default the highest attempt found.
     job_id
         Default ``"table:<file stem>"``; required for an in-memory frame.
+    copy
+        ``False`` (Parquet files, globs and hive folders on this machine): read the
+        attempts where they are instead of copying them into the workspace. The load is
+        then one pass over the files (every check included) that keeps only the job, its
+        tasks and per-task counts; every question reads the files again (a changed or
+        missing file is refused, naming it). Copy when the files may change or move, or
+        when many questions will each read every attempt.
 
     Rules: an empty reward (or NaN) is no reward, never 0; so is a NaN cost or duration
     (infinity is refused). Column names that differ only in case (``dim_X`` and
@@ -103,8 +117,10 @@ def load_table(
     (2, 3, [1, 2, 1, 2])
     """
     check_k(str(source), k)
-    options = (mapping, k, dataset, dataset_version, dataset_revision, model, runner)
+    options = (mapping, k, dataset, dataset_version, dataset_revision, model, runner, copy)
     if not isinstance(source, str | Path):
+        if not copy:
+            raise LoadError(f"<{type(source).__name__}>", "copy", _NOT_IN_PLACE)
         src = open_frame(con, source)
         if not job_id:
             cleanup(con, src)
@@ -148,7 +164,10 @@ def _run(
     options: tuple[Any, ...],
     source: Any,
 ) -> None:
-    mapping, k, dataset, dataset_version, dataset_revision, model, runner = options
+    mapping, k, dataset, dataset_version, dataset_revision, model, runner, copy = options
+    if not copy and src.select_sql is None:
+        cleanup(con, src)
+        raise LoadError(src.label, "copy", _NOT_IN_PLACE)
     begin_job(con, jid)
     try:
         _load(
@@ -164,6 +183,7 @@ def _run(
             model,
             runner,
             source,
+            copy,
         )
     except duckdb.Error:
         restart(con, jid)  # the error aborted the transaction; the caller may retry
@@ -185,16 +205,28 @@ def _load(
     model: str | None,
     runner: str | None,
     source: Any,
+    copy: bool = True,
 ) -> None:
     fields, tags, dims = resolve_mapping(src, mapping)
-    typed_view(con, src, fields, tags, dims, k)
+    typed = typed_view(con, src, fields, tags, dims, k)
     attempt = (
         "attempt_given::INTEGER"
         if "attempt" in fields
         else "row_number() OVER (PARTITION BY task ORDER BY _enb_ord)::INTEGER"
     )
     usable = "WHERE _problem IS NULL"
-    if src.counted:  # check the rows in the pass that inserts them; explain only if short
+    in_place: tuple[Any, ...] | None = None  # the numbers of the one pass of copy=False
+    if not copy:
+        rows = _count(con, "SELECT count(*) FROM _tb_src")
+        _numbered(con, attempt, usable)
+        in_place = count_in_place(
+            con, given_attempt="attempt" in fields, has_digest="digest" in fields,
+            n_tags=len(tags), k=k,
+        )  # fmt: skip
+        n_bad = rows - int(in_place[9])
+        if n_bad:
+            _unusable(con, src, lenient, n_bad)
+    elif src.counted:  # check the rows in the pass that inserts them; explain only if short
         rows = _count(con, "SELECT count(*) FROM _tb_src")
         _numbered(con, attempt, usable)
         n_bad = rows - _insert_attempts(con, jid)
@@ -230,29 +262,31 @@ def _load(
             ", min(_enb_ord) FILTER (WHERE _task_type = 'VARCHAR') AS _text_ord"
             ", min(_enb_ord) FILTER (WHERE _task_type <> 'VARCHAR') AS _other_ord"
         )
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE _tb_tasks AS
-            SELECT task, min(_enb_ord) AS first, any_value(digest) FILTER (WHERE digest IS NOT NULL) AS digest
-                   {tag_cols}
-            FROM _tb_v {where} GROUP BY task"""
-    )
+    if in_place is None:  # copy=False made _tb_tasks in its one pass
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE _tb_tasks AS
+                SELECT task, min(_enb_ord) AS first, any_value(digest) FILTER (WHERE digest IS NOT NULL) AS digest
+                       {tag_cols}
+                FROM _tb_v {where} GROUP BY task"""
+        )
     try:
         if src.json:
             _refuse_merged_task_ids(con, src, fields["task"])
         _write_tasks(con, jid, list(tags))
     finally:
-        con.execute("DROP TABLE IF EXISTS _tb_tasks")
-    stats = con.execute(
+        if in_place is None:
+            con.execute("DROP TABLE IF EXISTS _tb_tasks")
+    stats = in_place[:5] if in_place else con.execute(
         f"""SELECT max(attempt), count(*) FILTER (WHERE status IN ('pending', 'running')),
                    min(started_at), max(finished_at), {REWARD_STATS}
             FROM {stage_name("attempts")} WHERE job_id = $jid""",
         {"jid": jid},
-    ).fetchone()
+    ).fetchone()  # fmt: skip
     assert stats is not None
     if k is not None:
         job_k = k
     else:  # how many attempts tasks have, not the highest attempt number (see infer_k)
-        counted = con.execute(
+        counted = in_place[5:9] if in_place else con.execute(
             f"""WITH c AS (SELECT task, count(*) AS n FROM {stage_name("attempts")}
                            WHERE job_id = $jid GROUP BY task),
                      m AS (SELECT max(n) AS most FROM c)
@@ -260,12 +294,17 @@ def _load(
                        count(*) FILTER (WHERE n < (SELECT most FROM m)), count(*)
                 FROM c""",
             {"jid": jid},
-        ).fetchone()
+        ).fetchone()  # fmt: skip
         assert counted is not None
         job_k = infer_k_counted(
             src.label, most=int(counted[0]), fewest=int(counted[1]), short=int(counted[2]),
             tasks=int(counted[3]), top_index=int(stats[0] or 1), stacklevel=6, uneven=False,
         )  # fmt: skip
+    if in_place is not None:
+        register_in_place(
+            con, src, jid, typed=typed, attempt=attempt, where=where, k=job_k, stats=in_place
+        )
+        con.execute("DROP TABLE _tb_tasks")
     con.execute(
         f"""INSERT INTO {stage_name("jobs")} BY NAME
             SELECT $jid AS job_id, 'table' AS source_format, $path AS source_path,
@@ -292,6 +331,7 @@ def _load(
                     "tags": tags,
                     "dimensions": dims,
                     "skipped_rows": n_bad,
+                    "in_place": not copy,
                     "reward_stats": json.loads(stats[4]),  # one scan for these and the above
                 }
             ),
@@ -311,14 +351,20 @@ def _write_tasks(con: duckdb.DuckDBPyConnection, jid: str, keys: list[str]) -> N
                 FROM (SELECT $jid AS job_id, task, unnest({pairs}) AS e FROM _tb_tasks)""",
             {"jid": jid, "keys": keys},
         )
-    tags = f"to_json(map_from_entries({pairs}))" if keys else "'{}'::JSON"
+    # {"key": value, ...} of the present tags, written as text: the same JSON as
+    # to_json(map_from_entries(...)) of the pairs, several times faster
+    members = ", ".join(
+        f"CASE WHEN _tag{i} IS NOT NULL THEN to_json($k{i}::VARCHAR) || ':' || to_json(_tag{i}) END"
+        for i in range(len(keys))
+    )
+    tags = f"('{{' || concat_ws(',', {members}) || '}}')::JSON" if keys else "'{}'::JSON"
     con.execute(
         f"""INSERT INTO {stage_name("tasks")} BY NAME
             SELECT $jid AS job_id, task,
                    (row_number() OVER (ORDER BY first) - 1)::INTEGER AS position,
                    digest, {tags} AS tags
             FROM _tb_tasks ORDER BY first""",
-        {"jid": jid, "keys": keys} if keys else {"jid": jid},
+        {"jid": jid, **{f"k{i}": key for i, key in enumerate(keys)}},
     )
 
 
@@ -341,15 +387,7 @@ def _insert_attempts(con: duckdb.DuckDBPyConnection, jid: str) -> int:
     """Insert the rows of ``_tb_n``; return how many."""
     return _count(
         con,
-        f"""INSERT INTO {stage_name("attempts")} BY NAME
-            SELECT $jid AS job_id, task, attempt, trial_id, status,
-                   exit_code::INTEGER AS exit_code, error, error_type, reward,
-                   input_tokens, output_tokens, cache_tokens, turns::INTEGER AS turns,
-                   cost_usd, started_at, finished_at,
-                   coalesce(duration_s, epoch(finished_at) - epoch(started_at)) AS duration_s,
-                   input, input_is_chat, output, reference, extra,
-                   1 AS n_trials, _enb_place AS source_place
-            FROM _tb_n""",
+        f"""INSERT INTO {stage_name("attempts")} BY NAME {attempts_select("$jid", "_tb_n")}""",
         {"jid": jid},
     )
 

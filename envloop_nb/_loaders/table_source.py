@@ -65,6 +65,10 @@ class Source:
     #: ``count(*)`` over ``_tb_src`` answers without reading the rows (Parquet footers,
     #: a frame's length): the loader then checks the rows in the same pass it inserts.
     counted: bool = False
+    #: Parquet: the files, and the SELECT of ``_tb_src`` standing alone (no temporary
+    #: object in it, None when it needs one) that a job read in place keeps.
+    files: list[str] = field(default_factory=list)
+    select_sql: str | None = None
 
     def key(self, col: str) -> str:
         """SQL naming the column: its JSON pointer (JSON rows) or its identifier."""
@@ -346,8 +350,9 @@ def _parquet_view(
     files: list[str],
     units: list[tuple[str | None, list[str]]],
     hive: dict[str, str],
-) -> None:
-    """``_tb_src`` over the Parquet ``files`` (in this order: the ordinal follows it).
+) -> str | None:
+    """``_tb_src`` over the Parquet ``files`` (in this order: the ordinal follows it);
+    return its SELECT when it stands alone (None when it joins a temporary table).
 
     The file's position is DuckDB's ``file_index`` column, read with the rows, unless a
     file (or a hive key) has a column of that name, which would shadow it; then the
@@ -376,11 +381,10 @@ def _parquet_view(
             )
             ordinal = "(f._enb_idx::BIGINT << 40) + p.file_row_number"
             rows += " JOIN _tb_files f USING (_enb_file)"
-    con.execute(
-        f"""CREATE OR REPLACE TEMP VIEW _tb_src AS
-            SELECT p.* EXCLUDE ({exclude}), {ordinal} AS _enb_ord, {place} AS _enb_place
-            FROM {rows}"""
-    )
+    select = f"""SELECT p.* EXCLUDE ({exclude}), {ordinal} AS _enb_ord, {place} AS _enb_place
+                 FROM {rows}"""
+    con.execute(f"CREATE OR REPLACE TEMP VIEW _tb_src AS {select}")
+    return None if "_tb_files" in rows else select
 
 
 def _csv_first_record(path: Path) -> list[str]:
@@ -475,8 +479,8 @@ def open_path(
             raise LoadError(source, None, f"no Parquet file matches {pattern}")
         units, hive = _parquet_names(con, files, path if path.is_dir() else None)
         _refuse_name_clashes(text, units, hive, _RESERVED_PARQUET)
-        _parquet_view(con, files, units, hive)
-        src = Source(text, [], json=False, counted=True)
+        select = _parquet_view(con, files, units, hive)
+        src = Source(text, [], json=False, counted=True, files=files, select_sql=select)
         _describe(con, src)
         return src
     if not path.is_file():

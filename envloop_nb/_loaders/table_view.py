@@ -125,8 +125,9 @@ def typed_view(
     tags: dict[str, str],
     dims: dict[str, str],
     k: int | None,
-) -> None:
-    """View ``_tb_v``: one typed row per source row plus ``_problem`` (NULL when usable)."""
+) -> str:
+    """View ``_tb_v``: one typed row per source row plus ``_problem`` (NULL when usable);
+    return its SELECT up to the name of the rows it reads (``... FROM ``)."""
     sel: list[str] = ["_enb_ord", "_enb_place"]
     checks: list[str] = []
     if src.json:
@@ -300,7 +301,6 @@ def typed_view(
     else:
         sel.append("NULL::JSON AS extra")
     problem = "CASE " + " ".join(checks) + " ELSE NULL END"
-    con.execute(
-        f"""CREATE OR REPLACE TEMP VIEW _tb_v AS
-            SELECT {", ".join(sel)}, {problem} AS _problem FROM _tb_src"""
-    )
+    select = f"SELECT {', '.join(sel)}, {problem} AS _problem FROM "
+    con.execute(f"CREATE OR REPLACE TEMP VIEW _tb_v AS {select} _tb_src")
+    return select

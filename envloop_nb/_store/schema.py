@@ -2,8 +2,10 @@
 
 One row per job in ``jobs``; one row per requested task in ``tasks`` (dispatched or
 not: undispatched tasks count in coverage); one row per *attempt of record* in
-``attempts`` (retried slots resolved at load time, ``n_trials`` says how many trials the
-slot saw); score dimensions in long form in ``dimensions`` with their units and
+the view ``attempts`` (retried slots resolved at load time, ``n_trials`` says how many
+trials the slot saw): the rows a load copied, ``attempt_rows``, and the jobs registered in
+place (``ws.load(..., copy=False)``: their Parquet files are read where they are, each
+through the SQL recorded in ``attempt_sources``; see :mod:`.attempt_sources`); score dimensions in long form in ``dimensions`` with their units and
 direction in ``dimension_meta``; task tags in long form in ``task_tags``.
 Datasets exported or registered by the user live in ``datasets`` and ``dataset_rows``.
 
@@ -22,17 +24,25 @@ Every table carries ``job_id`` first so that a job is replaced or removed with o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
+
 __all__ = [
     "ANNOTATION_TABLES",
     "EXPERIMENT_TABLES",
     "JOB_TABLES",
     "SCHEMA_SQL",
     "SCHEMA_VERSION",
+    "migrate",
     "missing_tables_sql",
     "written_by",
 ]
 
-SCHEMA_VERSION = 1
+#: 2: ``attempts`` became a view over ``attempt_rows`` and the registered sources (a
+#: version-1 file is migrated when opened for writing: :func:`migrate`).
+SCHEMA_VERSION = 2
 
 
 def written_by() -> str:
@@ -47,8 +57,8 @@ def written_by() -> str:
 
 # Tables whose rows belong to one job, in the order they are written.
 JOB_TABLES = (
-    "jobs", "tasks", "task_tags", "attempts", "dimensions", "dimension_meta", "task_summaries",
-    "job_summary_cache", "task_counts_cache",
+    "jobs", "tasks", "task_tags", "attempt_rows", "dimensions", "dimension_meta", "task_summaries",
+    "job_summary_cache", "task_counts_cache", "attempt_sources",
 )  # fmt: skip
 
 # A job's human annotation (kept across reloads of the job; removed with it).
@@ -98,7 +108,7 @@ CREATE TABLE IF NOT EXISTS task_tags (
     value   VARCHAR
 );
 
-CREATE TABLE IF NOT EXISTS attempts (
+CREATE TABLE IF NOT EXISTS attempt_rows (
     job_id            VARCHAR NOT NULL,
     task              VARCHAR NOT NULL,
     attempt           INTEGER NOT NULL,  -- 1..k
@@ -132,6 +142,17 @@ CREATE TABLE IF NOT EXISTS attempts (
     extra             JSON,              -- phase timings, usage extras, raw metrics
     n_trials          INTEGER NOT NULL,  -- trials seen for this slot (>1: retried)
     source_place      VARCHAR            -- where in the source: "line 12", trial dir, ...
+);
+
+CREATE VIEW IF NOT EXISTS attempts AS SELECT * FROM attempt_rows;
+
+-- A job whose attempts are read in place (ws.load(path, copy=False)): the SELECT that
+-- gives its rows in attempt_rows' columns, and the files it reads with their size and
+-- modification time when registered (a changed file is refused, not read).
+CREATE TABLE IF NOT EXISTS attempt_sources (
+    job_id      VARCHAR NOT NULL,
+    select_sql  VARCHAR NOT NULL,
+    files       JSON NOT NULL             -- [{path, size, mtime_ns}]
 );
 
 -- A *summarised* job (reduced elsewhere, e.g. on Spark: jobs.extra.summarised) has no
@@ -359,6 +380,18 @@ CREATE TABLE IF NOT EXISTS leaderboard (
     summary           JSON
 );
 """
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> None:
+    """Bring a version-1 workspace opened for writing to this schema: its ``attempts``
+    table becomes ``attempt_rows`` (``SCHEMA_SQL`` then makes the ``attempts`` view)."""
+    row = con.execute(
+        """SELECT count(*) FROM duckdb_tables()
+           WHERE database_name = current_database() AND schema_name = 'main'
+                 AND table_name = 'attempts' AND NOT temporary"""
+    ).fetchone()
+    if row and row[0]:
+        con.execute("ALTER TABLE attempts RENAME TO attempt_rows")
 
 
 def missing_tables_sql(existing: set[str]) -> list[str]:

@@ -1,0 +1,202 @@
+"""A Parquet table of attempts read in place (``ws.load(path, copy=False)``).
+
+Nothing is copied: the job's attempts are the SELECT over its files (the same typed
+view a copying load inserts from), recorded in ``attempt_sources`` and joined into the
+``attempts`` view (:mod:`envloop_nb._store.attempt_sources`). What the workspace does
+keep is small: the job, its tasks and tags, the score dimensions, and the per-task counts
+(``task_counts_cache``), all made in **one** pass over the files that also runs every
+check a copying load runs (unusable rows, attempt numbers out of range or repeated).
+When every reward is 0 or 1 the exact reward sums are the pass counts; otherwise a
+second pass sums them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+
+from .._errors import LoadError
+from .._store.attempt_sources import register
+from .._store.sql import literal
+from .._store.task_counts import (
+    COUNT_NAMES,
+    NULLABLE,
+    count_columns_sql,
+    fixed_sum,
+    pass_sql,
+    scales,
+)
+from ._stage import keep_counts
+from .table_source import Source
+
+__all__ = ["ATTEMPT_COLUMNS", "attempts_select", "count_in_place", "register_in_place"]
+
+#: ``attempt_rows``' columns as a table load makes them from the numbered rows ``_tb_n``.
+ATTEMPT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("task", "task"),
+    ("attempt", "attempt"),
+    ("trial_id", "trial_id"),
+    ("status", "status"),
+    ("exit_code", "exit_code::INTEGER"),
+    ("error", "error"),
+    ("error_type", "error_type"),
+    ("reward", "reward"),
+    ("input_tokens", "input_tokens"),
+    ("output_tokens", "output_tokens"),
+    ("cache_tokens", "cache_tokens"),
+    ("turns", "turns::INTEGER"),
+    ("cost_usd", "cost_usd"),
+    ("started_at", "started_at"),
+    ("finished_at", "finished_at"),
+    ("duration_s", "coalesce(duration_s, epoch(finished_at) - epoch(started_at))"),
+    ("input", "input"),
+    ("input_is_chat", "input_is_chat"),
+    ("output", "output"),
+    ("reference", "reference"),
+    ("extra", "extra"),
+    ("n_trials", "1"),
+    ("source_place", "_enb_place"),
+)
+
+
+def attempts_select(job: str, rows: str) -> str:
+    """The SELECT list of a job's attempts (``job``: SQL of its id) over ``rows``."""
+    cols = ", ".join(f"{expr} AS {name}" for name, expr in ATTEMPT_COLUMNS)
+    return f"SELECT {job} AS job_id, {cols} FROM {rows}"
+
+
+def _typed_rows(con: duckdb.DuckDBPyConnection, jid: str, rows: str) -> str:
+    """``rows`` (the job's attempts) in ``attempt_rows``' columns, order and types."""
+    described = con.execute("DESCRIBE attempt_rows").fetchall()
+    ours = {"job_id", *(name for name, _ in ATTEMPT_COLUMNS)}
+    cols = ", ".join(
+        f"CAST({name if name in ours else 'NULL'} AS {kind}) AS {name}"
+        for name, kind, *_ in described
+    )
+    return f"SELECT {cols} FROM ({attempts_select(literal(jid), rows)})"
+
+
+def _distinct(top: int) -> str:
+    """The number of distinct attempt numbers of a task whose attempts are in 1..top."""
+    if top <= 64:  # a 64-bit integer of set bits: no heap state per task
+        return "bit_count(bit_or(1::UBIGINT << (attempt - 1)))"
+    if top <= 4096:
+        return f"bit_count(bitstring_agg(attempt, 1, {top}))"
+    return "count(DISTINCT attempt)"
+
+
+def count_in_place(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    given_attempt: bool,
+    has_digest: bool,
+    n_tags: int,
+    k: int | None,
+) -> tuple[Any, ...]:
+    """The one pass over ``_tb_n``: table ``_tb_tasks`` (as a copying load makes it, plus
+    the per-task counts and checks' numbers), and the job's numbers from it: highest
+    attempt, open attempts, first start, last finish, reward stats (JSON), tasks' most
+    and fewest attempts, tasks with fewer than the most, tasks, rows, non-binary rewards,
+    and the scales the pass summed the rewards at (None: it did not).
+
+    The pass is one hash aggregate whose cost grows with its width, so it holds only
+    what is per task: every attempt is dispatched (``count(*)``, once), with ``k`` the
+    typed view already refused attempts outside 1..k; job-wide numbers come from its rows (the largest ``reward²`` is
+    the square of the largest ``|reward|``: squaring is monotone), the times as integers
+    (DuckDB's grouped min/max of TIMESTAMPTZ is several times slower), the distinct
+    attempt numbers as one 64-bit set when ``k <= 64``. With ``k`` the rewards are summed
+    at the scales of a largest reward of 1 (:func:`register_in_place` uses the sums when
+    the job's scales are those).
+    """
+    # the attempts' range: with k the typed view refused every attempt outside 1..k
+    # (numbered attempts are not checked there: a task may have more rows than k)
+    bounds = "min(attempt) AS lo, max(attempt) AS hi"
+    if given_attempt and k is not None:
+        bounds = f"1 AS lo, {k} AS hi"
+    if not given_attempt:
+        distinct = "count(*)"  # numbered 1..n in file order: none repeated
+    elif k is not None:
+        distinct = _distinct(k)
+    else:  # the bound of the set of attempt numbers: a look at one column
+        row = con.execute("SELECT max(attempt_given) FROM _tb_v").fetchone()
+        distinct = _distinct(max(int(row[0]) if row and row[0] is not None else 1, 1))
+    tags = "".join(
+        f", any_value(_tag{i}) FILTER (WHERE _tag{i} IS NOT NULL) AS _tag{i}" for i in range(n_tags)
+    )
+    digest = "any_value(digest) FILTER (WHERE digest IS NOT NULL)" if has_digest else "NULL"
+    guess = scales(k, 1.0, 1.0) if k is not None else None
+    sums = ""
+    if guess is not None:
+        sums = f""", {fixed_sum("reward", "$rscale")} AS reward_sum,
+                     {fixed_sum("reward * reward", "$qscale")} AS reward_sumsq"""
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE _tb_tasks AS
+            SELECT task, min(_enb_ord) AS first, {digest}::VARCHAR AS digest {tags},
+                   count(*) AS n, {bounds}, {distinct} AS d,
+                   {count_columns_sql("reward", "status", pass_sql(None), attempt="*")},
+                   min(reward) AS reward_min, max(reward) AS reward_max,
+                   count_if(status IN ('pending', 'running')) AS _open,
+                   min(epoch_us(started_at)) AS _t0, max(epoch_us(finished_at)) AS _t1 {sums}
+            FROM _tb_n GROUP BY task""",
+        guess or {},
+    )
+    row = con.execute(
+        """WITH m AS (SELECT max(n) AS most FROM _tb_tasks),
+                a AS (SELECT max(greatest(abs(reward_min), abs(reward_max))) AS top FROM _tb_tasks)
+           SELECT max(hi), sum(_open), make_timestamp(min(_t0))::TIMESTAMPTZ,
+                  make_timestamp(max(_t1))::TIMESTAMPTZ,
+                  json_object('max_abs', (SELECT top FROM a),
+                              'max_sq', (SELECT top * top FROM a)),
+                  coalesce(max(n), 0), coalesce(min(n), 0),
+                  count(*) FILTER (WHERE n < (SELECT most FROM m)), count(*),
+                  coalesce(sum(n), 0), coalesce(sum(nonbinary), 0)
+           FROM _tb_tasks"""
+    ).fetchone()
+    assert row is not None
+    return (*row, guess)
+
+
+def register_in_place(
+    con: duckdb.DuckDBPyConnection,
+    src: Source,
+    jid: str,
+    *,
+    typed: str,
+    attempt: str,
+    where: str,
+    k: int,
+    stats: Sequence[Any],
+) -> None:
+    """Keep the job's per-task counts from ``_tb_tasks`` and record its attempts as the
+    SELECT over its files, inside the load's transaction.
+
+    The exact reward sums are the pass's when it summed at the job's scales; otherwise,
+    when every reward is 0 or 1, the passes; otherwise a second pass sums them.
+    """
+    if src.select_sql is None:  # pragma: no cover - load_table refuses it first
+        raise LoadError(src.label, None, "cannot be read in place: load it with copy=True")
+    reward = json.loads(stats[4])
+    sc = scales(k, reward.get("max_abs"), reward.get("max_sq"))
+    sums = {n: f"coalesce(t.{n}, 0)" for n in ("reward_sum", "reward_sumsq")}
+    source, params = "_tb_tasks t", {}
+    if stats[11] == sc:
+        pass  # the pass summed at the job's scales
+    elif stats[10]:  # some reward is neither 0 nor 1: the exact sums take a pass
+        source = f"""_tb_tasks t JOIN (
+            SELECT task, {fixed_sum("reward", "$rscale")} AS reward_sum,
+                   {fixed_sum("reward * reward", "$qscale")} AS reward_sumsq
+            FROM _tb_n GROUP BY task) s USING (task)"""
+        sums = {n: f"s.{n}" for n in sums}
+        params = sc
+    else:  # a reward of 0 or 1 adds 1 to a sum exactly when it passes
+        sums = {n: "coalesce(t.passes, 0)::DOUBLE" for n in sums}
+    cols = ", ".join(
+        sums.get(n, f"t.{n}" if n in NULLABLE else f"coalesce(t.{n}, 0)") + f" AS {n}"
+        for n in COUNT_NAMES
+    )
+    keep_counts(con, f"SELECT t.task, t.n, t.lo, t.hi, t.d, {cols} FROM {source}", params)
+    rows = f"(SELECT *, {attempt} AS attempt FROM ({typed} ({src.select_sql}) _tb_src) _tb_v {where}) _tb_n"
+    register(con, jid, _typed_rows(con, jid, rows), src.files)

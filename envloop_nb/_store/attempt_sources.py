@@ -1,0 +1,153 @@
+"""Jobs whose attempts are read in place, and the ``attempts`` view that holds them.
+
+``attempts`` is a view: the rows loads copied (``attempt_rows``) and, for each job
+registered in place (``ws.load(path, copy=False)``), the SELECT recorded in
+``attempt_sources`` that reads its Parquet files where they are, in ``attempt_rows``'
+columns and types. Every query of a job names ``attempts`` and filters on ``job_id``;
+DuckDB folds that filter into each branch, so a query about one job reads no other
+job's files.
+
+A registered file that changed (size or modification time) or went away since it was
+registered is left out of the view (the job is refused, naming the file, by
+:func:`check`), so one missing file never breaks the other jobs' queries; the view is
+rebuilt when a workspace is opened and the set of readable sources differs from the
+one it was built with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from .._errors import LoadError
+
+if TYPE_CHECKING:
+    import duckdb
+
+__all__ = [
+    "check",
+    "file_facts",
+    "in_place",
+    "problem",
+    "rebuild",
+    "refresh",
+    "register",
+    "view_sql",
+]
+
+#: ``meta`` key: the job ids whose sources the ``attempts`` view reads (JSON list).
+_META_KEY = "attempts_view_jobs"
+
+
+def file_facts(files: list[str]) -> list[dict[str, Any]]:
+    """Each file's path, size and modification time (nanoseconds), as recorded."""
+    out = []
+    for path in files:
+        st = os.stat(path)
+        out.append({"path": path, "size": st.st_size, "mtime_ns": st.st_mtime_ns})
+    return out
+
+
+def problem(files: list[dict[str, Any]]) -> str | None:
+    """Why the recorded ``files`` cannot be read as registered, or None.
+
+    Examples
+    --------
+    >>> problem([{"path": "/no/such.parquet", "size": 1, "mtime_ns": 0}])
+    '/no/such.parquet: no longer there'
+    """
+    for f in files:
+        try:
+            st = os.stat(f["path"])
+        except OSError:
+            return f"{f['path']}: no longer there"
+        if st.st_size != f["size"] or st.st_mtime_ns != f["mtime_ns"]:
+            return f"{f['path']}: changed since it was registered"
+    return None
+
+
+def view_sql(selects: list[str]) -> str:
+    """The ``attempts`` view over ``attempt_rows`` and the sources' ``selects``.
+
+    Examples
+    --------
+    >>> view_sql([])
+    'CREATE OR REPLACE VIEW attempts AS SELECT * FROM attempt_rows'
+    """
+    body = " UNION ALL ".join(["SELECT * FROM attempt_rows", *(f"({s})" for s in selects)])
+    return f"CREATE OR REPLACE VIEW attempts AS {body}"
+
+
+def _sources(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, list[dict[str, Any]]]]:
+    rows = con.execute(
+        "SELECT job_id, select_sql, files FROM attempt_sources ORDER BY job_id"
+    ).fetchall()
+    return [(str(j), str(s), json.loads(f)) for j, s, f in rows]
+
+
+def rebuild(con: duckdb.DuckDBPyConnection, *, temp: bool = False) -> list[str]:
+    """Make the ``attempts`` view over the sources still readable as registered; return
+    their job ids. ``temp``: for this connection only (a read-only workspace)."""
+    readable = [(j, s) for j, s, files in _sources(con) if problem(files) is None]
+    sql = view_sql([s for _, s in readable])
+    if temp:
+        con.execute(sql.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1))
+    else:
+        con.execute(sql)
+        con.execute(
+            "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+            [_META_KEY, json.dumps([j for j, _ in readable])],
+        )
+    return [j for j, _ in readable]
+
+
+def refresh(con: duckdb.DuckDBPyConnection, *, read_only: bool) -> None:
+    """On opening a workspace: rebuild the view if the readable sources are not the ones
+    it was built with (a file went away, came back or changed)."""
+    sources = _sources(con)
+    readable = [j for j, _, files in sources if problem(files) is None]
+    row = con.execute("SELECT value FROM meta WHERE key = ?", [_META_KEY]).fetchone()
+    built = json.loads(row[0]) if row else []
+    if readable != built:
+        rebuild(con, temp=read_only)
+
+
+def register(
+    con: duckdb.DuckDBPyConnection, job_id: str, select_sql: str, files: list[str]
+) -> None:
+    """Record ``job_id``'s attempts as ``select_sql`` over ``files`` and rebuild the view
+    (inside the caller's transaction)."""
+    con.execute(
+        "INSERT INTO attempt_sources VALUES (?, ?, ?)",
+        [job_id, select_sql, json.dumps(file_facts(files))],
+    )
+    rebuild(con)
+
+
+def in_place(con: duckdb.DuckDBPyConnection, job_id: str) -> bool:
+    """Whether ``job_id`` reads its attempts in place (its rows are not the workspace's)."""
+    row = con.execute("SELECT count(*) FROM attempt_sources WHERE job_id = ?", [job_id]).fetchone()
+    return bool(row and row[0])
+
+
+def check(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
+    """Refuse a job registered in place whose files changed or went away.
+
+    Raises
+    ------
+    LoadError
+        Naming the file and what to do.
+    """
+    row = con.execute("SELECT files FROM attempt_sources WHERE job_id = ?", [job_id]).fetchone()
+    if row is None:
+        return
+    why = problem(json.loads(row[0]))
+    if why is not None:
+        path, _, what = why.rpartition(": ")
+        raise LoadError(
+            path,
+            None,
+            f"{what}: job {job_id!r} reads it in place (loaded with copy=False); "
+            "load it again, with copy=True to keep its rows in the workspace",
+        )
