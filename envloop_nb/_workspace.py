@@ -27,6 +27,7 @@ from ._store.schema import (
     SCHEMA_VERSION,
     migrate,
     missing_tables_sql,
+    read_only_shims,
     written_by,
 )
 from ._types import FrameKind, Policy
@@ -77,6 +78,7 @@ class Workspace:
             have = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
             for statement in missing_tables_sql(have):
                 con.execute(statement)
+            read_only_shims(con)
         else:
             migrate(con)
             con.execute(SCHEMA_SQL)

@@ -310,6 +310,8 @@ def test_a_version_1_workspace_is_migrated(tmp_path: Path) -> None:
         ws.con.execute("DROP VIEW attempts")  # as version 1 wrote it
         ws.con.execute("DROP TABLE attempt_sources")
         ws.con.execute("ALTER TABLE attempt_rows RENAME TO attempts")
+        ws.con.execute("DELETE FROM task_counts_cache WHERE dispatched = 0")
+        ws.con.execute("ALTER TABLE task_counts_cache DROP COLUMN position")
         ws.con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     with enb.open(db, read_only=True) as ws:  # read as it is
         assert str(ws.job("old").summary()) == expected

@@ -23,7 +23,7 @@ def _scans(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Record every scan of the attempts by task after the load: all the counts, or
     only the passes of a threshold."""
     calls: list[Any] = []
-    for name in ("attempts_by_task_sql", "passes_sql"):
+    for name in ("attempts_by_task_sql", "passes_sql", "passes_in_order_sql"):
         real = getattr(_metrics, name)
 
         def spy(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> str:
@@ -45,7 +45,7 @@ def test_one_scan_per_threshold(ws: enb.Workspace, monkeypatch: pytest.MonkeyPat
     assert calls == []  # counted by the load; the policy never rescans
     job.summary(threshold=0.5)
     job.curve(threshold=0.5)
-    assert calls == [("passes_sql", 0.5)]  # graded rewards: the passes, counted once
+    assert calls == [("passes_in_order_sql", 0.5)]  # graded rewards: the passes, counted once
     memo.clear_cache()
     calls.clear()
     ws.con.execute("DELETE FROM task_counts_cache")  # as in a workspace written before it
@@ -67,18 +67,43 @@ def test_binary_rewards_need_no_scan_for_any_threshold(
 THRESHOLDS = (None, -1.0, 0.0, 1e-300, 0.25, 0.5, 0.7, 1.0, 1.0000001, 2.0)
 
 
-@pytest.mark.parametrize("source", [THREE_TASKS, SAMPLE_DATA / "graded.json"])
+def _with_undispatched(tmp_path: Path) -> Path:
+    """THREE_TASKS with two requested tasks that were never dispatched (first and last)."""
+    data = json.loads(THREE_TASKS.read_text())
+    tasks = data["job"]["tasks"]
+    data["job"]["tasks"] = [
+        {"name": "Z0", "digest": None, "tags": {"subset": "math"}},
+        *tasks,
+        {"name": "Z9", "digest": None, "tags": {}},
+    ]
+    data.pop("metrics")
+    out = tmp_path / "undispatched.json"
+    out.write_text(json.dumps(data))
+    return out
+
+
+@pytest.mark.parametrize("kept_by", ["this version", "version 1"])
+@pytest.mark.parametrize("source", ["three", "graded", "undispatched"])
 def test_counts_kept_by_the_load_equal_the_counts_of_the_attempts(
-    ws: enb.Workspace, source: Path
+    ws: enb.Workspace, tmp_path: Path, source: str, kept_by: str
 ) -> None:
-    job = ws.load(source)
+    path = {"three": THREE_TASKS, "graded": SAMPLE_DATA / "graded.json"}.get(source)
+    job = ws.load(path or _with_undispatched(tmp_path))
+    tasks = len(job.tasks())
+    assert ws.con.execute("SELECT count(*) FROM task_counts_cache").fetchone() == (tasks,)
+    if kept_by == "version 1":  # only the tasks with attempts, no position
+        ws.con.execute("DELETE FROM task_counts_cache WHERE dispatched = 0")
+        ws.con.execute("UPDATE task_counts_cache SET position = NULL")
+        memo.clear_cache()
     kept = {t: _metrics.task_counts(ws.con, job.id, t) for t in THRESHOLDS}
-    assert ws.con.execute("SELECT count(*) FROM task_counts_cache").fetchone() != (0,)
     ws.con.execute("DELETE FROM task_counts_cache")
     memo.clear_cache()
     for t in THRESHOLDS:
         counted = _metrics.task_counts(ws.con, job.id, t)
         assert kept[t].equals(counted), t  # every column, type and bit
+    assert kept[None].column("dispatched").to_pylist().count(0) == (
+        2 if source == "undispatched" else 0
+    )
 
 
 def test_a_reopened_workspace_answers_from_the_kept_counts(

@@ -28,7 +28,7 @@ from .._annotations.manual import remirror
 from .._errors import LoadError
 from .._store.attempt_sources import rebuild
 from .._store.schema import JOB_TABLES
-from .._store.task_counts import COUNT_NAMES, STATS_SQL, scales, stage_counts_sql
+from .._store.task_counts import COUNT_NAMES, NULLABLE, STATS_SQL, scales, stage_counts_sql
 
 __all__ = [
     "REWARD_STATS",
@@ -158,9 +158,13 @@ def commit_stage(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
         [loaded_at],
     )
     names = ", ".join(COUNT_NAMES)
-    con.execute(
-        f"""INSERT INTO task_counts_cache (job_id, loaded_at, task, {names})
-            SELECT $jid, $loaded_at::TIMESTAMPTZ, task, {names} FROM {_COUNTS}""",
+    counts = ", ".join(f"c.{n}" if n in NULLABLE else f"coalesce(c.{n}, 0)" for n in COUNT_NAMES)
+    con.execute(  # every requested task at its position: read back without a lookup
+        f"""INSERT INTO task_counts_cache (job_id, loaded_at, task, position, {names})
+            SELECT $jid, $loaded_at::TIMESTAMPTZ, t.task, t.position, {counts}
+            FROM tasks t LEFT JOIN {_COUNTS} c USING (task)
+            WHERE t.job_id = $jid AND EXISTS (SELECT 1 FROM {_COUNTS})
+            ORDER BY t.position, t.task""",
         {"jid": job_id, "loaded_at": loaded_at},
     )
     for table in (_JOBS_STAGE, _CLAIM, _COUNTS):

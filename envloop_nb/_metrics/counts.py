@@ -42,6 +42,7 @@ from .._store.task_counts import (
     count_columns_sql,
     fixed_sum,
     pass_sql,
+    passes_in_order_sql,
     passes_sql,
     scales,
 )
@@ -265,8 +266,13 @@ def task_counts(
             require_task_table(con, job_id, "a per-task view (samples, curve, groups, buckets...)")
             return _summarised_counts(con, job_id, rows, threshold, reduced)
         kept = cached_counts(con, job_id)  # counted by the job's load
-        if kept is not None:
-            return _aligned(rows, _with_passes(con, job_id, kept, threshold))
+        if kept is not None and kept.column("task").equals(rows.column("task")):
+            # one row per task in the task rows' order: side by side, no lookup
+            kept = _with_passes(con, job_id, kept, threshold, in_order=True)
+            return _beside(rows, kept)
+        if kept is not None:  # kept by version 1: the tasks with attempts, by name
+            kept = kept.drop_columns(["position"])
+            return _aligned(rows, _with_passes(con, job_id, kept, threshold, in_order=False))
         # Aggregate the attempts by task, then line the rows up with the cached task rows
         # by a hash lookup (a SQL join + sort of the task rows cost as much again).
         sql = attempts_by_task_sql("$job_id", threshold)
@@ -278,7 +284,12 @@ def task_counts(
 
 
 def _with_passes(
-    con: duckdb.DuckDBPyConnection, job_id: str, kept: pa.Table, threshold: float | None
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    kept: pa.Table,
+    threshold: float | None,
+    *,
+    in_order: bool,
 ) -> pa.Table:
     """The load's counts (passes of ``reward = 1``) with the passes of ``threshold``.
 
@@ -300,10 +311,19 @@ def _with_passes(
             else pa.repeat(pa.scalar(0, pa.int32()), kept.num_rows)
         )
         return kept.set_column(where, "passes", passes)
+    if in_order:  # ``kept`` has every task in task order: so has the query
+        passes = con.execute(passes_in_order_sql(threshold), {"job_id": job_id}).to_arrow_table()
+        return kept.set_column(where, "passes", passes.column("passes"))
     counted = con.execute(passes_sql(threshold), {"job_id": job_id}).to_arrow_table()
     at = pc.index_in(kept.column("task"), value_set=counted.column("task").combine_chunks())
     passes = pc.take(counted.column("passes"), at).fill_null(0)
     return kept.set_column(where, "passes", passes)
+
+
+def _beside(rows: pa.Table, kept: pa.Table) -> pa.Table:
+    """The task rows and the kept counts of the same tasks in the same order."""
+    columns = [kept.column(name) for name in COUNT_NAMES]
+    return pa.Table.from_arrays([*rows.columns, *columns], names=[*rows.column_names, *COUNT_NAMES])
 
 
 def _summarised_counts(

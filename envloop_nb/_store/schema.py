@@ -37,6 +37,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "migrate",
     "missing_tables_sql",
+    "read_only_shims",
     "written_by",
 ]
 
@@ -229,12 +230,15 @@ CREATE TABLE IF NOT EXISTS job_summary_cache (
 );
 
 -- A job's per-task counts as its load counted them (envloop_nb._store.task_counts):
--- one row per task with attempts, passes of reward = 1, the sums at the job's reward
--- scales; valid while loaded_at matches the job's, deleted with the job's rows.
+-- one row per requested task (0 for a task without attempts) at its position, passes of
+-- reward = 1, the sums at the job's reward scales; valid while loaded_at matches the
+-- job's, deleted with the job's rows. (Version 1 kept only the tasks with attempts,
+-- without position.)
 CREATE TABLE IF NOT EXISTS task_counts_cache (
     job_id        VARCHAR NOT NULL,
     loaded_at     TIMESTAMPTZ NOT NULL,
     task          VARCHAR NOT NULL,
+    position      INTEGER,
     dispatched    INTEGER NOT NULL,
     scored        INTEGER NOT NULL,
     invalid       INTEGER NOT NULL,
@@ -384,7 +388,8 @@ CREATE TABLE IF NOT EXISTS leaderboard (
 
 def migrate(con: duckdb.DuckDBPyConnection) -> None:
     """Bring a version-1 workspace opened for writing to this schema: its ``attempts``
-    table becomes ``attempt_rows`` (``SCHEMA_SQL`` then makes the ``attempts`` view)."""
+    table becomes ``attempt_rows`` (``SCHEMA_SQL`` then makes the ``attempts`` view), its
+    ``task_counts_cache`` gains ``position`` (null in the rows it has)."""
     row = con.execute(
         """SELECT count(*) FROM duckdb_tables()
            WHERE database_name = current_database() AND schema_name = 'main'
@@ -392,6 +397,31 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
     ).fetchone()
     if row and row[0]:
         con.execute("ALTER TABLE attempts RENAME TO attempt_rows")
+    row = con.execute(
+        """SELECT count(*) FILTER (WHERE column_name = 'position'), count(*)
+           FROM duckdb_columns() WHERE database_name = current_database()
+                AND schema_name = 'main' AND table_name = 'task_counts_cache'"""
+    ).fetchone()
+    if row and row[1] and not row[0]:  # its rows stay valid, looked up by task name
+        con.execute("ALTER TABLE task_counts_cache ADD COLUMN position INTEGER")
+
+
+def read_only_shims(con: duckdb.DuckDBPyConnection) -> None:
+    """A version-1 workspace opened read-only, seen through this schema for the session:
+    its ``task_counts_cache`` with a null ``position`` (a temporary view over it)."""
+    from .sql import ident
+
+    db = con.execute("SELECT current_database()").fetchone()
+    row = con.execute(
+        """SELECT count(*) FILTER (WHERE column_name = 'position'), count(*)
+           FROM duckdb_columns() WHERE database_name = current_database()
+                AND schema_name = 'main' AND table_name = 'task_counts_cache'"""
+    ).fetchone()
+    if db and row and row[1] and not row[0]:
+        con.execute(
+            "CREATE TEMP VIEW task_counts_cache AS SELECT *, NULL::INTEGER AS position "
+            f"FROM {ident(str(db[0]))}.main.task_counts_cache"
+        )
 
 
 def missing_tables_sql(existing: set[str]) -> list[str]:

@@ -34,6 +34,7 @@ __all__ = [
     "count_columns_sql",
     "fixed_sum",
     "pass_sql",
+    "passes_in_order_sql",
     "passes_sql",
     "scales",
     "stage_counts_sql",
@@ -148,13 +149,24 @@ def passes_sql(threshold: float) -> str:
 
 
 def cached_counts(con: duckdb.DuckDBPyConnection, job_id: str) -> pa.Table | None:
-    """The counts the job's load kept (``task`` and :data:`COUNT_NAMES`, passes of
-    ``reward = 1``), or None when it kept none (a workspace written before the cache,
-    a job without attempts) or they are not of its current load."""
+    """The counts the job's load kept (``task``, ``position`` and :data:`COUNT_NAMES`,
+    passes of ``reward = 1``) in task order, or None when it kept none (a workspace
+    written before the cache, a job without attempts) or they are not of its current
+    load. Kept by this version: one row per requested task; by version 1: one per task
+    with attempts, ``position`` null."""
     rows = con.execute(
-        f"""SELECT task, {", ".join(COUNT_NAMES)} FROM task_counts_cache c
+        f"""SELECT task, position, {", ".join(COUNT_NAMES)} FROM task_counts_cache c
             WHERE job_id = $job_id
-              AND loaded_at = (SELECT loaded_at FROM jobs WHERE job_id = $job_id)""",
+              AND loaded_at = (SELECT loaded_at FROM jobs WHERE job_id = $job_id)
+            ORDER BY position, task""",
         {"job_id": job_id},
     ).to_arrow_table()
     return rows if rows.num_rows else None
+
+
+def passes_in_order_sql(threshold: float) -> str:
+    """Every requested task's ``passes`` under ``threshold``, in task order (parameter
+    ``$job_id``): the column that replaces a kept count's passes."""
+    return f"""SELECT coalesce(p.passes, 0)::INTEGER AS passes
+               FROM tasks t LEFT JOIN ({passes_sql(threshold)}) p USING (task)
+               WHERE t.job_id = $job_id ORDER BY t.position, t.task"""
