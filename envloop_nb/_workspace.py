@@ -12,10 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import duckdb
 
 from ._errors import EnvloopError, LoadError
-from ._experiment import Experiment
 from ._experiments.session import Session
 from ._job import Job
-from ._loaders import detect_format, job_loads, load_source, load_sources
 from ._metrics.counts import job_list_sql
 from ._store import attempt_sources
 from ._store.frames import to_frame
@@ -38,6 +36,7 @@ if TYPE_CHECKING:
     from ._baseline import BaselineReport
     from ._datasets.dataset import Dataset
     from ._datasets.heldout import HeldOutResult
+    from ._experiment import Experiment
     from ._experiments.runner import Evaluator
     from ._experiments.watch import Watch
     from ._loaders.object_store import S3Options
@@ -195,6 +194,8 @@ class Workspace:
             format is None and isinstance(source, str | os.PathLike) and _is_experiment(source)
         ):
             return self.load_experiment(source)
+        from ._loaders import load_source
+
         loaded_id = load_source(
             self.con, source, format=format, job_id=job_id, lenient=lenient, s3=self._s3, **options
         )
@@ -228,11 +229,15 @@ class Workspace:
 
             ids = load_all_url(self.con, source, options, lenient=lenient, s3=self._s3)
         else:
+            from ._loaders import job_loads
+
             loads = job_loads(os.fspath(source), options)
             if not loads:
                 raise LoadError(
                     source, None, "no job found (Inspect logs, Harbor jobs, runs, exports)"
                 )
+            from ._loaders import load_sources
+
             ids = load_sources(self.con, loads, lenient=lenient)
         from ._datasets.heldout import warn_job_overlaps
 
@@ -287,6 +292,8 @@ class Workspace:
             dataset_revision=dataset_revision,
             runner=runner,
         )
+        from ._loaders import load_sources
+
         ids = load_sources(self.con, [(one, {"format": "summary"}) for one in reduced])
         return [Job(self, job_id) for job_id in ids]
 
@@ -330,6 +337,8 @@ class Workspace:
         from ._loaders.mlflow_run import read_run
 
         reduced = read_run(run, tracking_uri=tracking_uri, job_id=job_id)
+        from ._loaders import load_sources
+
         [loaded] = load_sources(self.con, [(reduced, {"format": "summary"})])
         return Job(self, loaded)
 
@@ -363,6 +372,8 @@ class Workspace:
             raise EnvloopError(
                 f"no experiment {experiment_id!r} in this workspace; experiments: {known}"
             )
+        from ._experiment import Experiment
+
         exp = Experiment(self, experiment_id)
         return exp.use(*evaluators) if evaluators else exp
 
@@ -395,6 +406,8 @@ class Workspace:
         from ._loaders.experiment_store import write_experiment
 
         is_path = isinstance(source, str | os.PathLike)
+        from ._loaders import detect_format
+
         fmt = format or (detect_format(Path(source)) if is_path else "table")
         if fmt == "table":
             from ._loaders.experiment_doc import check_doc
@@ -417,6 +430,8 @@ class Workspace:
             eid = write_experiment(
                 self.con, doc, source_format="table", source_path=label if is_path else None
             )
+            from ._experiment import Experiment
+
             return Experiment(self, eid)
         path = Path(source)
         if fmt == "experiment":
@@ -435,6 +450,8 @@ class Workspace:
                 path, None, f"a {fmt} file is a job, not an experiment: load it with ws.load"
             )
         eid = write_experiment(self.con, doc, source_format=src, source_path=str(path))
+        from ._experiment import Experiment
+
         return Experiment(self, eid)
 
     def load_mlflow(
@@ -452,6 +469,8 @@ class Workspace:
         )
         doc = check_doc(raw, tracking_uri)
         eid = write_experiment(self.con, doc, source_format="mlflow", source_path=tracking_uri)
+        from ._experiment import Experiment
+
         return Experiment(self, eid)
 
     def new_experiment(
@@ -490,6 +509,8 @@ class Workspace:
             self.con, name=name, agent=agent, evaluators=list(evaluators), cases=list(cases),
             experiment_id=experiment_id,
         )  # fmt: skip
+        from ._experiment import Experiment
+
         return Experiment(self, eid).use(*evaluators)
 
     def watch(self, path: str | os.PathLike[str], *, interval: float = 0.5) -> Watch:
@@ -506,6 +527,8 @@ class Workspace:
         old = self.session.watchers.pop(key, None)
         if old is not None:
             old.stop()
+        from ._loaders import detect_format
+
         fmt = detect_format(p)
         if fmt == "experiment":
             from ._loaders.experiment import StreamState
@@ -534,6 +557,8 @@ class Workspace:
             ids = {"job_id": job_id}
 
             def update() -> None:
+                from ._loaders import load_source
+
                 load_source(cur, p, format="envloop", job_id=job_id)
 
         else:
@@ -561,6 +586,8 @@ class Workspace:
 
     def remove_experiment(self, experiment: Experiment | str) -> None:
         """Delete an experiment with its cases, results and corrections."""
+        from ._experiment import Experiment
+
         eid = experiment.id if isinstance(experiment, Experiment) else experiment
         tail = self.session.listeners.pop(eid, None)
         if tail is not None:
@@ -875,6 +902,8 @@ def _is_experiment(source: str | os.PathLike[str]) -> bool:
     if not path.is_file():
         return False
     try:
+        from ._loaders import detect_format
+
         return detect_format(path) == "experiment"
     except LoadError:
         return False

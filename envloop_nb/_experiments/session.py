@@ -5,11 +5,12 @@ watchers (functions and threads cannot be stored in the DuckDB file)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .listen import Tail
-from .runner import Evaluator
-from .watch import Watch
+if TYPE_CHECKING:  # imported where used: opening a workspace needs none of them
+    from .listen import Tail
+    from .runner import Evaluator
+    from .watch import Watch
 
 __all__ = ["Session"]
 
