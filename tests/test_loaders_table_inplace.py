@@ -387,6 +387,8 @@ def test_the_panel_shows_the_same(ws: enb.Workspace, tmp_path: Path) -> None:
         seen[i].append(p.buckets.counts.value.replace(p.job.id, "<id>"))
     assert seen[0] == seen[1]
     assert "hard" in seen[1][-1] and "pass@4" in seen[1][0]
+    facts = [p.overview.facts.value for p in panels]
+    assert f"read in place from {path}" in facts[1] and "read in place" not in facts[0]
 
 
 def test_writes_into_attempts_are_refused(ws: enb.Workspace, tmp_path: Path) -> None:

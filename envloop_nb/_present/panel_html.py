@@ -104,6 +104,9 @@ def facts_html(
         ("finished", when(info.get("finished_at"))),
         ("loaded", when(info.get("loaded_at"))),
     ]
+    extra = info.get("extra")
+    if isinstance(extra, dict) and extra.get("in_place"):  # ws.load(..., copy=False)
+        rows.append(("attempts", f"read in place from {info.get('source_path')}"))
     if dimensions is not None:
         shown = ", ".join(dimensions[:8]) + (
             f" (+{len(dimensions) - 8})" if len(dimensions) > 8 else ""
