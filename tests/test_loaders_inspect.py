@@ -345,7 +345,7 @@ def test_dict_scores_nested_metadata_and_odd_values_in_a_real_log(tmp_path: Path
     first = doc["samples"][0]
     first["scores"]["rubric"] = {"value": {"style": 0.5, "tests": "C", "tone": "maybe"}}
     first["metadata"] = {"subset": "easy", "source": {"site": "wiki", "year": 2024}, "ok": True,
-                         "refs": [1, 2], "none": None}  # fmt: skip
+                         "refs": [1, 2], "none": None, 'say "hi"': {"it's": "q"}}  # fmt: skip
     first["scores"]["brevity"]["value"] = "yes"
     first["scores"]["brevity"]["answer"] = None
     first.pop("working_time", None)
@@ -370,7 +370,7 @@ def test_dict_scores_nested_metadata_and_odd_values_in_a_real_log(tmp_path: Path
     }  # fmt: skip
     tags = json.loads(job.tasks().set_index("task").loc[first["id"], "tags"])
     assert tags == {"subset": "easy", "source.site": "wiki", "source.year": "2024", "ok": "true",
-                    "refs": "[1,2]"}  # fmt: skip
+                    "refs": "[1,2]", 'say "hi".it\'s': "q"}  # fmt: skip (quotes kept)
 
 
 @pytest.mark.parametrize("k", [0, 2.5, "3", 2**31])

@@ -53,7 +53,7 @@ def insert_tasks(
     )
     scratch.execute(
         """CREATE OR REPLACE TEMP TABLE _el_insp_tags AS
-        SELECT t.task, regexp_replace(e.fullkey[3:], '"', '', 'g') AS key,
+        SELECT t.task, e.fullkey[3:] AS key,  -- DuckDB writes the keys unquoted: a.b
                CASE e.type WHEN 'VARCHAR' THEN e.value->>'$' ELSE e.value::VARCHAR END AS value
         FROM _el_insp_tasks t, json_tree(t.metadata) e
         WHERE json_type(t.metadata) = 'OBJECT' AND e.type NOT IN ('OBJECT', 'NULL')
