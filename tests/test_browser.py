@@ -10,34 +10,22 @@ appear, an export button that writes a file. Screenshots go to ``test-artifacts/
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from benchmarks.lab import CHROMIUM, CHROMIUM_ARGS, jupyterlab
+
 from .conftest import ROOT
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 BAD_TEXT = ("Error loading script", "Traceback", "Error displaying widget", "Failed to load model")
 
 if not Path(CHROMIUM).exists():  # CI installs it; say so clearly anywhere else
@@ -45,26 +33,6 @@ if not Path(CHROMIUM).exists():  # CI installs it; say so clearly anywhere else
         f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)", allow_module_level=True
     )
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _write_settings(settings: Path) -> None:
-    files = {
-        "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": '{"windowingMode": "none"}',
-        "@jupyterlab/apputils-extension/notification.jupyterlab-settings": (
-            '{"fetchNews": "false", "checkForUpdates": false}'
-        ),
-        "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": '{"autosave": false}',
-    }
-    for rel, text in files.items():
-        path = settings / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
 
 
 class Lab:
@@ -76,46 +44,18 @@ class Lab:
 def lab() -> Iterator[Lab]:
     """A JupyterLab server over a scratch copy of notebooks/ (killed in ``finally``)."""
     scratch = Path(tempfile.mkdtemp(prefix="enb-browser-"))
-    proc: subprocess.Popen[bytes] | None = None
     try:
         nb_dir = scratch / "notebooks"
         nb_dir.mkdir()
         for nb in (ROOT / "notebooks").glob("*.ipynb"):
             shutil.copy(nb, nb_dir / nb.name)
         (scratch / "sample_data").symlink_to(ROOT / "sample_data")
-        settings = scratch / "settings"
-        _write_settings(settings)
         exports = scratch / "exports"
         exports.mkdir()
-        port = _free_port()
-        env = {**os.environ, "ENB_EXPORT_DIR": str(exports), "PYTHONPATH": str(ROOT)}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
-             "--ip=127.0.0.1", "--ServerApp.token=", "--ServerApp.password=", "--allow-root",
-             f"--ServerApp.root_dir={nb_dir}", f"--LabApp.user_settings_dir={settings}",
-             f"--LabApp.workspaces_dir={settings}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=nb_dir,
-        )  # fmt: skip
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(240):
-            try:
-                urllib.request.urlopen(url + "/api", timeout=1)
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    raise RuntimeError("JupyterLab exited while starting") from None
-                time.sleep(0.5)
-        else:
-            raise RuntimeError("JupyterLab did not start within 120 s")
-        yield Lab(url, exports, nb_dir)
+        env = {"ENB_EXPORT_DIR": str(exports), "PYTHONPATH": str(ROOT)}
+        with jupyterlab(nb_dir, env=env) as url:
+            yield Lab(url, exports, nb_dir)
     finally:
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
         shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -634,3 +574,18 @@ def test_reports_notebook(browser: Any, lab: Lab) -> None:
     _wait_text(card, "3/180 annotated")
     _shot(page, card, "reports-quick-annotation")
     page.close()
+
+
+def test_the_browser_timing_benchmark_runs(browser: Any) -> None:
+    """``benchmarks/bench_browser.py`` drives its own JupyterLab: every measurement is
+    taken on a small job and renders (its numbers are the runner's, not asserted)."""
+    from benchmarks import bench_browser
+
+    results = bench_browser.run(2_000, 1, browser=browser)
+    assert [r["what"] for r in results] == [
+        "cards: sample job", "cards: generated job (2,000 attempts)", "overview: policy change",
+        "cases: open the tab (first time)", "cases: next page", "cases: status filter",
+        "cases: sort", "cases: switch to the per-task view",
+    ]  # fmt: skip
+    assert all(r["median_ms"] > 0 for r in results)
+    assert "| cards: sample job |" in bench_browser.markdown(results)

@@ -369,8 +369,14 @@ def test_dict_scores_nested_metadata_and_odd_values_in_a_real_log(tmp_path: Path
         "scores": first["scores"], "limit": {"type": "token", "limit": 100}
     }  # fmt: skip
     tags = json.loads(job.tasks().set_index("task").loc[first["id"], "tags"])
-    assert tags == {"subset": "easy", "source.site": "wiki", "source.year": "2024", "ok": "true",
-                    "refs": "[1,2]", 'say "hi".it\'s': "q"}  # fmt: skip (quotes kept)
+    assert tags == {
+        "subset": "easy",
+        "source.site": "wiki",
+        "source.year": "2024",
+        "ok": "true",
+        "refs": "[1,2]",
+        'say "hi".it\'s': "q",
+    }  # fmt: skip (quotes kept)
 
 
 @pytest.mark.parametrize("k", [0, 2.5, "3", 2**31])

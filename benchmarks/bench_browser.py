@@ -1,0 +1,224 @@
+"""The job panel timed in the browser: real JupyterLab, headless Chromium, as a user waits.
+
+Run: ``.venv/bin/python -m benchmarks.bench_browser [n_attempts] [repeats]`` (prints a
+Markdown table). A notebook opens a workspace with the sample job (200 tasks × 4) and a
+generated job of ``n_attempts`` (``bench_panel.generate_job``), then shows each job's
+panel. Every time is taken from the moment the browser is told to act (the cell is run
+with Ctrl+Enter, a control is clicked or changed) to the moment its result is visible in
+the page (the metric cards drawn, the table or cards changed), so it includes the
+kernel, the widget messages and the browser's rendering; the first panel of a page also
+loads the chart library (once per page). The targets (issue 15): cards visible < 0.3 s on
+the sample job and < 1 s on a 1M-attempt job; every interaction < 300 ms median.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .lab import CHROMIUM, CHROMIUM_ARGS, jupyterlab
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: (what, target in ms)
+TARGETS = {"cards: sample job": 300.0, "cards: generated job": 1000.0, "interaction": 300.0}
+
+
+def _notebook(path: Path, n_attempts: int) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3",
+        "language": "python",
+        "name": "python3",
+    }
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import envloop_nb as enb\n"
+            "from benchmarks.bench_panel import generate_job\n"
+            "ws = enb.open()\n"
+            f"small = ws.load({str(ROOT / 'sample_data' / 'base.json')!r})\n"
+            f"big = generate_job(ws, {n_attempts})\n"
+            "small.summary(); big.summary(); 'ready'"
+        ),
+        nbformat.v4.new_code_cell("small.panel()"),
+        nbformat.v4.new_code_cell("big.panel()"),
+    ]
+    nbformat.write(nb, str(path))
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000
+
+
+def _changed(
+    page: Any, text_js: str, action: Callable[[], None], timeout_ms: float = 60_000
+) -> float:
+    """Milliseconds from ``action`` to the text that ``text_js`` (a JS expression, found
+    afresh each time: widgets replace their elements) changing in the page."""
+    before = page.evaluate(text_js)
+    t0 = time.perf_counter()
+    action()
+    page.wait_for_function(
+        f"(before) => {{ const now = {text_js}; return now != null && now !== before; }}",
+        arg=before,
+        timeout=timeout_ms,
+        polling=10,  # ms: animation frames do not always run in a headless page
+    )
+    return _ms(t0)
+
+
+def _text_in_cell(index: int, selector: str) -> str:
+    """JS: the text of ``selector`` in code cell ``index`` (null while absent)."""
+    return (
+        f"document.querySelectorAll('.jp-Notebook .jp-CodeCell')[{index}]"
+        f"?.querySelector({selector!r})?.innerText ?? null"
+    )
+
+
+def _run_cell(page: Any, index: int, ready: str, timeout_ms: float = 300_000) -> float:
+    """Run code cell ``index`` (Ctrl+Enter); milliseconds until ``ready`` shows in it."""
+    cell = page.locator(".jp-Notebook .jp-CodeCell").nth(index)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Escape")  # command mode: the keys run the cell, they do not type
+    old = cell.locator(ready)
+    stale = old.first.element_handle() if old.count() else None
+    t0 = time.perf_counter()
+    page.keyboard.press("Control+Enter")
+    if stale is not None:  # the cell's old output goes first
+        stale.wait_for_element_state("hidden", timeout=timeout_ms)
+    cell.locator(ready).first.wait_for(state="visible", timeout=timeout_ms)
+    return _ms(t0)
+
+
+def run(
+    n_attempts: int = 1_000_000, repeats: int = 5, *, browser: Any = None
+) -> list[dict[str, Any]]:
+    """Time the panels in the browser; one dict per measurement (``what``, ``median_ms``,
+    ``min_ms``, ``max_ms``, ``runs``, ``first_ms``, ``target_ms``). ``browser``: a
+    Playwright browser to use (one process holds one Playwright); else one is launched."""
+    if browser is None:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as p:
+            launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                return run(n_attempts, repeats, browser=launched)
+            finally:
+                launched.close()
+    scratch = Path(tempfile.mkdtemp(prefix="enb-bench-browser-"))
+    results: list[dict[str, Any]] = []
+
+    def record(
+        what: str, times: list[float], target: float | None, first: float | None = None
+    ) -> None:
+        results.append(
+            {"what": what, "median_ms": statistics.median(times), "min_ms": min(times),
+             "max_ms": max(times), "runs": len(times), "first_ms": first, "target_ms": target}
+        )  # fmt: skip
+
+    try:
+        _notebook(scratch / "bench.ipynb", n_attempts)
+        with jupyterlab(scratch, env={"PYTHONPATH": str(ROOT)}) as url:
+            page = browser.new_page(viewport={"width": 1400, "height": 1200})
+            page.goto(f"{url}/lab/tree/bench.ipynb?reset")
+            page.wait_for_selector(".jp-Notebook", timeout=90_000)
+            time.sleep(3)
+            for _ in range(3):  # the kernel chooser or another dialog
+                if page.query_selector(".jp-Dialog"):
+                    page.click(".jp-Dialog-footer button.jp-mod-accept")
+                    time.sleep(1)
+            _run_cell(page, 0, ".jp-OutputArea-output:has-text('ready')")
+            for index, what, target in ((1, "cards: sample job", 300.0),
+                                        (2, f"cards: generated job ({n_attempts:,} attempts)", 1000.0)):  # fmt: skip
+                times = [_run_cell(page, index, ".enb-cards") for _ in range(repeats + 1)]
+                record(what, times[1:], target, first=times[0])
+            panel = page.locator(".jp-Notebook .jp-CodeCell").nth(2).locator(".enb-job-panel")
+            cards = _text_in_cell(2, ".enb-cards")
+            policy = panel.locator(
+                ".widget-dropdown:visible:has(label:text-is('missing:')) select"
+            ).first
+            labels = ["failure (missing = 0)", "unknown (platform)"]
+            times = [
+                _changed(page, cards, lambda i=i: policy.select_option(label=labels[i % 2]))
+                for i in range(repeats)
+            ]
+            record("overview: policy change", times, 300.0)
+            tab = panel.locator(".lm-TabBar-tab:has-text('Cases')").first
+            t0 = time.perf_counter()
+            tab.click()
+            panel.locator(".enb-cases table").first.wait_for(state="visible", timeout=60_000)
+            record("cases: open the tab (first time)", [_ms(t0)], 300.0)
+            table = _text_in_cell(2, ".enb-cases table")
+            next_page = panel.locator("button:visible:has-text('next ›')").first
+            prev_page = panel.locator("button:visible:has-text('‹ prev')").first
+            times = []
+            for _ in range(repeats):
+                times.append(_changed(page, table, next_page.click))
+                _changed(page, table, prev_page.click)
+            record("cases: next page", times, 300.0)
+            status = panel.locator(
+                ".widget-dropdown:visible:has(label:text-is('status')) select"
+            ).first
+            states = ["failed", "completed"]
+            times = [
+                _changed(page, table, lambda i=i: status.select_option(label=states[i % 2]))
+                for i in range(repeats)
+            ]
+            _changed(page, table, lambda: status.select_option(label="all states"))
+            record("cases: status filter", times, 300.0)
+            sort = panel.locator(".widget-dropdown:visible:has(label:text-is('sort')) select").first
+            options = ["tokens", "reward"]  # orders unlike the default (task, attempt) order
+            times = [
+                _changed(page, table, lambda i=i: sort.select_option(label=options[i % 2]))
+                for i in range(repeats)
+            ]
+            record("cases: sort", times, 300.0)
+            per_task = panel.locator("button:visible:has-text('per task')").first
+            per_attempt = panel.locator("button:visible:has-text('per attempt')").first
+            times = []
+            for _ in range(repeats):
+                times.append(_changed(page, table, per_task.click))
+                _changed(page, table, per_attempt.click)
+            record("cases: switch to the per-task view", times, 300.0)
+            page.close()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return results
+
+
+def markdown(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "| in the browser | median ms | min–max ms | runs | first run ms | target |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        target = r["target_ms"]
+        met = (
+            "-"
+            if target is None
+            else f"< {target:.0f} ms: " + ("yes" if r["median_ms"] < target else "**no**")
+        )
+        first = "-" if r["first_ms"] is None else f"{r['first_ms']:.0f}"
+        lines.append(
+            f"| {r['what']} | {r['median_ms']:.0f} | {r['min_ms']:.0f}–{r['max_ms']:.0f} "
+            f"| {r['runs']} | {first} | {met} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    print(markdown(run(n, repeats)))
+
+
+if __name__ == "__main__":
+    main()
