@@ -141,52 +141,46 @@ def run(
                 times = [_run_cell(page, index, ".enb-cards") for _ in range(repeats + 1)]
                 record(what, times[1:], target, first=times[0])
             panel = page.locator(".jp-Notebook .jp-CodeCell").nth(2).locator(".enb-job-panel")
+
+            def dropdown(label: str) -> Any:
+                return panel.locator(
+                    f".widget-dropdown:visible:has(label:text-is({label!r})) select"
+                ).first
+
+            def alternate(text_js: str, select: Any, labels: list[str]) -> list[float]:
+                """Each run picks the other of ``labels``."""
+                return [
+                    _changed(page, text_js, lambda i=i: select.select_option(label=labels[i % 2]))
+                    for i in range(repeats)
+                ]
+
+            def there_and_back(text_js: str, go: str, back: str) -> list[float]:
+                """Each run clicks ``go`` (timed), then ``back``."""
+                times = []
+                for _ in range(repeats):
+                    there = panel.locator(f"button:visible:has-text({go!r})").first
+                    times.append(_changed(page, text_js, there.click))
+                    returned = panel.locator(f"button:visible:has-text({back!r})").first
+                    _changed(page, text_js, returned.click)
+                return times
+
             cards = _text_in_cell(2, ".enb-cards")
-            policy = panel.locator(
-                ".widget-dropdown:visible:has(label:text-is('missing:')) select"
-            ).first
             labels = ["failure (missing = 0)", "unknown (platform)"]
-            times = [
-                _changed(page, cards, lambda i=i: policy.select_option(label=labels[i % 2]))
-                for i in range(repeats)
-            ]
-            record("overview: policy change", times, 300.0)
+            record("overview: policy change", alternate(cards, dropdown("missing:"), labels), 300.0)
             tab = panel.locator(".lm-TabBar-tab:has-text('Cases')").first
             t0 = time.perf_counter()
             tab.click()
             panel.locator(".enb-cases table").first.wait_for(state="visible", timeout=60_000)
             record("cases: open the tab (first time)", [_ms(t0)], 300.0)
             table = _text_in_cell(2, ".enb-cases table")
-            next_page = panel.locator("button:visible:has-text('next ›')").first
-            prev_page = panel.locator("button:visible:has-text('‹ prev')").first
-            times = []
-            for _ in range(repeats):
-                times.append(_changed(page, table, next_page.click))
-                _changed(page, table, prev_page.click)
-            record("cases: next page", times, 300.0)
-            status = panel.locator(
-                ".widget-dropdown:visible:has(label:text-is('status')) select"
-            ).first
-            states = ["failed", "completed"]
-            times = [
-                _changed(page, table, lambda i=i: status.select_option(label=states[i % 2]))
-                for i in range(repeats)
-            ]
+            record("cases: next page", there_and_back(table, "next ›", "‹ prev"), 300.0)
+            status = dropdown("status")
+            times = alternate(table, status, ["failed", "completed"])
             _changed(page, table, lambda: status.select_option(label="all states"))
             record("cases: status filter", times, 300.0)
-            sort = panel.locator(".widget-dropdown:visible:has(label:text-is('sort')) select").first
-            options = ["tokens", "reward"]  # orders unlike the default (task, attempt) order
-            times = [
-                _changed(page, table, lambda i=i: sort.select_option(label=options[i % 2]))
-                for i in range(repeats)
-            ]
-            record("cases: sort", times, 300.0)
-            per_task = panel.locator("button:visible:has-text('per task')").first
-            per_attempt = panel.locator("button:visible:has-text('per attempt')").first
-            times = []
-            for _ in range(repeats):
-                times.append(_changed(page, table, per_task.click))
-                _changed(page, table, per_attempt.click)
+            # orders unlike the default (task, attempt) order
+            record("cases: sort", alternate(table, dropdown("sort"), ["tokens", "reward"]), 300.0)
+            times = there_and_back(table, "per task", "per attempt")
             record("cases: switch to the per-task view", times, 300.0)
             page.close()
     finally:
