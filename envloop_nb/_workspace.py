@@ -229,15 +229,13 @@ class Workspace:
 
             ids = load_all_url(self.con, source, options, lenient=lenient, s3=self._s3)
         else:
-            from ._loaders import job_loads
+            from ._loaders import job_loads, load_sources
 
             loads = job_loads(os.fspath(source), options)
             if not loads:
                 raise LoadError(
                     source, None, "no job found (Inspect logs, Harbor jobs, runs, exports)"
                 )
-            from ._loaders import load_sources
-
             ids = load_sources(self.con, loads, lenient=lenient)
         from ._datasets.heldout import warn_job_overlaps
 
@@ -278,6 +276,7 @@ class Workspace:
         >>> df = spark.read.parquet("s3a://bucket/attempts/")  # doctest: +SKIP
         >>> jobs = enb.open().load_spark(df, mapping={"job_id": "run"})  # doctest: +SKIP
         """
+        from ._loaders import load_sources
         from ._loaders.spark import reduce_spark
 
         reduced = reduce_spark(
@@ -292,8 +291,6 @@ class Workspace:
             dataset_revision=dataset_revision,
             runner=runner,
         )
-        from ._loaders import load_sources
-
         ids = load_sources(self.con, [(one, {"format": "summary"}) for one in reduced])
         return [Job(self, job_id) for job_id in ids]
 
@@ -334,11 +331,10 @@ class Workspace:
         >>> back.id == f"job_abc0001@mlflow-{run_id[:8]}", str(back.summary()) == str(job.summary())
         (True, True)
         """
+        from ._loaders import load_sources
         from ._loaders.mlflow_run import read_run
 
         reduced = read_run(run, tracking_uri=tracking_uri, job_id=job_id)
-        from ._loaders import load_sources
-
         [loaded] = load_sources(self.con, [(reduced, {"format": "summary"})])
         return Job(self, loaded)
 
@@ -403,11 +399,11 @@ class Workspace:
         >>> exp.progress()["completed"]
         5
         """
+        from ._experiment import Experiment
+        from ._loaders import detect_format
         from ._loaders.experiment_store import write_experiment
 
         is_path = isinstance(source, str | os.PathLike)
-        from ._loaders import detect_format
-
         fmt = format or (detect_format(Path(source)) if is_path else "table")
         if fmt == "table":
             from ._loaders.experiment_doc import check_doc
@@ -430,8 +426,6 @@ class Workspace:
             eid = write_experiment(
                 self.con, doc, source_format="table", source_path=label if is_path else None
             )
-            from ._experiment import Experiment
-
             return Experiment(self, eid)
         path = Path(source)
         if fmt == "experiment":
@@ -450,8 +444,6 @@ class Workspace:
                 path, None, f"a {fmt} file is a job, not an experiment: load it with ws.load"
             )
         eid = write_experiment(self.con, doc, source_format=src, source_path=str(path))
-        from ._experiment import Experiment
-
         return Experiment(self, eid)
 
     def load_mlflow(
@@ -460,6 +452,7 @@ class Workspace:
         """Load an MLflow 3 experiment's traces and their feedback assessments as an
         experiment (traces are cases, feedback names evaluators, ``override_feedback``
         chains corrections with the overridden score kept). Needs ``mlflow``."""
+        from ._experiment import Experiment
         from ._loaders.experiment_doc import check_doc
         from ._loaders.experiment_store import write_experiment
         from ._loaders.mlflow_traces import mlflow_experiment_doc
@@ -469,8 +462,6 @@ class Workspace:
         )
         doc = check_doc(raw, tracking_uri)
         eid = write_experiment(self.con, doc, source_format="mlflow", source_path=tracking_uri)
-        from ._experiment import Experiment
-
         return Experiment(self, eid)
 
     def new_experiment(
@@ -499,6 +490,7 @@ class Workspace:
         >>> print(exp.summary())
         composite 100 · 1/1 rows counted
         """
+        from ._experiment import Experiment
         from ._experiments.create import create_experiment
 
         if hasattr(cases, "to_dict"):
@@ -509,8 +501,6 @@ class Workspace:
             self.con, name=name, agent=agent, evaluators=list(evaluators), cases=list(cases),
             experiment_id=experiment_id,
         )  # fmt: skip
-        from ._experiment import Experiment
-
         return Experiment(self, eid).use(*evaluators)
 
     def watch(self, path: str | os.PathLike[str], *, interval: float = 0.5) -> Watch:
@@ -521,14 +511,13 @@ class Workspace:
         ``ws.unwatch(path)`` stops it; ``.error`` holds what stopped it, if anything.
         """
         from ._experiments.watch import Watch
+        from ._loaders import detect_format, load_source
 
         p = Path(path)
         key = str(p.resolve())
         old = self.session.watchers.pop(key, None)
         if old is not None:
             old.stop()
-        from ._loaders import detect_format
-
         fmt = detect_format(p)
         if fmt == "experiment":
             from ._loaders.experiment import StreamState
@@ -557,8 +546,6 @@ class Workspace:
             ids = {"job_id": job_id}
 
             def update() -> None:
-                from ._loaders import load_source
-
                 load_source(cur, p, format="envloop", job_id=job_id)
 
         else:
