@@ -609,9 +609,11 @@ class Workspace:
         job_id = job.id if isinstance(job, Job) else job
         self.con.execute("BEGIN TRANSACTION")
         try:
+            was_in_place = attempt_sources.in_place(self.con, job_id)
             for table in (*JOB_TABLES, *ANNOTATION_TABLES, "job_names"):
                 self.con.execute(f"DELETE FROM {table} WHERE job_id = ?", [job_id])
-            attempt_sources.rebuild(self.con)  # a job read in place leaves the view
+            if was_in_place:  # its files leave the attempts view
+                attempt_sources.rebuild(self.con)
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from .._annotations.manual import remirror
 from .._errors import LoadError
-from .._store.attempt_sources import rebuild
+from .._store.attempt_sources import in_place, rebuild
 from .._store.schema import JOB_TABLES
 from .._store.task_counts import COUNT_NAMES, NULLABLE, STATS_SQL, scales, stage_counts_sql
 
@@ -133,10 +133,10 @@ def begin_job(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
         claimed.add(job_id)
     con.execute(f"DELETE FROM {_CLAIM}")
     con.execute(f"INSERT INTO {_CLAIM} VALUES (?)", [job_id])
-    in_place = _first(con, "SELECT 1 FROM attempt_sources WHERE job_id = $jid", {"jid": job_id})
+    was_in_place = in_place(con, job_id)
     for table in JOB_TABLES:
         con.execute(f"DELETE FROM {table} WHERE job_id = ?", [job_id])
-    if in_place:  # it was read in place: its files leave the attempts view
+    if was_in_place:  # its files leave the attempts view
         rebuild(con)
 
 

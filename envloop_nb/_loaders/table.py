@@ -26,7 +26,7 @@ from ._read import (
     is_gzip,
 )
 from ._stage import REWARD_STATS, begin_job, restart, stage_name
-from .table_inplace import attempts_select, count_in_place, register_in_place
+from .table_inplace import InPlacePass, attempts_select, count_in_place, register_in_place
 from .table_source import (
     Source,
     cleanup,
@@ -215,21 +215,19 @@ def _load(
         else "row_number() OVER (PARTITION BY task ORDER BY _enb_ord)::INTEGER"
     )
     usable = "WHERE _problem IS NULL"
-    in_place: tuple[Any, ...] | None = None  # the numbers of the one pass of copy=False
-    if not copy:
+    in_place: InPlacePass | None = None  # the numbers of the one pass of copy=False
+    assert copy or src.counted  # read in place: Parquet, counted from its footers
+    if src.counted:  # check the rows in the pass that reads them; explain only if short
         rows = _count(con, "SELECT count(*) FROM _tb_src")
         _numbered(con, attempt, usable)
-        in_place = count_in_place(
-            con, given_attempt="attempt" in fields, has_digest="digest" in fields,
-            n_tags=len(tags), k=k,
-        )  # fmt: skip
-        n_bad = rows - int(in_place[9])
-        if n_bad:
-            _unusable(con, src, lenient, n_bad)
-    elif src.counted:  # check the rows in the pass that inserts them; explain only if short
-        rows = _count(con, "SELECT count(*) FROM _tb_src")
-        _numbered(con, attempt, usable)
-        n_bad = rows - _insert_attempts(con, jid)
+        if copy:
+            n_bad = rows - _insert_attempts(con, jid)
+        else:
+            in_place = count_in_place(
+                con, given_attempt="attempt" in fields, has_digest="digest" in fields,
+                n_tags=len(tags), k=k,
+            )  # fmt: skip
+            n_bad = rows - in_place.rows
         if n_bad:
             _unusable(con, src, lenient, n_bad)
     else:
@@ -276,7 +274,7 @@ def _load(
     finally:
         if in_place is None:
             con.execute("DROP TABLE IF EXISTS _tb_tasks")
-    stats = in_place[:5] if in_place else con.execute(
+    stats = in_place.stats if in_place else con.execute(
         f"""SELECT max(attempt), count(*) FILTER (WHERE status IN ('pending', 'running')),
                    min(started_at), max(finished_at), {REWARD_STATS}
             FROM {stage_name("attempts")} WHERE job_id = $jid""",
@@ -286,7 +284,7 @@ def _load(
     if k is not None:
         job_k = k
     else:  # how many attempts tasks have, not the highest attempt number (see infer_k)
-        counted = in_place[5:9] if in_place else con.execute(
+        counted = in_place.counted if in_place else con.execute(
             f"""WITH c AS (SELECT task, count(*) AS n FROM {stage_name("attempts")}
                            WHERE job_id = $jid GROUP BY task),
                      m AS (SELECT max(n) AS most FROM c)
@@ -302,7 +300,7 @@ def _load(
         )  # fmt: skip
     if in_place is not None:
         register_in_place(
-            con, src, jid, typed=typed, attempt=attempt, where=where, k=job_k, stats=in_place
+            con, src, jid, typed=typed, attempt=attempt, where=where, k=job_k, numbers=in_place
         )
         con.execute("DROP TABLE _tb_tasks")
     con.execute(

@@ -6,33 +6,56 @@ view a copying load inserts from), recorded in ``attempt_sources`` and joined in
 keep is small: the job, its tasks and tags, the score dimensions, and the per-task counts
 (``task_counts_cache``), all made in **one** pass over the files that also runs every
 check a copying load runs (unusable rows, attempt numbers out of range or repeated).
-When every reward is 0 or 1 the exact reward sums are the pass counts; otherwise a
-second pass sums them.
+The exact reward sums come from that pass when it summed at the job's scales, are the
+passes when every reward is 0 or 1, and take a second pass otherwise.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
-from .._errors import LoadError
 from .._store.attempt_sources import register
 from .._store.sql import literal
 from .._store.task_counts import (
     COUNT_NAMES,
     NULLABLE,
     count_columns_sql,
-    fixed_sum,
     pass_sql,
+    reward_sums_sql,
     scales,
 )
 from ._stage import keep_counts
 from .table_source import Source
 
-__all__ = ["ATTEMPT_COLUMNS", "attempts_select", "count_in_place", "register_in_place"]
+__all__ = [
+    "ATTEMPT_COLUMNS",
+    "InPlacePass",
+    "attempts_select",
+    "count_in_place",
+    "register_in_place",
+]
+
+
+@dataclass(frozen=True)
+class InPlacePass:
+    """The job's numbers from the one pass of :func:`count_in_place`."""
+
+    #: highest attempt, open attempts, first start, last finish, reward stats (JSON):
+    #: what a copying load's stats query gives
+    stats: tuple[Any, ...]
+    #: tasks' most and fewest attempts, tasks with fewer than the most, tasks: what a
+    #: copying load counts to infer k
+    counted: tuple[Any, ...]
+    #: usable rows, and those with a reward neither 0 nor 1
+    rows: int
+    nonbinary: int
+    #: the scales the pass summed the rewards at (None: it did not)
+    summed_at: dict[str, float] | None
+
 
 #: ``attempt_rows``' columns as a table load makes them from the numbered rows ``_tb_n``.
 ATTEMPT_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -95,21 +118,18 @@ def count_in_place(
     has_digest: bool,
     n_tags: int,
     k: int | None,
-) -> tuple[Any, ...]:
+) -> InPlacePass:
     """The one pass over ``_tb_n``: table ``_tb_tasks`` (as a copying load makes it, plus
-    the per-task counts and checks' numbers), and the job's numbers from it: highest
-    attempt, open attempts, first start, last finish, reward stats (JSON), tasks' most
-    and fewest attempts, tasks with fewer than the most, tasks, rows, non-binary rewards,
-    and the scales the pass summed the rewards at (None: it did not).
+    the per-task counts and checks' numbers), and the job's numbers from it.
 
     The pass is one hash aggregate whose cost grows with its width, so it holds only
-    what is per task: every attempt is dispatched (``count(*)``, once), with ``k`` the
-    typed view already refused attempts outside 1..k; job-wide numbers come from its rows (the largest ``reward²`` is
-    the square of the largest ``|reward|``: squaring is monotone), the times as integers
-    (DuckDB's grouped min/max of TIMESTAMPTZ is several times slower), the distinct
-    attempt numbers as one 64-bit set when ``k <= 64``. With ``k`` the rewards are summed
-    at the scales of a largest reward of 1 (:func:`register_in_place` uses the sums when
-    the job's scales are those).
+    what is per task: every attempt is dispatched (``count(*)``, once); with ``k`` the
+    typed view already refused attempts outside 1..k; job-wide numbers come from its
+    rows (the largest ``reward²`` is the square of the largest ``|reward|``: squaring is
+    monotone); the times are integers (DuckDB's grouped min/max of TIMESTAMPTZ is
+    several times slower); the distinct attempt numbers are one 64-bit set when
+    ``k <= 64``. With ``k`` the rewards are summed at the scales of a largest reward of 1
+    (:func:`register_in_place` uses the sums when the job's scales are those).
     """
     # the attempts' range: with k the typed view refused every attempt outside 1..k
     # (numbered attempts are not checked there: a task may have more rows than k)
@@ -130,8 +150,7 @@ def count_in_place(
     guess = scales(k, 1.0, 1.0) if k is not None else None
     sums = ""
     if guess is not None:
-        sums = f""", {fixed_sum("reward", "$rscale")} AS reward_sum,
-                     {fixed_sum("reward * reward", "$qscale")} AS reward_sumsq"""
+        sums = ", " + reward_sums_sql("$rscale", "$qscale")
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _tb_tasks AS
             SELECT task, min(_enb_ord) AS first, {digest}::VARCHAR AS digest {tags},
@@ -156,7 +175,10 @@ def count_in_place(
            FROM _tb_tasks"""
     ).fetchone()
     assert row is not None
-    return (*row, guess)
+    return InPlacePass(
+        stats=tuple(row[:5]), counted=tuple(row[5:9]), rows=int(row[9]),
+        nonbinary=int(row[10]), summed_at=guess,
+    )  # fmt: skip
 
 
 def register_in_place(
@@ -168,7 +190,7 @@ def register_in_place(
     attempt: str,
     where: str,
     k: int,
-    stats: Sequence[Any],
+    numbers: InPlacePass,
 ) -> None:
     """Keep the job's per-task counts from ``_tb_tasks`` and record its attempts as the
     SELECT over its files, inside the load's transaction.
@@ -176,18 +198,16 @@ def register_in_place(
     The exact reward sums are the pass's when it summed at the job's scales; otherwise,
     when every reward is 0 or 1, the passes; otherwise a second pass sums them.
     """
-    if src.select_sql is None:  # pragma: no cover - load_table refuses it first
-        raise LoadError(src.label, None, "cannot be read in place: load it with copy=True")
-    reward = json.loads(stats[4])
+    assert src.select_sql is not None  # load_table refuses a source without one first
+    reward = json.loads(numbers.stats[4])
     sc = scales(k, reward.get("max_abs"), reward.get("max_sq"))
     sums = {n: f"coalesce(t.{n}, 0)" for n in ("reward_sum", "reward_sumsq")}
     source, params = "_tb_tasks t", {}
-    if stats[11] == sc:
+    if numbers.summed_at == sc:
         pass  # the pass summed at the job's scales
-    elif stats[10]:  # some reward is neither 0 nor 1: the exact sums take a pass
+    elif numbers.nonbinary:  # some reward is neither 0 nor 1: the exact sums take a pass
         source = f"""_tb_tasks t JOIN (
-            SELECT task, {fixed_sum("reward", "$rscale")} AS reward_sum,
-                   {fixed_sum("reward * reward", "$qscale")} AS reward_sumsq
+            SELECT task, {reward_sums_sql("$rscale", "$qscale")}
             FROM _tb_n GROUP BY task) s USING (task)"""
         sums = {n: f"s.{n}" for n in sums}
         params = sc

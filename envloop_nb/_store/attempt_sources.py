@@ -49,21 +49,21 @@ def file_facts(files: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def problem(files: list[dict[str, Any]]) -> str | None:
-    """Why the recorded ``files`` cannot be read as registered, or None.
+def problem(files: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """The first recorded file that cannot be read as registered, and why; or None.
 
     Examples
     --------
     >>> problem([{"path": "/no/such.parquet", "size": 1, "mtime_ns": 0}])
-    '/no/such.parquet: no longer there'
+    ('/no/such.parquet', 'no longer there')
     """
     for f in files:
         try:
             st = os.stat(f["path"])
         except OSError:
-            return f"{f['path']}: no longer there"
+            return str(f["path"]), "no longer there"
         if st.st_size != f["size"] or st.st_mtime_ns != f["mtime_ns"]:
-            return f"{f['path']}: changed since it was registered"
+            return str(f["path"]), "changed since it was registered"
     return None
 
 
@@ -79,17 +79,25 @@ def view_sql(selects: list[str]) -> str:
     return f"CREATE OR REPLACE VIEW attempts AS {body}"
 
 
-def _sources(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, list[dict[str, Any]]]]:
+def _readable(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """(job id, SELECT) of the sources whose files are as registered, by job id."""
     rows = con.execute(
         "SELECT job_id, select_sql, files FROM attempt_sources ORDER BY job_id"
     ).fetchall()
-    return [(str(j), str(s), json.loads(f)) for j, s, f in rows]
+    return [(str(j), str(s)) for j, s, f in rows if problem(json.loads(f)) is None]
 
 
-def rebuild(con: duckdb.DuckDBPyConnection, *, temp: bool = False) -> list[str]:
-    """Make the ``attempts`` view over the sources still readable as registered; return
-    their job ids. ``temp``: for this connection only (a read-only workspace)."""
-    readable = [(j, s) for j, s, files in _sources(con) if problem(files) is None]
+def rebuild(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    temp: bool = False,
+    readable: list[tuple[str, str]] | None = None,
+) -> list[str]:
+    """Make the ``attempts`` view over the sources still readable as registered
+    (``readable``, when the caller has just looked); return their job ids. ``temp``: for
+    this connection only (a read-only workspace)."""
+    if readable is None:
+        readable = _readable(con)
     sql = view_sql([s for _, s in readable])
     if temp:
         con.execute(sql.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1))
@@ -105,12 +113,11 @@ def rebuild(con: duckdb.DuckDBPyConnection, *, temp: bool = False) -> list[str]:
 def refresh(con: duckdb.DuckDBPyConnection, *, read_only: bool) -> None:
     """On opening a workspace: rebuild the view if the readable sources are not the ones
     it was built with (a file went away, came back or changed)."""
-    sources = _sources(con)
-    readable = [j for j, _, files in sources if problem(files) is None]
+    readable = _readable(con)
     row = con.execute("SELECT value FROM meta WHERE key = ?", [_META_KEY]).fetchone()
     built = json.loads(row[0]) if row else []
-    if readable != built:
-        rebuild(con, temp=read_only)
+    if [j for j, _ in readable] != built:
+        rebuild(con, temp=read_only, readable=readable)
 
 
 def register(
@@ -144,7 +151,7 @@ def check(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
         return
     why = problem(json.loads(row[0]))
     if why is not None:
-        path, _, what = why.rpartition(": ")
+        path, what = why
         raise LoadError(
             path,
             None,

@@ -386,6 +386,16 @@ CREATE TABLE IF NOT EXISTS leaderboard (
 """
 
 
+def _cache_lacks_position(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the file's ``task_counts_cache`` is version 1's (no ``position``)."""
+    row = con.execute(
+        """SELECT count(*) FILTER (WHERE column_name = 'position'), count(*)
+           FROM duckdb_columns() WHERE database_name = current_database()
+                AND schema_name = 'main' AND table_name = 'task_counts_cache'"""
+    ).fetchone()
+    return bool(row and row[1] and not row[0])
+
+
 def migrate(con: duckdb.DuckDBPyConnection) -> None:
     """Bring a version-1 workspace opened for writing to this schema: its ``attempts``
     table becomes ``attempt_rows`` (``SCHEMA_SQL`` then makes the ``attempts`` view), its
@@ -397,12 +407,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
     ).fetchone()
     if row and row[0]:
         con.execute("ALTER TABLE attempts RENAME TO attempt_rows")
-    row = con.execute(
-        """SELECT count(*) FILTER (WHERE column_name = 'position'), count(*)
-           FROM duckdb_columns() WHERE database_name = current_database()
-                AND schema_name = 'main' AND table_name = 'task_counts_cache'"""
-    ).fetchone()
-    if row and row[1] and not row[0]:  # its rows stay valid, looked up by task name
+    if _cache_lacks_position(con):  # its rows stay valid, looked up by task name
         con.execute("ALTER TABLE task_counts_cache ADD COLUMN position INTEGER")
 
 
@@ -412,12 +417,7 @@ def read_only_shims(con: duckdb.DuckDBPyConnection) -> None:
     from .sql import ident
 
     db = con.execute("SELECT current_database()").fetchone()
-    row = con.execute(
-        """SELECT count(*) FILTER (WHERE column_name = 'position'), count(*)
-           FROM duckdb_columns() WHERE database_name = current_database()
-                AND schema_name = 'main' AND table_name = 'task_counts_cache'"""
-    ).fetchone()
-    if db and row and row[1] and not row[0]:
+    if db and _cache_lacks_position(con):
         con.execute(
             "CREATE TEMP VIEW task_counts_cache AS SELECT *, NULL::INTEGER AS position "
             f"FROM {ident(str(db[0]))}.main.task_counts_cache"

@@ -36,6 +36,7 @@ __all__ = [
     "pass_sql",
     "passes_in_order_sql",
     "passes_sql",
+    "reward_sums_sql",
     "scales",
     "stage_counts_sql",
 ]
@@ -108,9 +109,21 @@ def fixed_sum(value: str, scale: str) -> str:
     return f"coalesce((sum(({value} * {scale})::BIGINT)::BIGINT)::DOUBLE / {scale}, 0)::DOUBLE"
 
 
-def _sum_columns(rscale: str, qscale: str) -> str:
+def reward_sums_sql(rscale: str, qscale: str) -> str:
+    """The exact ``reward_sum`` and ``reward_sumsq`` columns at the scales ``rscale`` and
+    ``qscale`` (SQL: parameters or numbers).
+
+    Examples
+    --------
+    >>> print(reward_sums_sql("$rscale", "$qscale").split(" AS ")[1].split(",")[0])
+    reward_sum
+    """
     return f"""{fixed_sum("reward", rscale)} AS reward_sum,
-               {fixed_sum("reward * reward", qscale)} AS reward_sumsq,
+               {fixed_sum("reward * reward", qscale)} AS reward_sumsq"""
+
+
+def _sum_columns(rscale: str, qscale: str) -> str:
+    return f"""{reward_sums_sql(rscale, qscale)},
                min(reward) AS reward_min, max(reward) AS reward_max"""
 
 
