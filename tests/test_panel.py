@@ -339,7 +339,8 @@ def test_frame_shows_progress_before_the_tabs_are_built(
     assert built_then is False  # displayed first...
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == p.frame.model_id
     assert bundle["text/plain"] == repr(p)
-    assert p.built and p.progress.value == 3  # ...then filled
+    assert p.built and p.progress.value == 4  # ...then filled
+    assert any("drawing the charts" in t for t in labels)
     assert any("listing the cases" in t for t in labels)
     assert any("preparing buckets" in t for t in labels)
     assert p.progress_box.layout.display == "none" and p._tab.layout.display is None
@@ -347,11 +348,34 @@ def test_frame_shows_progress_before_the_tabs_are_built(
     assert list(p.widget.titles) == ["Overview", "Cases", "Buckets & export"]
 
 
+def test_the_cards_are_shown_before_the_charts_are_drawn(ws: enb.Workspace) -> None:
+    """The first step puts the Overview up with its cards; the charts and the diagnosis
+    (the slower half) come in the next, and a policy change in between needs none."""
+    p = ws.load(THREE_TASKS).panel()
+    p.build(1)
+    o = p._overview
+    assert o is not None and not o.drawn and p._tab.layout.display is None
+    assert "5/6 attempts scored" in o.cards.value and "not dispatched" in o.facts.value
+    assert o.charts == {} and o.chart_box.children == () and o.diagnosis.value == ""
+    assert "drawing the charts" in p.progress_label.value and p.progress.value == 1
+    o.policy.value = "failure"  # before the charts: the cards follow, no chart is made
+    assert "score 50.0%" in str(o.summary) and o.charts == {}
+    p.build(2)
+    assert o.drawn and {"reward", "status", "curve", "subset"} <= set(o.charts)
+    assert o.chart_box.children == tuple(o.chart_widgets.values()) and o.diagnosis.value
+    # the charts drawn late follow the policy in force (failure: missing counts as 0)
+    spec = o.charts["curve"].to_dict()
+    assert spec == p.overview.charts["curve"].to_dict()
+    o.policy.value = "unknown"
+    assert o.charts["curve"].to_dict() != spec
+    assert o.chart_widgets["curve"].chart is o.charts["curve"]
+
+
 def test_tabs_build_on_first_read(ws: enb.Workspace) -> None:
     p = ws.load(THREE_TASKS).panel()
     assert p.cases.page.total == 6  # read from Python before any display
     assert p._overview is not None and p._buckets is None and not p.built
-    assert p.progress.value == 2 and "preparing buckets" in p.progress_label.value
+    assert p.progress.value == 3 and "preparing buckets" in p.progress_label.value
     p.buckets.allow_partial.value = True  # the job is still running
     p.buckets.apply_button.click()
     assert p.built and p.buckets.result is not None and not p.cases.bucket.disabled

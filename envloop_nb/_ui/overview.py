@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._metrics.consumption import consumption_rows
@@ -79,6 +80,17 @@ def harbor_agreement_html(check: HarborCheck) -> str:
     )
 
 
+@dataclass(frozen=True)
+class _Computed:
+    """What the tab shows under one policy and threshold, before any chart is made."""
+
+    summary: JobSummary
+    groups: str
+    dims: str
+    points: Any  # the curve's frame
+    scores: Any  # score by subset
+
+
 class OverviewTab:
     """Facts, metric cards with coverage, policy/threshold, groups, charts, diagnosis."""
 
@@ -86,7 +98,6 @@ class OverviewTab:
         import ipywidgets as w
 
         from .._present import charts as _charts
-        from .._present.render import chart_widget
 
         self.state = state
         con, job_id = state.con, state.job_id
@@ -117,17 +128,12 @@ class OverviewTab:
         self.guard = Guard(self.error)
         self.summary: JobSummary | None = None
         self.has_dimensions = has_dimensions(con, job_id)
-        self._cache: dict[tuple[Any, ...], tuple[Any, str, str, Any, Any | None]] = {}
-        status = _charts.status_frame(con, job_id)
-        self.status_counts = {str(s): int(c) for s, c in status.itertuples(index=False)}
-        self.charts: dict[str, Any] = {}
-        for name, measure in DISTRIBUTIONS:
-            frame = _charts.distribution_frame(con, job_id, measure)
-            if len(frame):
-                title = _charts.DISTRIBUTIONS[measure][1]
-                self.charts[name] = _charts.distribution_chart(frame, title=title, x_title=title)
-        self.charts["status"] = _charts.status_chart(status)
+        self._cache: dict[tuple[Any, ...], _Computed] = {}
+        self._status = _charts.status_frame(con, job_id)
+        self.status_counts = {str(s): int(c) for s, c in self._status.itertuples(index=False)}
+        self.charts: dict[str, Any] = {}  # filled by draw()
         self.chart_widgets: dict[str, Any] = {}
+        self.drawn = False
         info = shown_info(con, job_id)  # the status says when annotations are awaited
         config = inference_config(con, job_id, inputs=False)
         self.facts.value = facts_html(
@@ -173,10 +179,7 @@ class OverviewTab:
         else:
             ours = noted_summary(con, job_id).to_dict()
             self.agreement.value = agreement_html(self.platform_metrics, ours)
-        self.diagnosis.value = self._diagnosis()
         self._recompute()
-        for name, chart in self.charts.items():
-            self.chart_widgets[name] = chart_widget(chart)
         self.policy.observe(lambda _: self._on_change(), names="value")
         self.use_threshold.observe(lambda _: self._on_change(), names="value")
         self.threshold.observe(lambda _: self._on_change(), names="value")
@@ -184,10 +187,7 @@ class OverviewTab:
             [self.policy, self.use_threshold, self.threshold],
             layout=w.Layout(align_items="center"),
         )
-        chart_box = w.Box(
-            list(self.chart_widgets.values()),
-            layout=w.Layout(display="flex", flex_flow="row wrap"),
-        )
+        self.chart_box = w.Box(layout=w.Layout(display="flex", flex_flow="row wrap"))
         self.widget = w.VBox(
             [
                 self.facts,
@@ -203,10 +203,33 @@ class OverviewTab:
                 self.agreement,
                 self.groups,
                 self.dimensions,
-                chart_box,
+                self.chart_box,
                 self.diagnosis,
             ]
         )
+
+    def draw(self) -> None:
+        """Draw the charts and the diagnosis (the slower half of the tab, which the cards
+        do not wait for: a shown panel puts the cards up first)."""
+        if self.drawn:
+            return
+        from .._present import charts as _charts
+        from .._present.render import chart_widget
+
+        con, job_id = self.state.con, self.state.job_id
+        charts: dict[str, Any] = {}
+        for name, measure in DISTRIBUTIONS:
+            frame = _charts.distribution_frame(con, job_id, measure)
+            if len(frame):
+                title = _charts.DISTRIBUTIONS[measure][1]
+                charts[name] = _charts.distribution_chart(frame, title=title, x_title=title)
+        charts["status"] = _charts.status_chart(self._status)
+        charts.update(self._metric_charts(self.policy.value, self.threshold_value))
+        diagnosis = self._diagnosis()
+        widgets = {name: chart_widget(chart) for name, chart in charts.items()}
+        self.charts, self.chart_widgets, self.drawn = charts, widgets, True
+        self.chart_box.children = list(widgets.values())
+        self.diagnosis.value = diagnosis
 
     def _toggle_inference(self) -> None:
         """Show (computing it the first time) or hide the inference configuration."""
@@ -236,23 +259,18 @@ class OverviewTab:
         if self.guard.run(self._recompute):
             self.state.set_metric(self.policy.value, self.threshold_value)
 
-    def _compute(
-        self, policy: Any, threshold: float | None
-    ) -> tuple[Any, str, str, Any, Any | None]:
-        """Summary, group tables and curve chart under one policy/threshold (cached).
-
-        The cache is keyed by the job's ``loaded_at`` too, so a reloaded job is recomputed.
-        """
+    def _compute(self, policy: Any, threshold: float | None) -> _Computed:
+        """Summary, group tables, the curve's points and the scores by subset under one
+        policy/threshold (cached by the job's ``loaded_at`` too: a reloaded job is
+        recomputed). No chart: the cards do not wait for one."""
         from .._metrics.groups import group_summaries
         from .._metrics.passk_views import curve
-        from .._present import charts as _charts
 
         con, job_id = self.state.con, self.state.job_id
         key = (policy, threshold, loaded_at(con, job_id))
         if key not in self._cache:
             summary = noted_summary(con, job_id, policy=policy, threshold=threshold)
             dims = ""
-            subset_chart = None
             by_subset = group_summaries(
                 con, job_id, by="subset", policy=policy, threshold=threshold
             )
@@ -262,34 +280,40 @@ class OverviewTab:
                     con, job_id, by="dimension", policy=policy, threshold=threshold
                 )
                 dims = groups_html(by_dimension, "dimension")
-            if len(by_subset):
-                scores = by_subset[["value", "score"]].rename(columns={"value": "subset"})
-                rate = bool(scores["score"].dropna().between(0, 1).all())
-                subset_chart = _charts.bar_chart(
-                    scores, category="subset", value="score", title="score by subset",
-                    percent=rate,
-                )  # fmt: skip
+            scores = by_subset[["value", "score"]].rename(columns={"value": "subset"})
             points = curve(con, job_id, policy=policy, threshold=threshold)
-            title = f"pass@k / pass^k, k = 1..{job_k(con, job_id)}"
-            chart = _charts.curve_chart(points, title=title)
-            self._cache[key] = (summary, groups, dims, chart, subset_chart)
+            self._cache[key] = _Computed(summary, groups, dims, points, scores)
         return self._cache[key]
+
+    def _metric_charts(self, policy: Any, threshold: float | None) -> dict[str, Any]:
+        """The charts that follow the policy and threshold: the curve, the subset scores."""
+        from .._present import charts as _charts
+
+        done = self._compute(policy, threshold)
+        title = f"pass@k / pass^k, k = 1..{job_k(self.state.con, self.state.job_id)}"
+        out = {"curve": _charts.curve_chart(done.points, title=title)}
+        if len(done.scores):
+            rate = bool(done.scores["score"].dropna().between(0, 1).all())
+            out["subset"] = _charts.bar_chart(
+                done.scores, category="subset", value="score", title="score by subset",
+                percent=rate,
+            )  # fmt: skip
+        return out
 
     def _recompute(self) -> None:
         """Compute everything first, then assign: a failure leaves the tab as it was."""
         policy, threshold = self.policy.value, self.threshold_value
-        summary, groups, dims, curve_chart, subset_chart = self._compute(policy, threshold)
+        done = self._compute(policy, threshold)
+        charts = self._metric_charts(policy, threshold) if self.drawn else {}
         # assign
-        self.summary = summary
-        self.cards.value = f'{PANEL_CSS}<div class="enb-panel">{summary._repr_html_()}</div>'
-        self.groups.value = groups
-        self.dimensions.value = dims
-        self.charts["curve"] = curve_chart
-        if subset_chart is not None:
-            self.charts["subset"] = subset_chart
-        for name in ("curve", "subset"):
-            if name in self.chart_widgets and name in self.charts:
-                self.chart_widgets[name].chart = self.charts[name]
+        self.summary = done.summary
+        self.cards.value = f'{PANEL_CSS}<div class="enb-panel">{done.summary._repr_html_()}</div>'
+        self.groups.value = done.groups
+        self.dimensions.value = done.dims
+        for name, chart in charts.items():
+            self.charts[name] = chart
+            if name in self.chart_widgets:
+                self.chart_widgets[name].chart = chart
 
     def _diagnosis(self) -> str:
         try:

@@ -14,11 +14,12 @@ Every control and every result is an attribute, so tests drive a panel from Pyth
 ``panel.overview.summary``, ``panel.cases.page.frame``, ``panel.buckets.last_export``.
 An error in a callback shows a readable box in the panel and leaves the rest as it was.
 
-The tabs are built lazily and in order (Overview, Cases, Buckets): shown in a notebook,
-the panel first displays its frame (title and a progress line), then builds the tabs
-into it, so the browser sees the panel at once and the progress as it goes (widget
-updates reach the front end while the cell runs); read from Python, a tab is built on
-first access (``panel.cases`` builds the Overview and the Cases tab).
+The tabs are built lazily and in order (the Overview's cards, its charts and diagnosis,
+Cases, Buckets): shown in a notebook, the panel first displays its frame (title and a
+progress line), then builds the tabs into it, so the browser sees the panel at once, the
+cards before the charts, and the progress as it goes (widget updates reach the front end
+while the cell runs); read from Python, a tab is built on first access (``panel.cases``
+builds the Overview and the Cases tab).
 """
 
 from __future__ import annotations
@@ -42,8 +43,15 @@ __all__ = ["BUILD_STEPS", "JobPanel", "job_panel", "panel"]
 TAB_TITLES = ("Overview", "Cases", "Buckets & export")
 #: Position of the Cases tab: hidden, it re-queries only when shown.
 CASES_TAB = 1
-#: What the progress line says while each tab is computed, in build order.
-BUILD_STEPS = ("computing the overview…", "listing the cases…", "preparing buckets & export…")
+#: What the progress line says while each step is computed, in build order.
+BUILD_STEPS = (
+    "computing the overview…",
+    "drawing the charts…",
+    "listing the cases…",
+    "preparing buckets & export…",
+)
+#: The tab each step builds: the Overview is shown (cards first) before its charts.
+STEP_TABS = (0, 0, 1, 2)
 
 
 class JobPanel:
@@ -51,7 +59,8 @@ class JobPanel:
 
     Nothing is computed when the panel is made. Shown in a notebook, it displays its
     ``frame`` at once (the job's title and a progress line) and then computes the tabs
-    one after another, filling the frame as they are ready. From Python, a tab is built
+    one after another, filling the frame as they are ready (the Overview's cards before
+    its charts). From Python, a tab is built
     the first time it is read (``panel.cases`` builds the Overview and the Cases tab).
 
     Attributes
@@ -83,10 +92,14 @@ class JobPanel:
         self._overview: OverviewTab | None = None
         self._cases: CasesTab | None = None
         self._buckets: BucketsTab | None = None
-        self._built = 0  # how many of the tabs (in BUILD_STEPS order) exist
+        self._built = 0  # how many of the BUILD_STEPS are done
         # a note per tab until it is built (then the tab's own widget takes its place)
         self._tab = w.Tab(
-            children=[w.HTML(self._note(step)) for step in BUILD_STEPS], titles=list(TAB_TITLES)
+            children=[
+                w.HTML(self._note(BUILD_STEPS[STEP_TABS.index(tab)]))
+                for tab in range(len(TAB_TITLES))
+            ],
+            titles=list(TAB_TITLES),
         )
         self._tab.add_class("enb-job-panel")
         self._tab.layout.display = "none"  # shown once the Overview is there
@@ -119,7 +132,7 @@ class JobPanel:
         return self._built == len(BUILD_STEPS)
 
     def build(self, upto: int = len(BUILD_STEPS)) -> JobPanel:
-        """Build the first ``upto`` tabs not built yet (all by default), moving the
+        """Do the first ``upto`` BUILD_STEPS not done yet (all by default), moving the
         progress line along; an error is shown in the frame and raised."""
         while self._built < min(upto, len(BUILD_STEPS)):
             step = self._built
@@ -132,7 +145,7 @@ class JobPanel:
 
                 self.progress.bar_style = "danger"
                 self.progress_label.value = self._note(
-                    f"could not build the {TAB_TITLES[step]} tab: {describe_error(exc)}"
+                    f"could not build the {TAB_TITLES[STEP_TABS[step]]} tab: {describe_error(exc)}"
                 )
                 raise
             self._built = step + 1
@@ -156,6 +169,9 @@ class JobPanel:
             self._overview = OverviewTab(self.state)
             self._put(0, self._overview.widget)
         elif step == 1:
+            assert self._overview is not None
+            self._overview.draw()
+        elif step == 2:
             self._cases = CasesTab(self.state, page_size=self.page_size)
             self.state.on_buckets(self._cases.use_buckets)
             widget: Any = self._cases.widget
@@ -178,22 +194,22 @@ class JobPanel:
 
     @property
     def overview(self) -> OverviewTab:
-        """The Overview tab (built on first read)."""
-        self.build(1)
+        """The Overview tab, its charts drawn (built on first read)."""
+        self.build(2)
         assert self._overview is not None
         return self._overview
 
     @property
     def cases(self) -> CasesTab:
         """The Cases tab (built on first read, after the Overview)."""
-        self.build(2)
+        self.build(3)
         assert self._cases is not None
         return self._cases
 
     @property
     def buckets(self) -> BucketsTab:
         """The Buckets & export tab (built on first read, after the other two)."""
-        self.build(3)
+        self.build(4)
         assert self._buckets is not None
         return self._buckets
 
