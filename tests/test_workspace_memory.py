@@ -211,3 +211,14 @@ def test_reload_replaces_rows_and_stamps_a_new_load_time(ws: enb.Workspace) -> N
     assert ws.con.execute("SELECT count(*) FROM attempts").fetchone() == (6,)
     second = ws.con.execute("SELECT loaded_at FROM jobs").fetchone()
     assert first is not None and second is not None and second[0] >= first[0]
+
+
+def test_duckdb_gives_freed_memory_back_in_the_background(tmp_path: Path) -> None:
+    """Every workspace, in memory, on file and read-only, runs DuckDB's allocator
+    background threads (what a big load freed goes back to the system)."""
+    path = tmp_path / "w.duckdb"
+    with enb.open() as ws, enb.open(path) as on_file:
+        assert _setting(ws, "allocator_background_threads") == "True"
+        assert _setting(on_file, "allocator_background_threads") == "True"
+    with enb.open(path, read_only=True) as ro:
+        assert _setting(ro, "allocator_background_threads") == "True"
