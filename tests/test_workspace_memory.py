@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import duckdb
 import pandas as pd
 import pytest
 
@@ -222,3 +225,33 @@ def test_duckdb_gives_freed_memory_back_in_the_background(tmp_path: Path) -> Non
         assert _setting(on_file, "allocator_background_threads") == "True"
     with enb.open(path, read_only=True) as ro:
         assert _setting(ro, "allocator_background_threads") == "True"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="DuckDB uses jemalloc on Linux only")
+def test_release_memory_hands_back_what_duckdb_freed() -> None:
+    """After a wide aggregate DuckDB's allocator holds the freed memory; the release
+    returns it to the system and leaves the thread count as it was."""
+    from envloop_nb._store.memory import release_memory
+
+    def rss_mb() -> float:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    con = duckdb.connect(config={"memory_limit": "1GB", "threads": 2})
+    con.execute(
+        "SELECT i % 3000000 AS g, count(*), sum(i), max(i::VARCHAR) "
+        "FROM range(30000000) t(i) GROUP BY g"
+    ).fetchall()
+    held = rss_mb()
+    release_memory(con)
+    assert rss_mb() < held - 50  # MB back to the system (~120 MB on the CI machine)
+    row = con.execute("SELECT current_setting('threads')").fetchone()
+    assert row is not None and int(row[0]) == 2
+    con.close()
+
+
+def test_a_load_leaves_the_thread_count_as_it_was() -> None:
+    with enb.open() as ws:
+        ws.sql("SET threads = 1")
+        ws.load(THREE_TASKS)
+        assert _setting(ws, "threads") == "1"

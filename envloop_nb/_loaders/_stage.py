@@ -27,6 +27,7 @@ import pyarrow as pa
 from .._annotations.manual import remirror
 from .._errors import LoadError
 from .._store.attempt_sources import in_place, rebuild
+from .._store.memory import release_memory
 from .._store.schema import JOB_TABLES
 from .._store.task_counts import COUNT_NAMES, NULLABLE, STATS_SQL, scales, stage_counts_sql
 
@@ -92,10 +93,9 @@ def staging(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         return
     try:
         yield
-    except BaseException:
-        _rollback(con)
-        raise
-    _rollback(con)  # a no-op after commit_stage
+    finally:
+        _rollback(con)  # undoes a failed load; a no-op after commit_stage
+        release_memory(con)  # what the load freed goes back before the first question
 
 
 @contextmanager
@@ -115,6 +115,7 @@ def batch(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         raise
     finally:
         del _BATCHES[id(con)]
+        release_memory(con)
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
