@@ -23,7 +23,7 @@ def release_memory(con: duckdb.DuckDBPyConnection) -> None:
 
     DuckDB has no statement for it; a change of its thread count purges every arena of
     its allocator (``TaskScheduler::RelaunchThreads`` → ``Allocator::FlushAll``), so the
-    count is moved by one and set back: the setting ends as it was (~20 ms; nothing
+    count is moved by one and set back: the setting ends as it was (20–150 ms; nothing
     happens where DuckDB runs without jemalloc).
 
     Examples
