@@ -106,6 +106,30 @@ def test_counts_kept_by_the_load_equal_the_counts_of_the_attempts(
     )
 
 
+@pytest.mark.parametrize("kept_by", ["this version", "version 1", "none"])
+@pytest.mark.parametrize("source", ["three", "graded", "undispatched"])
+def test_count_rows_are_the_task_counts_without_the_task_text(
+    ws: enb.Workspace, tmp_path: Path, source: str, kept_by: str
+) -> None:
+    """What a curve reads: the same tasks, order and counts as ``task_counts`` (every
+    column, type and bit), read from the kept counts alone when the load kept them at
+    each task's position (no task rows with their tags fetched), else from task_counts."""
+    path = {"three": THREE_TASKS, "graded": SAMPLE_DATA / "graded.json"}.get(source)
+    job = ws.load(path or _with_undispatched(tmp_path))
+    if kept_by == "version 1":
+        ws.con.execute("DELETE FROM task_counts_cache WHERE dispatched = 0")
+        ws.con.execute("UPDATE task_counts_cache SET position = NULL")
+    elif kept_by == "none":
+        ws.con.execute("DELETE FROM task_counts_cache")
+    names = ["k", *_metrics.COUNT_NAMES]
+    for t in THRESHOLDS:
+        memo.clear_cache()
+        light = _metrics.count_rows(ws.con, job.id, t)
+        fetched_rows = any(key[1] == ("task_rows",) for key in memo.CACHE[ws.con])
+        assert fetched_rows is (kept_by != "this version"), t
+        assert light.equals(_metrics.task_counts(ws.con, job.id, t).select(names)), t
+
+
 def test_a_reopened_workspace_answers_from_the_kept_counts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -58,6 +58,7 @@ __all__ = [
     "check_options",
     "clear_cache",
     "count_columns_sql",
+    "count_rows",
     "fixed_sum",
     "job_list_sql",
     "job_row",
@@ -265,11 +266,11 @@ def task_counts(
             # (a metrics-only job has no per-task counts at all)
             require_task_table(con, job_id, "a per-task view (samples, curve, groups, buckets...)")
             return _summarised_counts(con, job_id, rows, threshold, reduced)
-        kept = cached_counts(con, job_id)  # counted by the job's load
+        kept = _kept(con, job_id, threshold)  # counted by the job's load
         if kept is not None and kept.column("task").equals(rows.column("task")):
             # one row per task in the task rows' order: side by side, no lookup
-            kept = _with_passes(con, job_id, kept, threshold, in_order=True)
             return _beside(rows, kept)
+        kept = cached_counts(con, job_id)
         if kept is not None:  # kept by version 1: the tasks with attempts, by name
             kept = kept.drop_columns(["position"])
             return _aligned(rows, _with_passes(con, job_id, kept, threshold, in_order=False))
@@ -281,6 +282,52 @@ def task_counts(
         return _aligned(rows, agg)
 
     return cached(con, job_id, ("task_counts", threshold), compute)
+
+
+def _kept(con: duckdb.DuckDBPyConnection, job_id: str, threshold: float | None) -> pa.Table | None:
+    """The load's kept counts with the passes of ``threshold``, when the load kept a row
+    per requested task in task order (this version's cache; memoized); else None."""
+
+    def compute() -> pa.Table | None:
+        kept = cached_counts(con, job_id)
+        if kept is None or kept.column("position").null_count:  # none, or version 1's
+            return None
+        return _with_passes(con, job_id, kept, threshold, in_order=True)
+
+    result: pa.Table | None = cached(con, job_id, ("kept_counts", threshold), compute)
+    return result
+
+
+def count_rows(
+    con: duckdb.DuckDBPyConnection, job_id: str, threshold: float | None = None
+) -> pa.Table:
+    """The per-task counts of :func:`task_counts` without the task rows' text (no
+    ``tags``, ``subset``): ``k`` and :data:`COUNT_NAMES`, one row per requested task.
+
+    What a curve needs. When the load kept the counts at each task's position this reads
+    only them (and, for a threshold, the passes), not the tasks' tags; otherwise it is
+    :func:`task_counts`. The rows are the same tasks as :func:`task_counts`' in the same
+    order, with the same counts (tested).
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> ws = enb.open()
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> count_rows(ws.con, job.id).column("passes").to_pylist()
+    [1, 2, 0]
+    """
+    threshold = None if threshold is None else float(threshold)
+    kept = None if summarised(con, job_id) is not None else _kept(con, job_id, threshold)
+    if kept is not None:
+        row = con.execute("SELECT count(*) FROM tasks WHERE job_id = ?", [job_id]).fetchone()
+        job = job_row(con, job_id)
+        if row is not None and job is not None and int(row[0]) == kept.num_rows:
+            k = pa.repeat(pa.scalar(job[1], pa.int32()), kept.num_rows)
+            return pa.Table.from_arrays(
+                [k, *(kept.column(n) for n in COUNT_NAMES)], names=["k", *COUNT_NAMES]
+            )
+    return task_counts(con, job_id, threshold).select(["k", *COUNT_NAMES])
 
 
 def _with_passes(

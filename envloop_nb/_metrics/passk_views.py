@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from .._store.ref import job_k
 from .._types import FrameKind, Policy
-from .counts import check_options, per_task_arrays, task_counts
+from .counts import check_options, count_rows, per_task_arrays, task_counts
 from .passk import mean_estimates, pass_at_k, pass_hat_k
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ def curve(
     Columns: ``k, pass@k, pass^k, tasks`` (tasks the point covers) and ``tasks_total``.
     """
     check_options(policy, threshold)
-    counts = task_counts(con, job_id, threshold)
+    counts = count_rows(con, job_id, threshold)  # no task text: only the counts
     ks = list(ks) if ks is not None else list(range(1, job_k(con, job_id) + 1))
     arr = per_task_arrays(counts, policy)
     n, c = arr["n"], arr["c"]
