@@ -167,9 +167,12 @@ def test_exported_workbooks_are_the_same(ws: enb.Workspace, tmp_path: Path) -> N
         out = tmp_path / f"{job.id}.xlsx"
         job.export_xlsx(out, rules=RULES)
         book = load_workbook(out, read_only=True)
-        books.append(
+        books.append(  # the export's own time may differ by a second between the two
             {
-                name: [[c for c in row] for row in book[name].iter_rows(values_only=True)]
+                name: [
+                    [row[0]] if row and row[0] == "exported at (UTC)" else list(row)
+                    for row in book[name].iter_rows(values_only=True)
+                ]
                 for name in book.sheetnames
             }
         )
