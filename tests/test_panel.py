@@ -371,6 +371,24 @@ def test_the_cards_are_shown_before_the_charts_are_drawn(ws: enb.Workspace) -> N
     assert o.chart_widgets["curve"].chart is o.charts["curve"]
 
 
+def test_the_cards_need_no_chart_library() -> None:
+    """Putting the cards up imports no altair (its import, through jsonschema's format
+    checkers, is the slowest part of a cold Overview): a fresh process shows."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, envloop_nb as enb\n"
+        f"job = enb.open().load({str(THREE_TASKS)!r})\n"
+        "p = job.panel(); p.build(1)\n"
+        "assert 'score' in p._overview.cards.value\n"
+        "print('altair' in sys.modules)\n"
+        "p.build(2); print('altair' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
+
+
 def test_tabs_build_on_first_read(ws: enb.Workspace) -> None:
     p = ws.load(THREE_TASKS).panel()
     assert p.cases.page.total == 6  # read from Python before any display

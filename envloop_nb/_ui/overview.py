@@ -224,7 +224,8 @@ class OverviewTab:
                 title = _charts.DISTRIBUTIONS[measure][1]
                 charts[name] = _charts.distribution_chart(frame, title=title, x_title=title)
         charts["status"] = _charts.status_chart(self._status)
-        charts.update(self._metric_charts(self.policy.value, self.threshold_value))
+        # under the policy and threshold in force (the controls may hold an unapplied value)
+        charts.update(self._metric_charts(self.state.policy, self.state.threshold))
         diagnosis = self._diagnosis()
         widgets = {name: chart_widget(chart) for name, chart in charts.items()}
         self.charts, self.chart_widgets, self.drawn = charts, widgets, True
