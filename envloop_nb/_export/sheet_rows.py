@@ -57,6 +57,7 @@ class RowFile:
         # open until splice() has copied it into the saved workbook (or the workbook is gone)
         self.file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
         self.rows: list[str] = []
+        self._planned: tuple[Any, list[list[Any]]] | None = None
         _PENDING.setdefault(ws.parent, []).append(self)
 
     def append(
@@ -72,14 +73,50 @@ class RowFile:
             head += f' ht="{height:g}" customHeight="1"'
         parts = [head + ">"]
         r = str(row_idx)
-        for letter, value, (fmt, wrap) in zip(self.letters, values, formats, strict=True):
-            cell = self._cell(letter + r, value, fmt, wrap)
-            if cell:
-                parts.append(cell)
+        clean, style = self.clean, self.style
+        for col, value in zip(self._plan(formats), values, strict=True):
+            letter, fmt, wrap = col[0], col[1], col[2]
+            kind = type(value)  # the common exact types inline; the rest as _cell says
+            if kind is str:
+                value = clean(value)
+                quote = value.startswith(FORMULA_START)
+                sid = col[4 + quote]
+                if sid < 0:  # the column's first such text: its style, registered now
+                    sid = col[4 + quote] = style(None, wrap, quote)
+                if not value:
+                    parts.append(f'<c r="{letter}{r}" s="{sid}" t="inlineStr"/>')
+                    continue
+                space = ' xml:space="preserve"' if value != value.strip() else ""
+                text = value.translate(_XML_TEXT)
+                parts.append(
+                    f'<c r="{letter}{r}" s="{sid}" t="inlineStr"><is><t{space}>{text}</t></is></c>'
+                )
+            elif kind is int or (kind is float and math.isfinite(value)):
+                sid = col[3]
+                if sid < 0:
+                    sid = col[3] = style(fmt, False, False)
+                parts.append(f'<c r="{letter}{r}" s="{sid}" t="n"><v>{value:.16g}</v></c>')
+            elif value is not None:
+                cell = self._cell(letter + r, value, fmt, wrap)
+                if cell:
+                    parts.append(cell)
         parts.append("</row>")
         self.rows.append("".join(parts))
         if len(self.rows) >= _FLUSH:
             self.flush()
+
+    def _plan(self, formats: Sequence[tuple[str | None, bool]]) -> list[list[Any]]:
+        """Per column: ``[letter, format, wrap, number, text, quoted text]``, the last
+        three the cells' style ids, -1 until a cell of that kind comes (a style is
+        registered when first used, in the order openpyxl would). Made once per
+        ``formats``: a sheet passes the same each row."""
+        if self._planned is None or self._planned[0] is not formats:
+            plan = [
+                [letter, fmt, wrap, -1, -1, -1]
+                for letter, (fmt, wrap) in zip(self.letters, formats, strict=True)
+            ]
+            self._planned = (formats, plan)
+        return self._planned[1]
 
     def _cell(self, ref: str, value: Any, fmt: str | None, wrap: bool) -> str:
         if value is None:
