@@ -358,6 +358,7 @@ class Sheet:
         self.rows = RowFile(
             ws,
             [get_column_letter(i) for i in range(1, len(self.columns) + 1)],
+            self.formats,
             functools.partial(self._style, ws),
             self.cells.clean,
         )
@@ -383,7 +384,7 @@ class Sheet:
         lines = _row_lines(values, self.columns)
         row_idx = self.rows_in_part + self.header_row + 1
         # streamed rows are not auto-fitted: give wrapped text room
-        self.rows.append(row_idx, values, self.formats, 15 * lines if lines > 1 else None)
+        self.rows.append(row_idx, values, 15 * lines if lines > 1 else None)
         self.rows_in_part += 1
         self.counts[self.ws.title] += 1
 

@@ -40,8 +40,9 @@ _XML_TEXT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"
 class RowFile:
     """The data rows of one worksheet ``ws`` of a write-only workbook, as XML text.
 
-    ``style(fmt, wrap, quote)`` gives the workbook's style id of a cell format
-    (registered once, as openpyxl registers it); ``clean`` makes text safe
+    ``formats`` holds each column's ``(number format, wrap)``; ``style(fmt, wrap,
+    quote)`` gives the workbook's style id of a cell format (registered once, as openpyxl
+    registers it); ``clean`` makes text safe
     (:meth:`~envloop_nb._export.cells.CellWriter.clean`).
     """
 
@@ -49,32 +50,33 @@ class RowFile:
         self,
         ws: Any,
         letters: Sequence[str],
+        formats: Sequence[tuple[str | None, bool]],
         style: Callable[[str | None, bool, bool], int],
         clean: Callable[[str], str],
     ) -> None:
         self.ws, self.letters, self.clean = ws, list(letters), clean
         self._style, self._sids = style, dict[tuple[str | None, bool, bool], int]()
+        # per column: [letter, format, wrap, and the style ids of a number, a text and a
+        # quoted text in it], an id -1 until a cell of that kind comes (a style is
+        # registered when first used, in the order openpyxl would)
+        self._columns: list[list[Any]] = [
+            [letter, fmt, wrap, -1, -1, -1]
+            for letter, (fmt, wrap) in zip(self.letters, formats, strict=True)
+        ]
         # open until splice() has copied it into the saved workbook (or the workbook is gone)
         self.file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
         self.rows: list[str] = []
-        self._planned: tuple[Any, list[list[Any]]] | None = None
         _PENDING.setdefault(ws.parent, []).append(self)
 
-    def append(
-        self,
-        row_idx: int,
-        values: Sequence[Any],
-        formats: Sequence[tuple[str | None, bool]],
-        height: float | None = None,
-    ) -> None:
-        """Row ``row_idx``: one value per column with its ``(number format, wrap)``."""
+    def append(self, row_idx: int, values: Sequence[Any], height: float | None = None) -> None:
+        """Row ``row_idx``: one value per column."""
         head = f'<row r="{row_idx}"'
         if height is not None:
             head += f' ht="{height:g}" customHeight="1"'
         parts = [head + ">"]
         r = str(row_idx)
         clean, style = self.clean, self.style
-        for col, value in zip(self._plan(formats), values, strict=True):
+        for col, value in zip(self._columns, values, strict=True):
             letter, fmt, wrap = col[0], col[1], col[2]
             kind = type(value)  # the common exact types inline; the rest as _cell says
             if kind is str:
@@ -83,14 +85,7 @@ class RowFile:
                 sid = col[4 + quote]
                 if sid < 0:  # the column's first such text: its style, registered now
                     sid = col[4 + quote] = style(None, wrap, quote)
-                if not value:
-                    parts.append(f'<c r="{letter}{r}" s="{sid}" t="inlineStr"/>')
-                    continue
-                space = ' xml:space="preserve"' if value != value.strip() else ""
-                text = value.translate(_XML_TEXT)
-                parts.append(
-                    f'<c r="{letter}{r}" s="{sid}" t="inlineStr"><is><t{space}>{text}</t></is></c>'
-                )
+                parts.append(_text_cell(letter + r, value, sid))
             elif kind is int or (kind is float and math.isfinite(value)):
                 sid = col[3]
                 if sid < 0:
@@ -104,19 +99,6 @@ class RowFile:
         self.rows.append("".join(parts))
         if len(self.rows) >= _FLUSH:
             self.flush()
-
-    def _plan(self, formats: Sequence[tuple[str | None, bool]]) -> list[list[Any]]:
-        """Per column: ``[letter, format, wrap, number, text, quoted text]``, the last
-        three the cells' style ids, -1 until a cell of that kind comes (a style is
-        registered when first used, in the order openpyxl would). Made once per
-        ``formats``: a sheet passes the same each row."""
-        if self._planned is None or self._planned[0] is not formats:
-            plan = [
-                [letter, fmt, wrap, -1, -1, -1]
-                for letter, (fmt, wrap) in zip(self.letters, formats, strict=True)
-            ]
-            self._planned = (formats, plan)
-        return self._planned[1]
 
     def _cell(self, ref: str, value: Any, fmt: str | None, wrap: bool) -> str:
         if value is None:
@@ -139,12 +121,7 @@ class RowFile:
 
     def _text(self, ref: str, value: str, wrap: bool) -> str:
         value = self.clean(value)
-        sid = self.style(None, wrap, value.startswith(FORMULA_START))
-        if value == "":
-            return f'<c r="{ref}" s="{sid}" t="inlineStr"/>'
-        space = ' xml:space="preserve"' if value != value.strip() else ""
-        text = value.translate(_XML_TEXT)
-        return f'<c r="{ref}" s="{sid}" t="inlineStr"><is><t{space}>{text}</t></is></c>'
+        return _text_cell(ref, value, self.style(None, wrap, value.startswith(FORMULA_START)))
 
     def style(self, fmt: str | None, wrap: bool, quote: bool) -> int:
         """The style id of a cell format (asked of the workbook once per format)."""
@@ -158,6 +135,15 @@ class RowFile:
         if self.rows:
             self.file.write("".join(self.rows).encode("utf-8"))
             self.rows.clear()
+
+
+def _text_cell(ref: str, value: str, sid: int) -> str:
+    """The inline-string cell of an already cleaned text, as openpyxl writes it."""
+    if value == "":
+        return f'<c r="{ref}" s="{sid}" t="inlineStr"/>'
+    space = ' xml:space="preserve"' if value != value.strip() else ""
+    text = value.translate(_XML_TEXT)
+    return f'<c r="{ref}" s="{sid}" t="inlineStr"><is><t{space}>{text}</t></is></c>'
 
 
 def splice(wb: Any, saved: Path) -> None:
