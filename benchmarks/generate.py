@@ -89,6 +89,7 @@ SIZES: dict[str, Shape] = {
         Shape("10kt", 10_000, 4),
         Shape("50kt", 50_000, 4),
         Shape("100kt", 100_000, 4),
+        Shape("500kt", 500_000, 4),
     )
 }
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import EnvloopError, LoadError
+from .._store.sql import ident
 
 if TYPE_CHECKING:
     from .._store.ref import WorkspaceRef
@@ -200,10 +201,19 @@ def register_dataset(
 
 
 def commit_registration(
-    ws: WorkspaceRef, manifest: dict[str, Any], relation: str, path: Path, row_count: int
+    ws: WorkspaceRef,
+    manifest: dict[str, Any],
+    rows: str | Path | None,
+    path: Path,
+    row_count: int,
 ) -> None:
-    """Replace the dataset's registration with ``relation``'s rows (columns of
-    :func:`registration_table`) in one transaction."""
+    """Replace the dataset's registration in one transaction.
+
+    ``rows`` holds the registration rows (columns of :func:`registration_table`, in row
+    order): the name of a relation registered on the connection, the path of a Parquet
+    file of them (read by DuckDB, streamed into the table), or ``None`` when there are
+    none.
+    """
     name, version = manifest["name"], manifest["version"]
     created = manifest.get("created_at")
     con = ws.con
@@ -227,11 +237,16 @@ def commit_registration(
                 dt.datetime.fromisoformat(created) if created else None,
             ],
         )
-        con.execute(
-            f"""INSERT INTO dataset_rows
-               SELECT dataset_name, dataset_version, row_index, task, input, reference,
-                      tags::JSON, extra::JSON FROM {relation} ORDER BY row_index"""
-        )
+        if rows is not None:
+            source, params = (
+                (ident(rows), []) if isinstance(rows, str) else ("read_parquet(?)", [str(rows)])
+            )
+            con.execute(
+                f"""INSERT INTO dataset_rows
+                   SELECT dataset_name, dataset_version, row_index, task, input, reference,
+                          tags::JSON, extra::JSON FROM {source}""",
+                params,
+            )
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

@@ -5,9 +5,12 @@
 pass_rate and the source metrics) and ``manifest.json`` (provenance: source job,
 dataset name@revision, rules, policy, row count, content hash, created time, partial
 flag, purpose), then registers it in the workspace. The per-task rows are built in
-DuckDB: the first recorded input of each task, and its first valid reference. They are
-streamed in Arrow record batches: the file is written, the content hash updated and the
-registration staged one batch at a time, so memory does not grow with the row count.
+DuckDB, ``CHUNK_TASKS`` tasks per query (the first recorded input of each task, and its
+first valid reference, from that chunk's attempts), and streamed in Arrow record batches:
+the file is written, the content hash updated and the registration rows staged in a
+Parquet file one batch at a time (DuckDB inserts them from it at the end). What grows
+with the row count is the per-task metrics table the rows are chosen by (numbers, and
+text shared with the job's kept per-task counts), not the rows' text.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import json
 import re
 import shutil
 import tempfile
-import uuid
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._buckets.apply import check_finished, job_buckets
 from .._buckets.rules import BucketRules, parse_names
 from .._errors import EnvloopError
-from .._metrics.passk_views import samples
+from .._metrics.passk_views import sample_table
 from .._store.ref import job_info
 from .._store.sql import ident
 from .dataset import (
@@ -46,6 +48,8 @@ __all__ = ["check_new_dataset", "export_dataset", "write_dataset"]
 
 #: Rows fetched from DuckDB per Arrow batch (memory is one batch, not the dataset).
 BATCH_ROWS = 4_096
+#: Tasks per query of the rows (DuckDB's memory for the first inputs is one chunk's).
+CHUNK_TASKS = 131_072
 
 _NAME = re.compile(r"^[^/\\@\x00-\x1f]+$")
 
@@ -74,16 +78,17 @@ def _task_batches(
     import pyarrow as pa
 
     con = job.con.cursor()
+    columns = list(tasks.column_names if isinstance(tasks, pa.Table) else tasks.columns)
     metric_cols = [
         c
-        for c in tasks.columns
+        for c in columns
         if c in ("n", "scored", "passes", "reward_mean")
         or c.startswith(("pass@", "pass^"))
         or (rules is not None and c == rules.metric)
     ]
-    keep = ["task", "pass_rate", *metric_cols] + (["bucket"] if "bucket" in tasks.columns else [])
-    frame = tasks[list(dict.fromkeys(keep))]
-    con.register("_ds_tasks", pa.Table.from_pandas(frame, preserve_index=False))
+    keep = ["task", "pass_rate", *metric_cols] + (["bucket"] if "bucket" in columns else [])
+    keep = list(dict.fromkeys(keep))
+    frame = tasks.select(keep) if isinstance(tasks, pa.Table) else tasks[keep]
     params: dict[str, Any] = {"job": job.id}
     and_bucket = ""
     if chosen is not None:
@@ -92,7 +97,7 @@ def _task_batches(
     extra_cols = "".join(
         f", b.{ident(c)}" for c in metric_cols if c != "pass_rate"
     )  # pass_rate is selected already (it is also the metric of pass-rate rules)
-    bucket = "b.bucket" if "bucket" in frame.columns else "NULL::VARCHAR"
+    bucket = "b.bucket" if "bucket" in keep else "NULL::VARCHAR"
     # the task's current human annotations travel with it (only when the job has any)
     annotated = con.execute(
         "SELECT count(*) > 0 FROM manual_dimensions WHERE job_id = ?", [job.id]
@@ -107,9 +112,12 @@ def _task_batches(
                        ORDER BY a.name, a.attempt)
                    FROM annotations a WHERE a.job_id = $job AND a.task = t.task
                      AND a.replaced_at IS NULL AND a.value IS NOT NULL), []) AS annotations"""
-    try:
-        reader = con.execute(
-            f"""
+    # The per-task frame is in task order (the per-task counts are kept at each task's
+    # position); it is queried a chunk of tasks at a time, each chunk's attempts only,
+    # so DuckDB's aggregate of the first inputs and its sort hold one chunk, not the job.
+    chunks = range(0, len(frame), CHUNK_TASKS) if len(frame) else range(0, 1)
+    own_attempts = "AND task IN (SELECT task FROM _ds_tasks)" if len(frame) > CHUNK_TASKS else ""
+    query = f"""
             WITH first AS (
                 SELECT task,
                        arg_min(input, attempt) FILTER (WHERE input IS NOT NULL) AS input,
@@ -118,7 +126,7 @@ def _task_batches(
                        arg_min(reference, attempt)
                            FILTER (WHERE reference IS NOT NULL AND trim(reference) <> '')
                            AS reference
-                FROM attempts WHERE job_id = $job GROUP BY task
+                FROM attempts WHERE job_id = $job {own_attempts} GROUP BY task
             )
             SELECT t.task, f.input, f.input_is_chat, f.reference, t.tags,
                    {bucket} AS bucket, b.pass_rate{extra_cols}, $job AS source_job{notes}
@@ -127,12 +135,22 @@ def _task_batches(
             LEFT JOIN first f ON f.task = t.task
             WHERE t.job_id = $job {and_bucket}
             ORDER BY t.position
-            """,
-            params,
-        ).to_arrow_reader(BATCH_ROWS)
-        yield from reader
+            """
+    try:
+        for start in chunks:
+            part = (
+                frame.slice(start, CHUNK_TASKS)
+                if isinstance(frame, pa.Table)
+                else pa.Table.from_pandas(
+                    frame.iloc[start : start + CHUNK_TASKS], preserve_index=False
+                )
+            )
+            con.register("_ds_tasks", part)
+            try:
+                yield from con.execute(query, params).to_arrow_reader(BATCH_ROWS)
+            finally:
+                con.unregister("_ds_tasks")
     finally:
-        con.unregister("_ds_tasks")
         con.close()
 
 
@@ -225,7 +243,7 @@ def export_dataset(
         tasks, partial, status = result.frame, result.partial, result.status
     else:
         partial, status = check_finished(job, allow_partial, "exporting a dataset")
-        tasks = samples(job.con, job.id, policy=policy, threshold=threshold)
+        tasks = sample_table(job.con, job.id, policy=policy, threshold=threshold)
     info = job_info(job.con, job.id)
     provenance: dict[str, Any] = {
         "partial": partial,
@@ -317,26 +335,28 @@ def write_dataset(
     )
     root = Path(folder)
     target = root / f"{name}@{version}"
-    con = ref.con
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}@{version}.", dir=root))
-    stage = f"_ds_stage_{uuid.uuid4().hex}"
-    con.execute(
-        f"""CREATE TEMP TABLE {stage} (dataset_name VARCHAR, dataset_version VARCHAR,
-            row_index BIGINT, task VARCHAR, input VARCHAR, reference VARCHAR,
-            tags VARCHAR, extra VARCHAR)"""
-    )
+    # The registration's rows are staged in a Parquet file beside the new folder, one
+    # batch at a time, and inserted from it at the end: no table of every row in memory.
+    register = staging.with_name(staging.name + ".registration.parquet")
+    writer: Any = None
 
     def stage_rows(rows: list[dict[str, Any]], start: int) -> None:
-        con.register("_ds_batch", registration_table(name, version, rows, start))
-        try:
-            con.execute(f"INSERT INTO {stage} SELECT * FROM _ds_batch")
-        finally:
-            con.unregister("_ds_batch")
+        nonlocal writer
+        import pyarrow.parquet as pq
+
+        table = registration_table(name, version, rows, start)
+        if writer is None:
+            writer = pq.ParquetWriter(register, table.schema)
+        writer.write_table(table)
 
     try:
         try:
             written = _write_rows(staging / f"rows.{format}", format, batches, stage_rows)
+            if writer is not None:
+                writer.close()
+                writer = None
             digest = written.digest
             manifest: dict[str, Any] = {
                 "schema": MANIFEST_SCHEMA,
@@ -367,9 +387,12 @@ def write_dataset(
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        commit_registration(ref, manifest, stage, target, written.row_count)
+        staged = register if written.row_count else None
+        commit_registration(ref, manifest, staged, target, written.row_count)
     finally:
-        con.execute(f"DROP TABLE IF EXISTS {stage}")
+        if writer is not None:
+            writer.close()
+        register.unlink(missing_ok=True)
     ds = Dataset(
         name=name,
         version=version,

@@ -20,7 +20,7 @@ from .passk import mean_estimates, pass_at_k, pass_hat_k
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["curve", "samples"]
+__all__ = ["curve", "sample_table", "samples"]
 
 
 def _unique_pairs(
@@ -89,6 +89,19 @@ def samples(
     >>> df[["task", "n", "scored", "passes", "pass_rate", "complete", "subset"]].values.tolist()
     [['A', 2, 2, 1, 0.5, True, 'math'], ['B', 2, 2, 2, 1.0, True, 'code'], ['C', 2, 1, 0, nan, False, 'code']]
     """
+    return _arrow_frame(sample_table(con, job_id, ks=ks, policy=policy, threshold=threshold), frame)
+
+
+def sample_table(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    *,
+    ks: Sequence[int] | None = None,
+    policy: Policy = "unknown",
+    threshold: float | None = None,
+) -> pa.Table:
+    """The per-task table of :func:`samples` as an Arrow table, in task order; its text
+    columns (task, subset, tags) are the kept per-task counts' own, not copies."""
     check_options(policy, threshold)
     counts = task_counts(con, job_id, threshold)
     ks = list(ks) if ks is not None else [job_k(con, job_id)]
@@ -144,8 +157,8 @@ def samples(
         cols["subset"] = subset
     cols["tags"] = counts.column("tags")
     table = pa.table(cols)
-    del cols  # the table is the columns' only holder: the frame frees them as it goes
-    return _arrow_frame(table, frame)
+    del cols  # the table is the columns' only holder: a frame frees them as it goes
+    return table
 
 
 def curve(
