@@ -42,13 +42,28 @@ values = st.one_of(
 rows = st.lists(st.lists(values, min_size=5, max_size=5), min_size=1, max_size=12)
 
 
+def _reference_lines(values: list[Any]) -> int:
+    """Text lines the tallest wrapped cell of a row needs, column by column."""
+    most = 1
+    for v, c in zip(values, COLUMNS, strict=True):
+        if c.wrap and isinstance(v, str) and v:
+            per_line = max(int(c.width * 1.1), 1)
+            n = 0
+            for part in v[: per_line * C.MAX_ROW_LINES].split("\n"):
+                n += max(1, -(-len(part) // per_line))
+                if n >= C.MAX_ROW_LINES:
+                    break
+            most = max(most, min(n, C.MAX_ROW_LINES))
+    return most
+
+
 def _reference(path: Path, data: list[list[Any]]) -> tuple[C.CellWriter, Any]:
     """The replaced path: ready openpyxl cells appended row by row."""
     wb, cells, titles = C.new_workbook()
     ws = C.free_sheet(wb, "Rows", titles)
     ws.append([cells.header(ws, c.name) for c in COLUMNS])
     for i, row in enumerate(data, start=2):
-        lines = C._row_lines(row, COLUMNS)
+        lines = _reference_lines(row)
         if lines > 1:
             ws.row_dimensions[i].height = 15 * lines
         ws.append([cells.value(ws, v, c.fmt, c.wrap) for v, c in zip(row, COLUMNS, strict=True)])

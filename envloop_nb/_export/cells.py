@@ -328,6 +328,7 @@ class Sheet:
     ) -> None:
         self.wb, self.title, self.columns, self.cells = wb, title, columns, cells
         self.formats = [(c.fmt, c.wrap) for c in columns]
+        self._wrapped = _wrapped_columns(columns)
         self.taken = taken
         self.note = note
         self.header_row = 2 if note else 1
@@ -381,7 +382,7 @@ class Sheet:
         # MAX_ROWS is read at call time so tests can patch it small.
         if self.rows_in_part + self.header_row >= _max_rows():
             self._new_part()
-        lines = _row_lines(values, self.columns)
+        lines = _wrapped_lines(values, self._wrapped) if self._wrapped else 1
         row_idx = self.rows_in_part + self.header_row + 1
         # streamed rows are not auto-fitted: give wrapped text room
         self.rows.append(row_idx, values, 15 * lines if lines > 1 else None)
@@ -405,12 +406,17 @@ def free_sheet(wb: Any, title: str, taken: set[str]) -> Any:
     return ws
 
 
-def _row_lines(values: Sequence[Any], columns: Sequence[Column]) -> int:
+def _wrapped_columns(columns: Sequence[Column]) -> list[tuple[int, int]]:
+    """``(index, characters per line)`` of each wrapped column."""
+    return [(i, max(int(c.width * 1.1), 1)) for i, c in enumerate(columns) if c.wrap]
+
+
+def _wrapped_lines(values: Sequence[Any], wrapped: Sequence[tuple[int, int]]) -> int:
     """Text lines the tallest wrapped cell of a row needs (1..MAX_ROW_LINES)."""
     most = 1
-    for v, c in zip(values, columns, strict=True):
-        if c.wrap and isinstance(v, str) and v:
-            per_line = max(int(c.width * 1.1), 1)
+    for i, per_line in wrapped:
+        v = values[i]
+        if isinstance(v, str) and v:
             n = 0
             for part in v[: per_line * MAX_ROW_LINES].split("\n"):
                 n += max(1, -(-len(part) // per_line))

@@ -34,7 +34,6 @@ _PENDING: weakref.WeakKeyDictionary[Any, list[RowFile]] = weakref.WeakKeyDiction
 #: A text starting with one of these gets Excel's quote prefix (it stays text).
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _FLUSH = 512  # rows kept as strings before they go to the file
-_XML_TEXT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
 
 
 class RowFile:
@@ -142,7 +141,9 @@ def _text_cell(ref: str, value: str, sid: int) -> str:
     if value == "":
         return f'<c r="{ref}" s="{sid}" t="inlineStr"/>'
     space = ' xml:space="preserve"' if value != value.strip() else ""
-    text = value.translate(_XML_TEXT)
+    # four replaces (in this order: "&" first) are ~4x faster than one str.translate
+    text = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("\r", "&#13;")
     return f'<c r="{ref}" s="{sid}" t="inlineStr"><is><t{space}>{text}</t></is></c>'
 
 
