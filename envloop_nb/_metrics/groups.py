@@ -188,11 +188,13 @@ def _group_sums(
     (higher is better), in numpy: averages are sums / counts as in DuckDB.
     """
 
-    def col(name: str, dtype: type = np.int64) -> np.ndarray:
-        return np.asarray(counts.column(name).to_numpy(zero_copy_only=False), dtype=dtype)
+    def col(name: str) -> np.ndarray:
+        # the column's own dtype (int32 counts): no widened copy per task; bincount
+        # takes each weight to float64 as it sums, the same values as a float64 copy
+        return np.asarray(counts.column(name).to_numpy(zero_copy_only=False))
 
     k, scored, invalid, passes = col("k"), col("scored"), col("invalid"), col("passes")
-    vsum = col("reward_sum", np.float64)
+    vsum = np.asarray(col("reward_sum"), dtype=np.float64)
     failure = policy == "failure"
     is_binary = bool(threshold is not None or int(col("nonbinary").sum()) == 0)
     n = k if failure else scored
@@ -204,27 +206,30 @@ def _group_sums(
         else:
             has = n > 0
             value = np.where(has, vsum / np.maximum(n, 1), np.nan)
+        bad_case = has & (value < bad)
+    del value
 
     def total(weights: np.ndarray | None = None, where: np.ndarray | None = None) -> np.ndarray:
         g = group if where is None else group[where]
         w = None if weights is None else (weights if where is None else weights[where])
         return np.bincount(g, weights=w, minlength=size)
 
+    # masks, not float copies: a count of the tasks where a mask holds
+    any_pass, all_pass = passes > 0, passes == k
     tasks, complete = total(), total(where=full)
-    any_pass, all_pass = (passes > 0).astype(np.float64), (passes == k).astype(np.float64)
     sums = {
         "tasks": tasks,
-        "total": total(k.astype(np.float64)),
-        "scored": total(scored.astype(np.float64)),
-        "invalid": total(invalid.astype(np.float64)),
+        "total": total(k),
+        "scored": total(scored),
+        "invalid": total(invalid),
         "complete_members": complete,
-        "passes": total(passes.astype(np.float64)),
+        "passes": total(passes),
         "rated_tasks": total(where=has),
-        "bad_cases": total(where=has & (value < bad)),
-        "at_c": total(any_pass, full),
-        "hat_c": total(all_pass, full),
-        "at_a": total(any_pass),
-        "hat_a": total(all_pass),
+        "bad_cases": total(where=bad_case),
+        "at_c": total(where=any_pass & full),
+        "hat_c": total(where=all_pass & full),
+        "at_a": total(where=any_pass),
+        "hat_a": total(where=all_pass),
         "vsum": total(vsum),
     }
     first = np.zeros(size, dtype=np.int64)
