@@ -255,3 +255,30 @@ def test_a_load_leaves_the_thread_count_as_it_was() -> None:
         ws.sql("SET threads = 1")
         ws.load(THREE_TASKS)
         assert _setting(ws, "threads") == "1"
+
+
+def test_per_task_answers_of_a_big_job_release_what_duckdb_freed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A per-task query that fetched RELEASE_ROWS rows or more (the task rows, the
+    counts, a threshold's passes, a tag's groups) purges DuckDB's arenas after it; a
+    smaller one does not."""
+    from benchmarks.bench_panel import generate_job
+    from envloop_nb._store import memory
+
+    released: list[int] = []
+    monkeypatch.setattr(memory, "release_memory", lambda con: released.append(1))
+    with enb.open() as ws:
+        job = generate_job(ws, 2_000)  # 500 tasks, no counts kept by a load
+        job.summary(threshold=0.5)
+        job.groups(by="subset", threshold=0.5)
+        assert released == []  # under the default RELEASE_ROWS
+    monkeypatch.setattr(memory, "RELEASE_ROWS", 500)
+    with enb.open() as ws:
+        job = generate_job(ws, 2_000)
+        job.summary(threshold=0.5)  # the task rows and the counts at 0.5
+        assert len(released) == 2
+        job.groups(by="subset", threshold=0.5)  # the tag's values
+        assert len(released) == 3
+        job.summary(threshold=0.5)  # memoized: no query, nothing to release
+        assert len(released) == 3

@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._store.memo import CACHE_SIZE, cached, clear_cache, job_row
+from .._store.memory import release_after
 from .._store.ref import require_task_table, summarised
 from .._store.task_counts import (
     COUNT_NAMES,
@@ -251,14 +252,15 @@ def task_counts(
     ([1, 2, 0], True)
     """
     threshold = None if threshold is None else float(threshold)
+
     # The task columns (tags: JSON text) do not depend on the threshold: fetched once per
     # job; a new threshold only aggregates the attempts again.
-    rows: pa.Table = cached(
-        con,
-        job_id,
-        ("task_rows",),
-        lambda: con.execute(_TASK_ROWS_SQL, {"job_id": job_id}).to_arrow_table(),
-    )
+    def task_rows() -> pa.Table:
+        table = con.execute(_TASK_ROWS_SQL, {"job_id": job_id}).to_arrow_table()
+        release_after(con, table.num_rows)
+        return table
+
+    rows: pa.Table = cached(con, job_id, ("task_rows",), task_rows)
 
     def compute() -> pa.Table:
         reduced = summarised(con, job_id)
@@ -279,6 +281,7 @@ def task_counts(
         sql = attempts_by_task_sql("$job_id", threshold)
         params = {"job_id": job_id, **reward_scales(con, job_id)}
         agg = con.execute(sql, params).to_arrow_table()
+        release_after(con, agg.num_rows)
         return _aligned(rows, agg)
 
     return cached(con, job_id, ("task_counts", threshold), compute)
@@ -360,8 +363,10 @@ def _with_passes(
         return kept.set_column(where, "passes", passes)
     if in_order:  # ``kept`` has every task in task order: so has the query
         passes = con.execute(passes_in_order_sql(threshold), {"job_id": job_id}).to_arrow_table()
+        release_after(con, passes.num_rows)
         return kept.set_column(where, "passes", passes.column("passes"))
     counted = con.execute(passes_sql(threshold), {"job_id": job_id}).to_arrow_table()
+    release_after(con, counted.num_rows)
     at = pc.index_in(kept.column("task"), value_set=counted.column("task").combine_chunks())
     passes = pc.take(counted.column("passes"), at).fill_null(0)
     return kept.set_column(where, "passes", passes)

@@ -33,10 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from .._errors import EnvloopError
 from .._store.frames import to_frame
 from .._store.memo import cached
+from .._store.memory import release_after
 from .._store.ref import require_task_table
 from .counts import check_options, count_columns_sql, scored_sum, task_counts
 
@@ -147,20 +148,24 @@ def _reward_per_task(counts: pa.Table, thr: float | None, bad: float | None) -> 
 
 
 def _tag_group_ids(
-    con: duckdb.DuckDBPyConnection, job_id: str, key: str, tasks: pa.ChunkedArray
+    con: duckdb.DuckDBPyConnection, job_id: str, key: str
 ) -> tuple[list[str | None], np.ndarray]:
-    """Group labels (sorted, a task without the tag last as None) and each task's group."""
-    tags = cached(
-        con,
-        job_id,
-        ("task_tags", key),
-        lambda: con.execute(
-            "SELECT task, value FROM task_tags WHERE job_id = $job_id AND key = $key",
-            {"job_id": job_id, "key": key},
-        ).to_arrow_table(),
-    )
-    where = pc.index_in(tasks, value_set=tags.column("task").combine_chunks())
-    values = pc.take(tags.column("value"), where).combine_chunks().dictionary_encode()
+    """Group labels (sorted, a task without the tag last as None) and each task's group,
+    in the per-task counts' row order (the task rows by position, then name).
+
+    The tag values come from SQL in that order (the tasks joined to their tag in
+    DuckDB): no table of task names in Python to look them up in.
+    """
+    found = con.execute(
+        """SELECT g.value FROM tasks t
+               LEFT JOIN task_tags g ON g.job_id = t.job_id AND g.task = t.task AND g.key = $key
+               WHERE t.job_id = $job_id
+           ORDER BY t.position, t.task""",
+        {"job_id": job_id, "key": key},
+    ).to_arrow_table()
+    release_after(con, found.num_rows)
+    values = found.column(0).combine_chunks().dictionary_encode()
+    del found
     names = values.dictionary.to_pylist()
     order = sorted(range(len(names)), key=lambda i: names[i])
     rank = np.empty(len(names) + 1, dtype=np.int64)
@@ -419,10 +424,15 @@ def tag_groups(
         con,
         job_id,
         ("tag_group_ids", key),
-        lambda: _tag_group_ids(con, job_id, key, counts.column("task")),
+        lambda: _tag_group_ids(con, job_id, key),
     )
     if len(group) != counts.num_rows:  # the job changed between two calls
-        labels, group = _tag_group_ids(con, job_id, key, counts.column("task"))
+        labels, group = _tag_group_ids(con, job_id, key)
+        if len(group) != counts.num_rows:
+            raise EnvloopError(
+                f"job {job_id!r}: {len(group)} task rows for tag {key!r} against "
+                f"{counts.num_rows} tasks (a task with the tag twice?)"
+            )
     raw = [
         {"key": key, "value": label, **sums}
         for label, sums in zip(
