@@ -101,7 +101,16 @@ def sample_table(
     threshold: float | None = None,
 ) -> pa.Table:
     """The per-task table of :func:`samples` as an Arrow table, in task order; its text
-    columns (task, subset, tags) are the kept per-task counts' own, not copies."""
+    columns (task, subset, tags) are the kept per-task counts' own, not copies.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> t = sample_table(job.con, job.id, ks=[1])
+    >>> t.column("task").to_pylist(), t.column("pass@1").to_pylist()
+    (['A', 'B', 'C'], [0.5, 1.0, 0.0])
+    """
     check_options(policy, threshold)
     counts = task_counts(con, job_id, threshold)
     ks = list(ks) if ks is not None else [job_k(con, job_id)]
