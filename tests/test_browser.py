@@ -587,7 +587,7 @@ def test_the_browser_timing_benchmark_runs(browser: Any) -> None:
         "cards: generated job (2,000 attempts)", "whole panel built: generated job (2,000 attempts)",
         "overview: policy change",
         "cases: open the tab (first time)", "cases: next page", "cases: status filter",
-        "cases: sort", "cases: switch to the per-task view",
+        "cases: sort", "cases: switch to the per-task view", "cards: sample job, in a new cell",
     ]  # fmt: skip
     assert all(r["median_ms"] > 0 for r in results)
     by = {r["what"]: r for r in results}  # the cards come up before the panel is done

@@ -151,21 +151,16 @@ def _tag_group_ids(
     con: duckdb.DuckDBPyConnection, job_id: str, key: str
 ) -> tuple[list[str | None], np.ndarray]:
     """Group labels (sorted, a task without the tag last as None) and each task's group,
-    in the per-task counts' row order (the task rows by position, then name).
-
-    The tag values come from SQL in that order (the tasks joined to their tag in
-    DuckDB): no table of task names in Python to look them up in.
-    """
+    in the per-task counts' row order (by position, then name), the tag's values joined
+    to the tasks in DuckDB (no table of task names in Python to look them up in)."""
     found = con.execute(
-        """SELECT g.value FROM tasks t
-               LEFT JOIN task_tags g ON g.job_id = t.job_id AND g.task = t.task AND g.key = $key
-               WHERE t.job_id = $job_id
-           ORDER BY t.position, t.task""",
+        """SELECT g.value FROM tasks t LEFT JOIN task_tags g
+               ON g.job_id = t.job_id AND g.task = t.task AND g.key = $key
+           WHERE t.job_id = $job_id ORDER BY t.position, t.task""",
         {"job_id": job_id, "key": key},
     ).to_arrow_table()
     release_after(con, found.num_rows)
     values = found.column(0).combine_chunks().dictionary_encode()
-    del found
     names = values.dictionary.to_pylist()
     order = sorted(range(len(names)), key=lambda i: names[i])
     rank = np.empty(len(names) + 1, dtype=np.int64)
@@ -193,9 +188,7 @@ def _group_sums(
     (higher is better), in numpy: averages are sums / counts as in DuckDB.
     """
 
-    def col(name: str) -> np.ndarray:
-        # the column's own dtype (int32 counts): no widened copy per task; bincount
-        # takes each weight to float64 as it sums, the same values as a float64 copy
+    def col(name: str) -> np.ndarray:  # its own dtype: bincount sums int32 weights as float64
         return np.asarray(counts.column(name).to_numpy(zero_copy_only=False))
 
     k, scored, invalid, passes = col("k"), col("scored"), col("invalid"), col("passes")
