@@ -72,12 +72,20 @@ class Workspace:
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self.session = Session()  # notebook evaluators, listeners, watchers (in memory)
         con.execute("SET TimeZone = 'UTC'")
-        _check_schema_version(con, path)  # before anything is written to the file
+        have = {
+            str(r[0])
+            for r in con.execute(
+                """SELECT table_name FROM duckdb_tables()
+                   WHERE database_name = current_database() AND schema_name = 'main'"""
+            ).fetchall()
+        }
+        # before anything is written to the file
+        found = _check_schema_version(con, path, has_meta="meta" in have)
         if read_only:  # tables newer than the file: empty, for this session only
-            have = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
             for statement in missing_tables_sql(have):
                 con.execute(statement)
-            read_only_shims(con)
+            if found is None or found < SCHEMA_VERSION:  # a version-1 file's view of it
+                read_only_shims(con)
         else:
             migrate(con)
             con.execute(SCHEMA_SQL)
@@ -905,8 +913,11 @@ def _is_experiment(source: str | os.PathLike[str]) -> bool:
         return False
 
 
-def _check_schema_version(con: duckdb.DuckDBPyConnection, path: str | None) -> None:
-    """Refuse a workspace file whose schema is newer than this code knows.
+def _check_schema_version(
+    con: duckdb.DuckDBPyConnection, path: str | None, *, has_meta: bool
+) -> int | None:
+    """Refuse a workspace file whose schema is newer than this code knows; return the
+    file's schema version (None for a new file, or one without a recorded version).
 
     Opening it would "upgrade" its ``schema_version`` back and write tables of the old
     schema into it; the file is left exactly as it was.
@@ -916,13 +927,8 @@ def _check_schema_version(con: duckdb.DuckDBPyConnection, path: str | None) -> N
     LoadError
         Naming the file, ``meta.schema_version`` and which version wrote it.
     """
-    has_meta = con.execute(
-        """SELECT count(*) FROM duckdb_tables()
-           WHERE database_name = current_database() AND schema_name = 'main'
-                 AND table_name = 'meta'"""
-    ).fetchone()
-    if not has_meta or not has_meta[0]:
-        return  # a new file (or one without our schema yet)
+    if not has_meta:
+        return None  # a new file (or one without our schema yet)
     meta = dict(
         con.execute(
             "SELECT key, value FROM meta WHERE key IN ('schema_version', 'written_by')"
@@ -930,7 +936,7 @@ def _check_schema_version(con: duckdb.DuckDBPyConnection, path: str | None) -> N
     )
     found = meta.get("schema_version")
     if found is None:
-        return
+        return None
     try:
         newer = int(found) > SCHEMA_VERSION
     except ValueError:
@@ -949,6 +955,7 @@ def _check_schema_version(con: duckdb.DuckDBPyConnection, path: str | None) -> N
             f"schema version {SCHEMA_VERSION} at most: upgrade envloop_nb to open it "
             "(the file was not changed)",
         )
+    return int(found)
 
 
 def _close_and_remove(con: duckdb.DuckDBPyConnection, folder: str) -> None:
