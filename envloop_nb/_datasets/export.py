@@ -10,7 +10,8 @@ first valid reference, from that chunk's attempts), and streamed in Arrow record
 the file is written, the content hash updated and the registration rows staged in a
 Parquet file one batch at a time (DuckDB inserts them from it at the end). What grows
 with the row count is the per-task metrics table the rows are chosen by (numbers, and
-text shared with the job's kept per-task counts), not the rows' text.
+text shared with the job's kept per-task counts) and DuckDB's buffers of the registered
+rows (evictable up to the workspace's memory limit), not the rows' text in Python.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def _task_batches(
     # The per-task frame is in task order (the per-task counts are kept at each task's
     # position); it is queried a chunk of tasks at a time, each chunk's attempts only,
     # so DuckDB's aggregate of the first inputs and its sort hold one chunk, not the job.
-    chunks = range(0, len(frame), CHUNK_TASKS) if len(frame) else range(0, 1)
+    chunks = range(0, max(len(frame), 1), CHUNK_TASKS)  # an empty job: one (empty) query
     own_attempts = "AND task IN (SELECT task FROM _ds_tasks)" if len(frame) > CHUNK_TASKS else ""
     query = f"""
             WITH first AS (
@@ -328,6 +329,8 @@ def write_dataset(
     kept) with its manifest (``provenance`` merged in: ``source``, ``partial`` …) and
     register it; the folder appears whole or not at all. Shared by jobs' and
     experiments' dataset exports."""
+    import pyarrow.parquet as pq
+
     from .heldout import warn_dataset_overlaps
 
     check_new_dataset(
@@ -344,8 +347,6 @@ def write_dataset(
 
     def stage_rows(rows: list[dict[str, Any]], start: int) -> None:
         nonlocal writer
-        import pyarrow.parquet as pq
-
         table = registration_table(name, version, rows, start)
         if writer is None:
             writer = pq.ParquetWriter(register, table.schema)

@@ -382,7 +382,7 @@ class Sheet:
         # MAX_ROWS is read at call time so tests can patch it small.
         if self.rows_in_part + self.header_row >= _max_rows():
             self._new_part()
-        lines = _wrapped_lines(values, self._wrapped) if self._wrapped else 1
+        lines = _wrapped_lines(values, self._wrapped)
         row_idx = self.rows_in_part + self.header_row + 1
         # streamed rows are not auto-fitted: give wrapped text room
         self.rows.append(row_idx, values, 15 * lines if lines > 1 else None)
