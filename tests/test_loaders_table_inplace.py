@@ -404,3 +404,102 @@ def test_writes_into_attempts_are_refused(ws: enb.Workspace, tmp_path: Path) -> 
     with pytest.raises(enb.EnvloopError, match=r"reads its attempts in place.*copy=True"):
         in_place.fill_references(ds)
     assert copied.fill_references(ds).job_id == "copied"
+
+
+@settings(max_examples=200, deadline=None)
+@given(attempts=st.lists(st.integers(1, 63), min_size=1, max_size=70), top=st.integers(1, 80))
+def test_property_repeats_show_in_the_distinct_number(attempts: list[int], top: int) -> None:
+    """The pass's number equals the task's rows exactly when no attempt repeats, for
+    every form the in-place pass and a copying load's check take (sum of powers of two,
+    bit string, DISTINCT)."""
+    import duckdb
+
+    from envloop_nb._loaders._stage import _distinct_sql
+    from envloop_nb._loaders.table_inplace import _distinct
+
+    top = max(top, *attempts)
+    con = duckdb.connect()
+    for form in (_distinct(top), _distinct_sql(top), _distinct(5000), _distinct_sql(5000)):
+        row = con.execute(
+            f"SELECT {form}, count(*) FROM (SELECT unnest($a) AS attempt)", {"a": attempts}
+        ).fetchone()
+        assert row is not None
+        assert (row[0] == row[1]) == (len(set(attempts)) == len(attempts)), form
+    con.close()
+
+
+def _places(ws: enb.Workspace, job: str) -> list[tuple[Any, ...]]:
+    return ws.sql(
+        "SELECT task, attempt, source_place FROM attempts WHERE job_id = ? ORDER BY ALL",
+        params=[job],
+    ).fetchall()
+
+
+def test_places_are_the_rows_of_the_source(ws: enb.Workspace, tmp_path: Path) -> None:
+    """A copied Parquet file or frame keeps each row's number, and the attempts view
+    shows the same ``row N`` place as the file read in place, and as the file has it."""
+    frame = rich_frame(5, tasks=6, k=3)
+    path = tmp_path / "run.parquet"
+    frame.to_parquet(path)
+    _pair(ws, path)
+    ws.load(frame, job_id="frame")
+    expected = sorted(
+        (t, int(a), f"row {i + 1}")
+        for i, (t, a) in enumerate(zip(frame.task, frame.attempt, strict=True))
+    )
+    assert _places(ws, "copied") == _places(ws, "in-place") == expected
+    stored = ws.sql(
+        "SELECT count(*), count(source_place), min(source_row), max(source_row) "
+        "FROM attempt_rows WHERE job_id = 'copied'"
+    ).fetchone()
+    assert stored == (18, 0, 1, 18)  # the number, not the text
+    # a frame's rows are numbered from 0, as its errors name them
+    assert _places(ws, "frame") == [(t, a, f"row {int(p[4:]) - 1}") for t, a, p in expected]
+
+
+def _as_version_2(db: Path) -> None:
+    """Rewrite a workspace file as schema version 2 wrote it: places as text, no
+    ``source_row``, the attempts view over attempt_rows as it was."""
+    from envloop_nb._store.attempt_sources import view_sql
+
+    con = duckdb_connect(db)
+    con.execute(
+        "UPDATE attempt_rows SET source_place = coalesce(source_place, 'row ' || source_row)"
+    )
+    con.execute("DROP VIEW attempts")
+    con.execute("ALTER TABLE attempt_rows DROP COLUMN source_row")
+    selects = [
+        r[0]
+        for r in con.execute("SELECT select_sql FROM attempt_sources ORDER BY job_id").fetchall()
+    ]
+    con.execute(view_sql(selects, numbered=False))
+    con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    con.close()
+
+
+def duckdb_connect(db: Path) -> Any:
+    import duckdb
+
+    return duckdb.connect(str(db))
+
+
+def test_a_version_2_workspace_is_read_and_migrated(tmp_path: Path) -> None:
+    db = tmp_path / "v2.duckdb"
+    path = tmp_path / "run.parquet"
+    rich_frame(43, tasks=8, k=3).to_parquet(path)
+    with enb.open(db) as ws:
+        ws.load(path, job_id="copied")
+        ws.load(path, job_id="in-place", copy=False)
+        expected = {j: (str(ws.job(j).summary()), _places(ws, j)) for j in ("copied", "in-place")}
+    _as_version_2(db)
+    with enb.open(db, read_only=True) as ws:  # read as it is
+        assert {j: (str(ws.job(j).summary()), _places(ws, j)) for j in expected} == expected
+    with enb.open(db) as ws:  # migrated: the places written stay, new loads keep numbers
+        assert {j: (str(ws.job(j).summary()), _places(ws, j)) for j in expected} == expected
+        ws.load(path, job_id="new")
+        assert _places(ws, "new") == expected["copied"][1]
+        assert ws.sql(
+            "SELECT count(source_place), count(source_row) FROM attempt_rows WHERE job_id = 'new'"
+        ).fetchone() == (0, 24)
+        version = ws.sql("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == ("3",)

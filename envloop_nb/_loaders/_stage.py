@@ -270,6 +270,10 @@ _BITS_UP_TO = 4096
 def _distinct_sql(k: int) -> str:
     """The number of distinct attempt numbers in 1..k of a task's rows: the set bits of a
     k-bit string (several times cheaper than grouping by (task, attempt))."""
+    if k <= 63:  # the set bits of a sum of powers of two (see table_inplace._distinct)
+        return (
+            f"bit_count(sum(1::BIGINT << (attempt - 1)) FILTER (WHERE attempt BETWEEN 1 AND {k}))"
+        )
     if k <= _BITS_UP_TO:
         return f"bit_count(bitstring_agg(attempt, 1, {k}) FILTER (WHERE attempt BETWEEN 1 AND {k}))"
     return "count(DISTINCT attempt)"

@@ -221,11 +221,11 @@ def _load(
         rows = _count(con, "SELECT count(*) FROM _tb_src")
         _numbered(con, attempt, usable)
         if copy:
-            n_bad = rows - _insert_attempts(con, jid)
+            n_bad = rows - _insert_attempts(con, src, jid)
         else:
             in_place = count_in_place(
                 con, given_attempt="attempt" in fields, has_digest="digest" in fields,
-                n_tags=len(tags), k=k,
+                n_tags=len(tags), k=k, total=rows,
             )  # fmt: skip
             n_bad = rows - in_place.rows
         if n_bad:
@@ -235,7 +235,7 @@ def _load(
         if n_bad:
             _unusable(con, src, lenient, n_bad)
         _numbered(con, attempt, usable if n_bad else "")
-        _insert_attempts(con, jid)
+        _insert_attempts(con, src, jid)
     where = usable if n_bad else ""  # the later passes over _tb_v skip what was skipped
     if dims:
         values = ", ".join(f"_dim{i}" for i in range(len(dims)))
@@ -381,13 +381,10 @@ def _numbered(con: duckdb.DuckDBPyConnection, attempt: str, where: str) -> None:
     )
 
 
-def _insert_attempts(con: duckdb.DuckDBPyConnection, jid: str) -> int:
+def _insert_attempts(con: duckdb.DuckDBPyConnection, src: Source, jid: str) -> int:
     """Insert the rows of ``_tb_n``; return how many."""
-    return _count(
-        con,
-        f"""INSERT INTO {stage_name("attempts")} BY NAME {attempts_select("$jid", "_tb_n")}""",
-        {"jid": jid},
-    )
+    rows = attempts_select("$jid", "_tb_n", row_number=src.row_number)
+    return _count(con, f"INSERT INTO {stage_name('attempts')} BY NAME {rows}", {"jid": jid})
 
 
 def _unusable(con: duckdb.DuckDBPyConnection, src: Source, lenient: bool, n_bad: int) -> None:

@@ -85,15 +85,20 @@ ATTEMPT_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
-def attempts_select(job: str, rows: str) -> str:
-    """The SELECT list of a job's attempts (``job``: SQL of its id) over ``rows``."""
-    cols = ", ".join(f"{expr} AS {name}" for name, expr in ATTEMPT_COLUMNS)
+def attempts_select(job: str, rows: str, *, row_number: str | None = None) -> str:
+    """The SELECT list of a job's attempts (``job``: SQL of its id) over ``rows``;
+    with ``row_number`` (:attr:`Source.row_number`) the place is kept as that number."""
+    exprs = dict(ATTEMPT_COLUMNS)
+    if row_number is not None:
+        exprs.update(source_place="NULL::VARCHAR", source_row=row_number)
+    cols = ", ".join(f"{expr} AS {name}" for name, expr in exprs.items())
     return f"SELECT {job} AS job_id, {cols} FROM {rows}"
 
 
 def _typed_rows(con: duckdb.DuckDBPyConnection, jid: str, rows: str) -> str:
-    """``rows`` (the job's attempts) in ``attempt_rows``' columns, order and types."""
-    described = con.execute("DESCRIBE attempt_rows").fetchall()
+    """``rows`` (the job's attempts) in the ``attempts`` view's columns, order and types
+    (``attempt_rows``' but ``source_row``: the place is made in the SELECT)."""
+    described = [c for c in con.execute("DESCRIBE attempt_rows").fetchall() if c[0] != "source_row"]
     ours = {"job_id", *(name for name, _ in ATTEMPT_COLUMNS)}
     cols = ", ".join(
         f"CAST({name if name in ours else 'NULL'} AS {kind}) AS {name}"
@@ -103,9 +108,16 @@ def _typed_rows(con: duckdb.DuckDBPyConnection, jid: str, rows: str) -> str:
 
 
 def _distinct(top: int) -> str:
-    """The number of distinct attempt numbers of a task whose attempts are in 1..top."""
-    if top <= 64:  # a 64-bit integer of set bits: no heap state per task
-        return "bit_count(bit_or(1::UBIGINT << (attempt - 1)))"
+    """Of a task whose attempts are in 1..top, a number equal to its count of rows
+    exactly when no attempt number repeats (the load's check): the distinct attempt
+    numbers, or, up to 63, the set bits of the sum of ``2^(attempt - 1)``.
+
+    A sum of n powers of two has n set bits exactly when no two are equal (adding a
+    power whose bit is set carries, and a carry never adds a bit), and DuckDB sums
+    integers several times faster than it ORs them.
+    """
+    if top <= 63:  # powers of two up to 2^62, summed exactly in a 128-bit integer
+        return "bit_count(sum(1::BIGINT << (attempt - 1)))"
     if top <= 4096:
         return f"bit_count(bitstring_agg(attempt, 1, {top}))"
     return "count(DISTINCT attempt)"
@@ -118,6 +130,7 @@ def count_in_place(
     has_digest: bool,
     n_tags: int,
     k: int | None,
+    total: int,
 ) -> InPlacePass:
     """The one pass over ``_tb_n``: table ``_tb_tasks`` (as a copying load makes it, plus
     the per-task counts and checks' numbers), and the job's numbers from it.
@@ -126,9 +139,10 @@ def count_in_place(
     what is per task: every attempt is dispatched (``count(*)``, once); with ``k`` the
     typed view already refused attempts outside 1..k; job-wide numbers come from its
     rows (the largest ``reward²`` is the square of the largest ``|reward|``: squaring is
-    monotone); the times are integers (DuckDB's grouped min/max of TIMESTAMPTZ is
-    several times slower); the distinct attempt numbers are one 64-bit set when
-    ``k <= 64``. With ``k`` the rewards are summed at the scales of a largest reward of 1
+    monotone) or from ungrouped queries of their own (the open attempts, the first start
+    and last finish: ``total`` is the source's rows, to know whether all are usable);
+    repeats are found by a sum of powers of two when ``k <= 63`` (:func:`_distinct`).
+    With ``k`` the rewards are summed at the scales of a largest reward of 1
     (:func:`register_in_place` uses the sums when the job's scales are those).
     """
     # the attempts' range: with k the typed view refused every attempt outside 1..k
@@ -156,28 +170,34 @@ def count_in_place(
             SELECT task, min(_enb_ord) AS first, {digest}::VARCHAR AS digest {tags},
                    count(*) AS n, {bounds}, {distinct} AS d,
                    {count_columns_sql("reward", "status", pass_sql(None), attempt="*")},
-                   min(reward) AS reward_min, max(reward) AS reward_max,
-                   count_if(status IN ('pending', 'running')) AS _open,
-                   min(epoch_us(started_at)) AS _t0, max(epoch_us(finished_at)) AS _t1 {sums}
+                   min(reward) AS reward_min, max(reward) AS reward_max
+                   {sums}
             FROM _tb_n GROUP BY task""",
         guess or {},
     )
     row = con.execute(
         """WITH m AS (SELECT max(n) AS most FROM _tb_tasks),
                 a AS (SELECT max(greatest(abs(reward_min), abs(reward_max))) AS top FROM _tb_tasks)
-           SELECT max(hi), sum(_open), make_timestamp(min(_t0))::TIMESTAMPTZ,
-                  make_timestamp(max(_t1))::TIMESTAMPTZ,
-                  json_object('max_abs', (SELECT top FROM a),
-                              'max_sq', (SELECT top * top FROM a)),
+           SELECT max(hi), json_object('max_abs', (SELECT top FROM a),
+                                       'max_sq', (SELECT top * top FROM a)),
                   coalesce(max(n), 0), coalesce(min(n), 0),
                   count(*) FILTER (WHERE n < (SELECT most FROM m)), count(*),
                   coalesce(sum(n), 0), coalesce(sum(nonbinary), 0)
            FROM _tb_tasks"""
     ).fetchone()
     assert row is not None
+    # job-wide, each alone: the first start and last finish of Parquet columns come from
+    # the footers' statistics when every row is usable (else from the usable rows)
+    rows = "_tb_w" if int(row[6]) == total else "_tb_n"
+    wide = con.execute(
+        f"""SELECT (SELECT count_if(status IN ('pending', 'running')) FROM {rows}),
+                   (SELECT min(started_at) FROM {rows})::TIMESTAMPTZ,
+                   (SELECT max(finished_at) FROM {rows})::TIMESTAMPTZ"""
+    ).fetchone()
+    assert wide is not None
     return InPlacePass(
-        stats=tuple(row[:5]), counted=tuple(row[5:9]), rows=int(row[9]),
-        nonbinary=int(row[10]), summed_at=guess,
+        stats=(row[0], *wide, row[1]), counted=tuple(row[2:6]), rows=int(row[6]),
+        nonbinary=int(row[7]), summed_at=guess,
     )  # fmt: skip
 
 

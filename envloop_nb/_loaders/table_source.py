@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,9 @@ class Source:
     #: object in it, None when it needs one) that a job read in place keeps.
     files: list[str] = field(default_factory=list)
     select_sql: str | None = None
+    #: SQL over ``_enb_ord`` of the N of a place ``row N`` (a copying load keeps the
+    #: number, not the text: ``attempt_rows.source_row``); None: another kind of place
+    row_number: str | None = None
 
     def key(self, col: str) -> str:
         """SQL naming the column: its JSON pointer (JSON rows) or its identifier."""
@@ -160,7 +164,7 @@ def open_frame(con: duckdb.DuckDBPyConnection, source: Any) -> Source:
         """CREATE OR REPLACE TEMP VIEW _tb_src AS
            SELECT *, 'row ' || _enb_ord AS _enb_place FROM _tb_frame"""
     )
-    src = Source(label, [], json=False, counted=True)
+    src = Source(label, [], json=False, counted=True, row_number="_enb_ord")
     src.registered.append("_tb_frame")
     _describe(con, src)
     return src
@@ -179,7 +183,10 @@ def _pandas_to_arrow(df: Any, label: str) -> Any:
             label, f"column {twice[0]!r}", f"appears {n} times: column names must be unique"
         )
     try:
-        return pa.Table.from_pandas(df, preserve_index=False)
+        with warnings.catch_warnings():  # pyarrow reads a time zone's column through
+            # Series.values, which pandas 3.1 deprecates; the values it takes are exact
+            warnings.filterwarnings("ignore", "Series.values returning an ndarray that drops")
+            return pa.Table.from_pandas(df, preserve_index=False)
     except (pa.ArrowException, ValueError, TypeError, OverflowError) as err:
         for position, col in enumerate(df.columns):
             found = _object_column_problem(df.iloc[:, position])
@@ -480,7 +487,10 @@ def open_path(
         units, hive = _parquet_names(con, files, path if path.is_dir() else None)
         _refuse_name_clashes(text, units, hive, _RESERVED_PARQUET)
         select = _parquet_view(con, files, units, hive)
-        src = Source(text, [], json=False, counted=True, files=files, select_sql=select)
+        src = Source(
+            text, [], json=False, counted=True, files=files, select_sql=select,
+            row_number="_enb_ord + 1" if len(files) == 1 else None,
+        )  # fmt: skip
         _describe(con, src)
         return src
     if not path.is_file():
@@ -573,7 +583,7 @@ def check_name(label: str, place: str, name: str) -> None:
 def cleanup(con: duckdb.DuckDBPyConnection, src: Source | None) -> None:
     for name in src.registered if src else []:
         con.unregister(name)
-    for view in ("_tb_n", "_tb_v", "_tb_src"):
+    for view in ("_tb_n", "_tb_w", "_tb_v", "_tb_src"):
         con.execute(f"DROP VIEW IF EXISTS {view}")
     for table in ("_tb_files", "_tb_rej", "_tb_rejscan"):
         con.execute(f"DROP TABLE IF EXISTS {table}")

@@ -126,8 +126,9 @@ def typed_view(
     dims: dict[str, str],
     k: int | None,
 ) -> str:
-    """View ``_tb_v``: one typed row per source row plus ``_problem`` (NULL when usable);
-    return its SELECT up to the name of the rows it reads (``... FROM ``)."""
+    """View ``_tb_v``: one typed row per source row plus ``_problem`` (NULL when usable),
+    and ``_tb_w``: its status and times alone; return ``_tb_v``'s SELECT up to the name
+    of the rows it reads (``... FROM ``)."""
     sel: list[str] = ["_enb_ord", "_enb_place"]
     checks: list[str] = []
     if src.json:
@@ -303,4 +304,8 @@ def typed_view(
     problem = "CASE " + " ".join(checks) + " ELSE NULL END"
     select = f"SELECT {', '.join(sel)}, {problem} AS _problem FROM "
     con.execute(f"CREATE OR REPLACE TEMP VIEW _tb_v AS {select} _tb_src")
+    # the job-wide columns alone: a first start or last finish of Parquet columns is
+    # then read from the footers' statistics (DuckDB does), not from every row
+    wide = [s for s in sel if s.endswith((" AS status", " AS started_at", " AS finished_at"))]
+    con.execute(f"CREATE OR REPLACE TEMP VIEW _tb_w AS SELECT {', '.join(wide)} FROM _tb_src")
     return select

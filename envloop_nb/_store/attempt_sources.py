@@ -21,6 +21,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from .._errors import LoadError
+from .schema import ROWS_SELECT
 
 if TYPE_CHECKING:
     import duckdb
@@ -29,6 +30,7 @@ __all__ = [
     "check",
     "file_facts",
     "in_place",
+    "numbered_rows",
     "problem",
     "rebuild",
     "refresh",
@@ -67,15 +69,29 @@ def problem(files: list[dict[str, Any]]) -> tuple[str, str] | None:
     return None
 
 
-def view_sql(selects: list[str]) -> str:
-    """The ``attempts`` view over ``attempt_rows`` and the sources' ``selects``.
+def numbered_rows(con: duckdb.DuckDBPyConnection) -> bool | None:
+    """Whether the file's ``attempt_rows`` has ``source_row`` (None: no such table)."""
+    row = con.execute(
+        """SELECT count(*) FILTER (WHERE column_name = 'source_row'), count(*)
+           FROM duckdb_columns() WHERE database_name = current_database()
+                AND schema_name = 'main' AND table_name = 'attempt_rows'"""
+    ).fetchone()
+    return None if not row or not row[1] else bool(row[0])
+
+
+def view_sql(selects: list[str], *, numbered: bool = True) -> str:
+    """The ``attempts`` view over ``attempt_rows`` and the sources' ``selects``
+    (``numbered``: ``attempt_rows`` has ``source_row``; a version-2 file read-only has not).
 
     Examples
     --------
-    >>> view_sql([])
+    >>> view_sql([], numbered=False)
     'CREATE OR REPLACE VIEW attempts AS SELECT * FROM attempt_rows'
+    >>> view_sql(["SELECT 1"]).endswith("FROM attempt_rows UNION ALL (SELECT 1)")
+    True
     """
-    body = " UNION ALL ".join(["SELECT * FROM attempt_rows", *(f"({s})" for s in selects)])
+    rows = ROWS_SELECT if numbered else "SELECT * FROM attempt_rows"
+    body = " UNION ALL ".join([rows, *(f"({s})" for s in selects)])
     return f"CREATE OR REPLACE VIEW attempts AS {body}"
 
 
@@ -98,7 +114,7 @@ def rebuild(
     this connection only (a read-only workspace)."""
     if readable is None:
         readable = _readable(con)
-    sql = view_sql([s for _, s in readable])
+    sql = view_sql([s for _, s in readable], numbered=numbered_rows(con) is not False)
     if temp:
         con.execute(sql.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1))
     else:

@@ -33,6 +33,7 @@ __all__ = [
     "ANNOTATION_TABLES",
     "EXPERIMENT_TABLES",
     "JOB_TABLES",
+    "ROWS_SELECT",
     "SCHEMA_SQL",
     "SCHEMA_VERSION",
     "migrate",
@@ -42,8 +43,9 @@ __all__ = [
 ]
 
 #: 2: ``attempts`` became a view over ``attempt_rows`` and the registered sources (a
-#: version-1 file is migrated when opened for writing: :func:`migrate`).
-SCHEMA_VERSION = 2
+#: version-1 file is migrated when opened for writing: :func:`migrate`). 3:
+#: ``attempt_rows.source_row``, a row number the view makes the place ``row N`` of.
+SCHEMA_VERSION = 3
 
 
 def written_by() -> str:
@@ -67,6 +69,14 @@ ANNOTATION_TABLES = ("manual_dimensions", "annotations")
 
 # Tables whose rows belong to one experiment (``experiment_id`` first).
 EXPERIMENT_TABLES = ("experiments", "exp_evaluators", "exp_cases", "exp_results", "exp_corrections")
+
+#: ``attempt_rows`` in the ``attempts`` view's columns: a row numbered by ``source_row``
+#: is placed at ``row N`` here, where only a question that shows the place makes the
+#: text, rather than in every row a load writes.
+ROWS_SELECT = (
+    "SELECT * EXCLUDE (source_row) REPLACE (coalesce(source_place, 'row ' || source_row) "
+    "AS source_place) FROM attempt_rows"
+)
 
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -142,10 +152,11 @@ CREATE TABLE IF NOT EXISTS attempt_rows (
     artifacts         JSON,
     extra             JSON,              -- phase timings, usage extras, raw metrics
     n_trials          INTEGER NOT NULL,  -- trials seen for this slot (>1: retried)
-    source_place      VARCHAR            -- where in the source: "line 12", trial dir, ...
+    source_place      VARCHAR,           -- where in the source: "line 12", trial dir, ...
+    source_row        BIGINT             -- NULL source_place: the place is "row <source_row>"
 );
 
-CREATE VIEW IF NOT EXISTS attempts AS SELECT * FROM attempt_rows;
+CREATE VIEW IF NOT EXISTS attempts AS __ROWS_SELECT__;
 
 -- A job whose attempts are read in place (ws.load(path, copy=False)): the SELECT that
 -- gives its rows in attempt_rows' columns, and the files it reads with their size and
@@ -383,7 +394,7 @@ CREATE TABLE IF NOT EXISTS leaderboard (
     total_members     BIGINT,
     summary           JSON
 );
-"""
+""".replace("__ROWS_SELECT__", ROWS_SELECT)
 
 
 def _cache_lacks_position(con: duckdb.DuckDBPyConnection) -> bool:
@@ -397,18 +408,31 @@ def _cache_lacks_position(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> None:
-    """Bring a version-1 workspace opened for writing to this schema: its ``attempts``
-    table becomes ``attempt_rows`` (``SCHEMA_SQL`` then makes the ``attempts`` view), its
-    ``task_counts_cache`` gains ``position`` (null in the rows it has)."""
+    """Bring an older workspace opened for writing to this schema.
+
+    Version 1: its ``attempts`` table becomes ``attempt_rows`` (``SCHEMA_SQL`` then makes
+    the ``attempts`` view), its ``task_counts_cache`` gains ``position`` (null in the rows
+    it has). Versions 1 and 2: ``attempt_rows`` gains ``source_row`` (null: the places
+    written stay as they are) and a version-2 ``attempts`` view is made again over it.
+    """
+    from .attempt_sources import numbered_rows, rebuild
+
     row = con.execute(
-        """SELECT count(*) FROM duckdb_tables()
+        """SELECT count(*) FILTER (WHERE table_name = 'attempts'),
+                  count(*) FILTER (WHERE table_name = 'attempt_sources')
+           FROM duckdb_tables()
            WHERE database_name = current_database() AND schema_name = 'main'
-                 AND table_name = 'attempts' AND NOT temporary"""
+                 AND NOT temporary"""
     ).fetchone()
-    if row and row[0]:
+    assert row is not None
+    if row[0]:
         con.execute("ALTER TABLE attempts RENAME TO attempt_rows")
     if _cache_lacks_position(con):  # its rows stay valid, looked up by task name
         con.execute("ALTER TABLE task_counts_cache ADD COLUMN position INTEGER")
+    if numbered_rows(con) is False:  # a version-1 or -2 attempt_rows
+        con.execute("ALTER TABLE attempt_rows ADD COLUMN source_row BIGINT")
+        if row[1]:  # version 2: its attempts view names attempt_rows' columns of then
+            rebuild(con)
 
 
 def read_only_shims(con: duckdb.DuckDBPyConnection) -> None:
