@@ -503,3 +503,28 @@ def test_a_version_2_workspace_is_read_and_migrated(tmp_path: Path) -> None:
         ).fetchone() == (0, 24)
         version = ws.sql("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     assert version == ("3",)
+
+
+def test_rewards_beyond_one_with_k_given(ws: enb.Workspace, tmp_path: Path) -> None:
+    """The one pass guesses the sums' scales of rewards within [-1, 1]: rewards far
+    beyond (which do not fit those scales) take the exact second pass, copied or not."""
+    frame = rich_frame(7, tasks=12, k=4, binary=False)
+    frame["reward"] = frame["reward"] * np.where(np.arange(len(frame)) % 3 == 0, 7.3e5, 1.0)
+    path = tmp_path / "big.parquet"
+    frame.to_parquet(path)
+    copied, in_place = _pair(ws, path, k=4)
+    assert_same_answers(copied, in_place)
+    exact = frame.dropna(subset=["reward"]).groupby("task")["reward"].sum()
+    got = copied.samples().set_index("task")
+    assert np.allclose(got.loc[exact.index, "reward_mean"] * got.loc[exact.index, "scored"], exact)
+
+
+def test_many_repeats_of_one_attempt_are_named(ws: enb.Workspace, tmp_path: Path) -> None:
+    rows = [{"task": "t", "attempt": 1, "reward": 1.0}] * 40 + [
+        {"task": "u", "attempt": 1, "reward": 1.0}
+    ]
+    path = tmp_path / "rep.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    for copy in (True, False):
+        with pytest.raises(LoadError, match="attempt 1 appears 40 times"):
+            ws.load(path, k=2, copy=copy)

@@ -215,21 +215,20 @@ def _load(
         else "row_number() OVER (PARTITION BY task ORDER BY _enb_ord)::INTEGER"
     )
     usable = "WHERE _problem IS NULL"
-    in_place: InPlacePass | None = None  # the numbers of the one pass of copy=False
+    in_place: InPlacePass | None = None  # the numbers of the one pass (counted sources)
     assert copy or src.counted  # read in place: Parquet, counted from its footers
-    if src.counted:  # check the rows in the pass that reads them; explain only if short
+    if src.counted:  # check the rows in the pass that counts them; explain only if short
         rows = _count(con, "SELECT count(*) FROM _tb_src")
         _numbered(con, attempt, usable)
-        if copy:
-            n_bad = rows - _insert_attempts(con, src, jid)
-        else:
-            in_place = count_in_place(
-                con, given_attempt="attempt" in fields, has_digest="digest" in fields,
-                n_tags=len(tags), k=k, total=rows,
-            )  # fmt: skip
-            n_bad = rows - in_place.rows
+        in_place = count_in_place(
+            con, given_attempt="attempt" in fields, has_digest="digest" in fields,
+            n_tags=len(tags), k=k, total=rows,
+        )  # fmt: skip
+        n_bad = rows - in_place.rows
         if n_bad:
             _unusable(con, src, lenient, n_bad)
+        if copy:  # the pass's counts are the rows'; the insert reads the source once more
+            _insert_attempts(con, src, jid)
     else:
         n_bad = _count(con, "SELECT count(*) FROM _tb_v WHERE _problem IS NOT NULL")
         if n_bad:
@@ -300,8 +299,9 @@ def _load(
         )  # fmt: skip
     if in_place is not None:
         register_in_place(
-            con, src, jid, typed=typed, attempt=attempt, where=where, k=job_k, numbers=in_place
-        )
+            con, src, jid, typed=typed, attempt=attempt, where=where, k=job_k,
+            numbers=in_place, copy=copy,
+        )  # fmt: skip
         con.execute("DROP TABLE _tb_tasks")
     con.execute(
         f"""INSERT INTO {stage_name("jobs")} BY NAME

@@ -8,6 +8,10 @@ keep is small: the job, its tasks and tags, the score dimensions, and the per-ta
 check a copying load runs (unusable rows, attempt numbers out of range or repeated).
 The exact reward sums come from that pass when it summed at the job's scales, are the
 passes when every reward is 0 or 1, and take a second pass otherwise.
+
+A copying load of a counted source (Parquet, a frame) makes its tasks and per-task counts
+by the same pass, then inserts the rows: one read of the source more, instead of
+counting the copied rows again.
 """
 
 from __future__ import annotations
@@ -123,6 +127,20 @@ def _distinct(top: int) -> str:
     return "count(DISTINCT attempt)"
 
 
+def _guessed_sums() -> str:
+    """:func:`~envloop_nb._store.task_counts.reward_sums_sql` at the guessed scales, but
+    NULL where a value or a task's sum does not fit 64 bits (a reward beyond 1, repeated
+    attempts: the guess was wrong and the sums are not used) instead of an error."""
+    out = []
+    for name, value, scale in (("reward_sum", "reward", "$rscale"),
+                               ("reward_sumsq", "reward * reward", "$qscale")):  # fmt: skip
+        fixed = f"TRY_CAST(sum(TRY_CAST({value} * {scale} AS BIGINT)) AS BIGINT)"
+        out.append(
+            f"CASE WHEN count(reward) = 0 THEN 0 ELSE {fixed}::DOUBLE / {scale} END AS {name}"
+        )
+    return ", ".join(out)
+
+
 def count_in_place(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -162,9 +180,9 @@ def count_in_place(
     )
     digest = "any_value(digest) FILTER (WHERE digest IS NOT NULL)" if has_digest else "NULL"
     guess = scales(k, 1.0, 1.0) if k is not None else None
-    sums = ""
+    sums = ", NULL AS reward_sum, NULL AS reward_sumsq"
     if guess is not None:
-        sums = ", " + reward_sums_sql("$rscale", "$qscale")
+        sums = ", " + _guessed_sums()
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _tb_tasks AS
             SELECT task, min(_enb_ord) AS first, {digest}::VARCHAR AS digest {tags},
@@ -182,7 +200,8 @@ def count_in_place(
                                        'max_sq', (SELECT top * top FROM a)),
                   coalesce(max(n), 0), coalesce(min(n), 0),
                   count(*) FILTER (WHERE n < (SELECT most FROM m)), count(*),
-                  coalesce(sum(n), 0), coalesce(sum(nonbinary), 0)
+                  coalesce(sum(n), 0), coalesce(sum(nonbinary), 0),
+                  count(*) FILTER (WHERE scored > 0 AND (reward_sum IS NULL OR reward_sumsq IS NULL))
            FROM _tb_tasks"""
     ).fetchone()
     assert row is not None
@@ -197,7 +216,7 @@ def count_in_place(
     assert wide is not None
     return InPlacePass(
         stats=(row[0], *wide, row[1]), counted=tuple(row[2:6]), rows=int(row[6]),
-        nonbinary=int(row[7]), summed_at=guess,
+        nonbinary=int(row[7]), summed_at=None if row[8] else guess,
     )  # fmt: skip
 
 
@@ -211,14 +230,15 @@ def register_in_place(
     where: str,
     k: int,
     numbers: InPlacePass,
+    copy: bool = False,
 ) -> None:
-    """Keep the job's per-task counts from ``_tb_tasks`` and record its attempts as the
-    SELECT over its files, inside the load's transaction.
+    """Keep the job's per-task counts from ``_tb_tasks`` and, unless the load copied the
+    rows (``copy``), record its attempts as the SELECT over its files, inside the load's
+    transaction.
 
     The exact reward sums are the pass's when it summed at the job's scales; otherwise,
     when every reward is 0 or 1, the passes; otherwise a second pass sums them.
     """
-    assert src.select_sql is not None  # load_table refuses a source without one first
     reward = json.loads(numbers.stats[4])
     sc = scales(k, reward.get("max_abs"), reward.get("max_sq"))
     sums = {n: f"coalesce(t.{n}, 0)" for n in ("reward_sum", "reward_sumsq")}
@@ -238,5 +258,8 @@ def register_in_place(
         for n in COUNT_NAMES
     )
     keep_counts(con, f"SELECT t.task, t.n, t.lo, t.hi, t.d, {cols} FROM {source}", params)
+    if copy:
+        return
+    assert src.select_sql is not None  # load_table refuses a source without one first
     rows = f"(SELECT *, {attempt} AS attempt FROM ({typed} ({src.select_sql}) _tb_src) _tb_v {where}) _tb_n"
     register(con, jid, _typed_rows(con, jid, rows), src.files)
