@@ -37,9 +37,9 @@ import pyarrow as pa
 from .._errors import EnvloopError
 from .._store.frames import to_frame
 from .._store.memo import cached
-from .._store.memory import release_after
 from .._store.ref import require_task_table
 from .counts import check_options, count_columns_sql, scored_sum, task_counts
+from .tag_groups import tag_group_ids
 
 if TYPE_CHECKING:
     import duckdb
@@ -145,33 +145,6 @@ def _reward_per_task(counts: pa.Table, thr: float | None, bad: float | None) -> 
         },
         schema=_PER_TASK,
     )
-
-
-def _tag_group_ids(
-    con: duckdb.DuckDBPyConnection, job_id: str, key: str
-) -> tuple[list[str | None], np.ndarray]:
-    """Group labels (sorted, a task without the tag last as None) and each task's group,
-    in the per-task counts' row order (by position, then name), the tag's values joined
-    to the tasks in DuckDB (no table of task names in Python to look them up in)."""
-    found = con.execute(
-        """SELECT g.value FROM tasks t LEFT JOIN task_tags g
-               ON g.job_id = t.job_id AND g.task = t.task AND g.key = $key
-           WHERE t.job_id = $job_id ORDER BY t.position, t.task""",
-        {"job_id": job_id, "key": key},
-    ).to_arrow_table()
-    release_after(con, found.num_rows)
-    values = found.column(0).combine_chunks().dictionary_encode()
-    names = values.dictionary.to_pylist()
-    order = sorted(range(len(names)), key=lambda i: names[i])
-    rank = np.empty(len(names) + 1, dtype=np.int64)
-    rank[order] = np.arange(len(names))
-    rank[len(names)] = len(names)  # no tag (or a null value): the last group
-    index = values.indices.fill_null(len(names)).to_numpy(zero_copy_only=False)
-    group = rank[np.asarray(index, dtype=np.int64)]
-    labels: list[str | None] = [names[i] for i in order]
-    if values.null_count:
-        labels.append(None)
-    return labels, group
 
 
 def _group_sums(
@@ -417,10 +390,10 @@ def tag_groups(
         con,
         job_id,
         ("tag_group_ids", key),
-        lambda: _tag_group_ids(con, job_id, key),
+        lambda: tag_group_ids(con, job_id, key),
     )
     if len(group) != counts.num_rows:  # the job changed between two calls
-        labels, group = _tag_group_ids(con, job_id, key)
+        labels, group = tag_group_ids(con, job_id, key)
         if len(group) != counts.num_rows:
             raise EnvloopError(
                 f"job {job_id!r}: {len(group)} task rows for tag {key!r} against "
