@@ -340,14 +340,15 @@ def _load(
 def _write_tasks(con: duckdb.DuckDBPyConnection, jid: str, keys: list[str]) -> None:
     """The job's ``tasks`` (in order of first appearance, each with its tags as JSON,
     keys in tag order, absent tags left out) and ``task_tags``, from ``_tb_tasks``."""
-    values = "[" + ", ".join(f"_tag{i}" for i in range(len(keys))) + "]::VARCHAR[]"
-    pairs = f"list_filter(list_zip($keys::VARCHAR[], {values}), e -> e[2] IS NOT NULL)"
-    if keys:
+    if keys:  # one SELECT per tag (several times faster than unnesting a list per task)
+        each = " UNION ALL ".join(
+            f"SELECT $jid AS job_id, task, $k{i}::VARCHAR AS key, _tag{i}::VARCHAR AS value "
+            f"FROM _tb_tasks WHERE _tag{i} IS NOT NULL"
+            for i in range(len(keys))
+        )
         con.execute(
-            f"""INSERT INTO {stage_name("task_tags")} BY NAME
-                SELECT job_id, task, e[1] AS key, e[2] AS value
-                FROM (SELECT $jid AS job_id, task, unnest({pairs}) AS e FROM _tb_tasks)""",
-            {"jid": jid, "keys": keys},
+            f"INSERT INTO {stage_name('task_tags')} BY NAME {each}",
+            {"jid": jid, **{f"k{i}": key for i, key in enumerate(keys)}},
         )
     # {"key": value, ...} of the present tags, written as text: the same JSON as
     # to_json(map_from_entries(...)) of the pairs, several times faster
