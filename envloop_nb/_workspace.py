@@ -87,7 +87,8 @@ class Workspace:
             if found is None or found < SCHEMA_VERSION:  # a version-1 file's view of it
                 read_only_shims(con)
         else:
-            migrate(con)
+            if have and found != SCHEMA_VERSION:  # an older file: brought to this schema
+                migrate(con)
             con.execute(SCHEMA_SQL)
             con.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), ('written_by', ?)",
