@@ -228,6 +228,8 @@ def _load(
         if n_bad:
             _unusable(con, src, lenient, n_bad)
         if copy:  # the pass's counts are the rows'; the insert reads the source once more
+            if not n_bad:  # every row is usable: the insert need not evaluate the checks
+                _numbered(con, attempt, "")
             _insert_attempts(con, src, jid)
     else:
         n_bad = _count(con, "SELECT count(*) FROM _tb_v WHERE _problem IS NOT NULL")
