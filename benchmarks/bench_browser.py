@@ -10,7 +10,8 @@ kernel, the widget messages and the browser's rendering; the first panel of a pa
 loads the chart library (once per page). The targets (issue 15): cards visible < 0.3 s on
 the sample job and < 1 s on a 1M-attempt job; every interaction < 300 ms median. The
 sample job's cards are timed twice: its cell run again (JupyterLab first takes down the
-previous panel) and ``small.panel()`` run in a new cell each time.
+previous panel) and ``small.panel()`` run in a new cell each time; beside them two floors
+in new cells: an HTML output (no widget), and one ipywidgets HTML in a VBox.
 """
 
 from __future__ import annotations
@@ -30,6 +31,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: (what, target in ms)
 TARGETS = {"cards: sample job": 300.0, "cards: generated job": 1000.0, "interaction": 300.0}
+
+
+#: (row, a cell's code): what any output and the smallest widget output take to show
+_FLOORS = (
+    (
+        "floor: an HTML output, in a new cell",
+        "from IPython.display import HTML; HTML('<div class=\"enb-floor\">score 50.1%</div>')",
+    ),
+    (
+        "floor: one HTML widget in a VBox, in a new cell",
+        "import ipywidgets as w; w.VBox([w.HTML('<div class=\"enb-floor\">score 50.1%</div>')])",
+    ),
+)
 
 
 def _notebook(path: Path, n_attempts: int) -> None:
@@ -237,6 +251,15 @@ def run(
                 for _ in range(repeats + 1)
             ]
             record("cards: sample job, in a new cell", fresh[1:], 300.0, first=fresh[0])
+            # Floors, in a new cell each time as above: what JupyterLab takes to show any
+            # output (an HTML display, no widget) and the smallest widget output (one
+            # ipywidgets HTML in a VBox: two views, their layouts and styles) — the part of
+            # the cards' time that no panel code can remove.
+            for what, code in _FLOORS:
+                times = [
+                    _run_cell(page, _new_cell(page, code), ".enb-floor") for _ in range(repeats + 1)
+                ]
+                record(what, times[1:], None, first=times[0])
             page.close()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

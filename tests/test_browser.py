@@ -588,6 +588,7 @@ def test_the_browser_timing_benchmark_runs(browser: Any) -> None:
         "overview: policy change",
         "cases: open the tab (first time)", "cases: next page", "cases: status filter",
         "cases: sort", "cases: switch to the per-task view", "cards: sample job, in a new cell",
+        "floor: an HTML output, in a new cell", "floor: one HTML widget in a VBox, in a new cell",
     ]  # fmt: skip
     assert all(r["median_ms"] > 0 for r in results)
     by = {r["what"]: r for r in results}  # the cards come up before the panel is done
