@@ -362,3 +362,19 @@ def test_stage9_front_door_stages_run_and_agree(tmp_path: Path) -> None:
 
 def curve_of(by_stage: dict[str, Any]) -> dict[str, Any]:
     return dict(by_stage["front_one_question"]["extra"]["curve"])
+
+
+def test_trace_load_times_every_statement_and_explains_the_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m benchmarks.trace_load``: the load's one checking pass is among the
+    timed statements (so ``--explain`` finds it), copied into a file and read in place."""
+    from benchmarks import trace_load as tl
+
+    s = dataclasses.replace(SIZES["10k"], root=tmp_path)
+    for copy, file in ((False, False), (True, True)):
+        phases, log = tl.trace(s, copy=copy, file=file, explain=True)
+        assert set(phases) == {"open", "load", "curve", "total"}
+        assert any(sql.startswith(tl.PASS) for _, sql in log)
+        assert any(sql.startswith("INSERT INTO attempt_rows") for _, sql in log) == copy
+        assert "HASH_GROUP_BY" in capsys.readouterr().out  # the pass's plan, analysed
