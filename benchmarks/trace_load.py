@@ -43,7 +43,8 @@ class _Timed:
     def execute(self, sql: str, *args: Any, **kwargs: Any) -> Any:
         if self._explain and sql.lstrip().startswith(PASS):
             self._explain = False
-            plan = self._con.execute("EXPLAIN ANALYZE " + sql.split(" AS", 1)[1], *args, **kwargs)
+            select = sql.lstrip()[len(PASS) :]
+            plan = self._con.execute("EXPLAIN ANALYZE " + select, *args, **kwargs)
             print(plan.fetchall()[0][1])
         t = time.perf_counter()
         out = self._con.execute(sql, *args, **kwargs)
@@ -65,16 +66,17 @@ def trace(
     kwargs = _table_kwargs(s)
     kwargs["copy"] = copy
     log: list[tuple[float, str]] = []
-    path = str(Path(tempfile.mkdtemp(prefix="enb-trace-")) / "w.duckdb") if file else None
-    t0 = time.perf_counter()
-    ws = enb.open(path)
-    ws.con = _Timed(ws.con, log, explain)  # type: ignore[assignment]
-    t1 = time.perf_counter()
-    job = ws.load(str(s.parquet), **kwargs)
-    t2 = time.perf_counter()
-    job.curve(ks=list(range(1, 33)), threshold=THRESHOLD)
-    t3 = time.perf_counter()
-    ws.close()
+    with tempfile.TemporaryDirectory(prefix="enb-trace-") as scratch:  # the file goes too
+        path = str(Path(scratch) / "w.duckdb") if file else None
+        t0 = time.perf_counter()
+        ws = enb.open(path)
+        ws.con = _Timed(ws.con, log, explain)  # type: ignore[assignment]
+        t1 = time.perf_counter()
+        job = ws.load(str(s.parquet), **kwargs)
+        t2 = time.perf_counter()
+        job.curve(ks=list(range(1, 33)), threshold=THRESHOLD)
+        t3 = time.perf_counter()
+        ws.close()
     phases = {"open": t1 - t0, "load": t2 - t1, "curve": t3 - t2, "total": t3 - t0}
     return phases, log
 
