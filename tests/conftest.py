@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 import envloop_nb as enb
+
+# Property tests never lean on the clock or on luck: no deadline (the work is not about time
+# and a loaded machine must not fail it), no "too slow" health check, and a fixed sequence of
+# examples (derandomize) so every run on every machine tries the same cases; nothing is kept
+# between runs. ENB_HYPOTHESIS_PROFILE=explore searches with fresh random examples instead.
+_QUIET = [HealthCheck.too_slow]
+settings.register_profile(
+    "fixed", deadline=None, derandomize=True, database=None, suppress_health_check=_QUIET
+)
+settings.register_profile(
+    "explore", deadline=None, database=None, max_examples=1000, suppress_health_check=_QUIET
+)
+settings.load_profile(os.environ.get("ENB_HYPOTHESIS_PROFILE", "fixed"))
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"

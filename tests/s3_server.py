@@ -90,7 +90,10 @@ def s3_server() -> Iterator[S3Server]:
         setup = {"endpoint_url": endpoint, "region_name": REGION}
         iam = boto3.client("iam", aws_access_key_id="setup", aws_secret_access_key="setup", **setup)
         keys = {}
-        for user, action in (("reader", "s3:*"), ("lister", "s3:ListBucket")):
+        # lister may list, not read. AWS names listing and HeadBucket "s3:ListBucket"; moto
+        # 5.2.6 checks the operation's own name instead, so the policy grants both spellings.
+        listing = ["s3:ListBucket", "s3:ListObjectsV2", "s3:ListObjects", "s3:HeadBucket"]
+        for user, action in (("reader", "s3:*"), ("lister", listing)):
             iam.create_user(UserName=user)
             keys[user] = iam.create_access_key(UserName=user)["AccessKey"]
             policy = {"Version": "2012-10-17", "Statement": [

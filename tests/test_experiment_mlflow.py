@@ -172,9 +172,7 @@ def _build(root: Path) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Any:
     before = mlflow.get_tracking_uri()
-    started = time.perf_counter()
     made = _build(tmp_path_factory.mktemp("mlflow"))
-    made["build_s"] = time.perf_counter() - started
     yield made
     mlflow.set_tracking_uri(before)
 
@@ -199,7 +197,6 @@ def test_the_store_is_what_the_tests_assume(store: dict[str, Any]) -> None:
     assert [a[_id(store, k)].valid for k in ("c1", "o1", "o2")] == [False, False, True]
     assert a[_id(store, "o1")].overrides == _id(store, "c1")
     assert a[_id(store, "o2")].overrides == _id(store, "o1")
-    assert store["build_s"] < 60
 
 
 def test_experiment(store: dict[str, Any], doc: dict[str, Any]) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import json
 import tempfile
-import time
 from pathlib import Path
 
 import duckdb
@@ -202,19 +201,16 @@ def test_reload_is_idempotent(ws: enb.Workspace, tmp_path: Path) -> None:
 
 
 def test_a_million_rows_stay_in_duckdb(ws: enb.Workspace, tmp_path: Path) -> None:
-    """1M rows (the 10M measurement is in the report) load through SQL in seconds."""
+    """1M rows load through SQL (their speed is benchmarks.bench_scale's, not a test's)."""
     path = tmp_path / "big.parquet"
     duckdb.connect().execute(
         f"""COPY (SELECT 'task-' || (i % 10000) AS task, (i // 10000 + 1)::INTEGER AS attempt,
                   (hash(i) % 2)::DOUBLE AS reward, 'subset-' || (i % 10000 % 5) AS subset
                   FROM range(1000000) t(i)) TO '{path}' (FORMAT parquet)"""
     )
-    start = time.perf_counter()
     job = load_job(ws, path)
-    elapsed = time.perf_counter() - start
     s = job.summary()
     assert (job.k, s.total_members, s.total, s.scored) == (100, 10000, 1_000_000, 1_000_000)
-    assert elapsed < 60, elapsed
 
 
 @settings(max_examples=40, deadline=None)

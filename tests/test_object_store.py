@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -154,14 +153,11 @@ def test_a_million_attempts_in_one_object(s3_server: S3Server, tmp_path: Path) -
     path = tmp_path / "big.parquet"
     pq.write_table(_attempts_table(250_000, 4, seed=3), path)
     url = s3_server.put(s3_server.bucket("big"), "big.parquet", path)
-    started = time.perf_counter()
     remote = _ws(s3_server).load(url)
-    took = time.perf_counter() - started
     local = enb.open().load(str(path))
     assert remote.summary().to_dict() == local.summary().to_dict()
     assert remote.summary().total == 1_000_000
     pd.testing.assert_frame_equal(remote.curve(), local.curve())
-    assert took < 60, f"1M attempts from S3 took {took:.1f} s"  # ~2-6 s on 2 busy CPUs
 
 
 # -- formats fetched to a private copy --------------------------------------------------------
@@ -357,11 +353,9 @@ def test_wrong_endpoint(s3_server: S3Server) -> None:
     port = free_port()  # nothing listens there
     ws = enb.open(s3=s3_server.options(endpoint_url=f"http://127.0.0.1:{port}"))
     for url in ("s3://any/base.json", "s3://any/t.parquet", "s3://any/prefix/"):
-        started = time.perf_counter()
         with pytest.raises(enb.LoadError, match=f"cannot reach the object storage endpoint http://127.0.0.1:{port}") as err:  # fmt: skip
             ws.load(url)
         assert str(err.value).startswith(url + ": ")
-        assert time.perf_counter() - started < 10
 
 
 # -- credentials are never written ----------------------------------------------------------------
