@@ -25,7 +25,9 @@ ENV = {"python_version": "3.11", "python_full_version": "3.11.7", "sys_platform"
        "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
        "implementation_name": "cpython", "platform_python_implementation": "CPython",
        "extra": ""}  # fmt: skip
-_ENTRY = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==(\S+)(?:\s*;\s*([^\\]+?))?\s*\\?$")
+_ENTRY = re.compile(
+    r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==(\S+)(?:\s*;\s*([^\\]+?))?\s*\\?$"
+)
 
 
 def _pins(text: str) -> dict[str, list[tuple[Version, str | None, list[str]]]]:
@@ -84,6 +86,16 @@ def test_nothing_is_pinned_for_a_requirement_that_is_gone(lock: str) -> None:
         for _, _, via in entries:
             if via and all(v.startswith("envloop-nb") for v in via):
                 assert name in wanted, f"{lock}: {name} is locked for nothing (run bash .ci/lock)"
+
+
+def test_the_build_is_locked_too() -> None:
+    """The package is built with the locked setuptools, not the newest release."""
+    pins = _pins((ROOT / "requirements" / "build.txt").read_text())
+    system = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]
+    for req in map(Requirement, system["requires"]):
+        versions = _for_env(pins.get(canonicalize_name(req.name), []))
+        assert len(versions) == 1 and req.specifier.contains(versions[0]), req
+    assert "--build-constraints requirements/build.txt" in (ROOT / ".ci" / "setup").read_text()
 
 
 def test_the_install_scripts_use_the_locks() -> None:
