@@ -16,10 +16,8 @@ stay in the attempt's ``extra`` (``resps``, ``repeats``).
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
-import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,20 +27,16 @@ import duckdb
 
 from .._errors import LoadError, LoadWarning
 from .._store.source_numbers import SourceNumber, Statistic
-from ._common import check_k, is_number, parse_time, read_json_file
+from ._common import check_k, is_number, read_json_file
 from ._read import decode_utf8, parse_json, read_bytes
 from ._stage import begin_job, insert_rows
+from .lm_eval_results import PLATFORM_KEYS, created_at, metric_name, read_results
 from .lm_eval_text import doc_output, doc_prompt
+from .summary import load_summary
 
 __all__ = ["load_lm_eval", "results_path", "source_numbers"]
 
-_DEF = re.compile(r"\s*def\s+(\w+)\s*\(")  # a function metric, dumped as its source
 _FORMAT = "lm-eval"
-#: The results' fields kept verbatim in ``jobs.platform_metrics``.
-_PLATFORM = (
-    *("results", "groups", "group_subtasks", "n-samples", "versions", "config"),
-    "higher_is_better",
-)
 
 
 def results_path(source: str | Path) -> Path:
@@ -64,15 +58,6 @@ def results_path(source: str | Path) -> Path:
         names = ", ".join(str(p.relative_to(path)) for p in found[:5])
         raise LoadError(path, None, f"{len(found)} lm-eval results files ({names}): pass one")
     return found[0]
-
-
-def _metric_name(entry: Any) -> str | None:
-    """A ``metric_list`` entry's metric name (a function metric is dumped as its source)."""
-    name = entry.get("metric") if isinstance(entry, dict) else None
-    if not isinstance(name, str):
-        return None
-    match = _DEF.match(name)
-    return match[1] if match else name
 
 
 @dataclass
@@ -108,7 +93,7 @@ def _specs(path: Path, doc: dict[str, Any]) -> list[_Spec]:
             raise LoadError(path, f"{place}.metric_list", "expected a list of metrics")
         metrics, aggregation = [], {}
         for entry in entries:
-            metric = _metric_name(entry)
+            metric = metric_name(entry)
             if metric is None:
                 raise LoadError(path, f"{place}.metric_list", f"no metric name in {entry!r:.60}")
             metrics.append(metric)
@@ -132,6 +117,20 @@ def _specs(path: Path, doc: dict[str, Any]) -> list[_Spec]:
             samples = matches[0]
         specs.append(_Spec(str(name), metrics, aggregation, filters, parent.get(name), samples))
     return specs
+
+
+def _has_samples(path: Path, doc: dict[str, Any]) -> bool:
+    """Whether any task of the results has a samples file beside them (else the file is
+    loaded as results only: :mod:`envloop_nb._loaders.lm_eval_results`)."""
+    configs = doc.get("configs")
+    if not isinstance(configs, dict):
+        return False  # lm-eval 0.3: results, versions and config only
+    stamp = path.stem.rsplit("_", 1)[-1]
+    return any(
+        path.with_name(f"samples_{name}_{stamp}.jsonl").is_file()
+        or any(path.parent.glob(f"samples_{name}_*.jsonl"))
+        for name in configs
+    )
 
 
 @dataclass
@@ -385,12 +384,6 @@ def _warn(message: str) -> None:
     warnings.warn(message, LoadWarning, stacklevel=7)  # at the user's ws.load(...)
 
 
-def _created(path: Path, value: Any) -> dt.datetime | None:
-    if is_number(value):
-        return dt.datetime.fromtimestamp(float(value), dt.UTC)
-    return parse_time(value, path, "$.date", "date")
-
-
 def _higher(doc: dict[str, Any], specs: list[_Spec], name: str) -> bool | None:
     metric = name.split(",", 1)[0]
     table = _obj(doc, "higher_is_better")
@@ -452,6 +445,9 @@ def load_lm_eval(
     doc = read_json_file(path, "an lm-eval results JSON")
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), dict):
         raise LoadError(path, "$.results", "expected an lm-eval results object with 'results'")
+    if not _has_samples(path, doc):  # 0.3, or 0.4 without --log_samples: a summary only
+        load_summary(con, read_results(path, doc, job_id=job_id, k=k, model=model))
+        return
     config = _obj(doc, "config")
     model = model or doc.get("model_name") or config.get("model") or None
     specs = _specs(path, doc)
@@ -504,14 +500,14 @@ def load_lm_eval(
         "source_format": _FORMAT,
         "source_path": str(path),
         "status": "completed",
-        "created_at": _created(path, doc.get("date")),
+        "created_at": created_at(path, doc.get("date")),
         "dataset_name": "+".join(sorted({s.group or s.name for s in specs})),
         "runner": _FORMAT,
         "model": None if model is None else str(model),
         "attempts": k or 1,
         "profile_params": json.dumps(_inference(doc, specs), ensure_ascii=False, default=str),
         "platform_metrics": json.dumps(
-            {key: doc[key] for key in _PLATFORM if key in doc}, ensure_ascii=False, default=str
+            {key: doc[key] for key in PLATFORM_KEYS if key in doc}, ensure_ascii=False, default=str
         ),
         "extra": json.dumps(extra, ensure_ascii=False),
     }
