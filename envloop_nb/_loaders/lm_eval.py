@@ -133,6 +133,23 @@ def _has_samples(path: Path, doc: dict[str, Any]) -> bool:
     )
 
 
+def _stray_samples(path: Path, specs: list[_Spec], lenient: bool) -> list[str]:
+    """Samples files of this run (``samples_<task>_<time>.jsonl``) whose task the results
+    do not configure: refused (lenient: listed, not loaded), never ignored quietly."""
+    stamp = path.stem.rsplit("_", 1)[-1]
+    used = {s.samples for s in specs}
+    stray = []
+    for other in sorted(path.parent.glob(f"samples_*_{stamp}.jsonl")):
+        if other in used:
+            continue
+        task = other.name.removeprefix("samples_").removesuffix(f"_{stamp}.jsonl")
+        problem = f"task {task!r} is not in the results' configs ({path.name})"
+        if not lenient:
+            raise LoadError(other, None, f"{problem}: its samples cannot be scored as lm-eval did")
+        stray.append(f"{other}: {problem}")
+    return stray
+
+
 @dataclass
 class _Line:
     number: int
@@ -191,9 +208,13 @@ def _number(value: Any) -> float | bool | None:
     return float(value) if is_number(value) else False
 
 
-def _choose_metrics(spec: _Spec, docs: dict[int, dict[str, _Line]]) -> None:
+def _choose_metrics(
+    spec: _Spec, docs: dict[int, dict[str, _Line]], lenient: bool, nulled: list[str]
+) -> None:
     """Set the reward (the first metric with a number per doc, under the first filter) and
-    the numeric (metric, filter) pairs that become dimensions."""
+    the numeric (metric, filter) pairs that become dimensions: those with a number in
+    some doc. Another doc's value of such a pair must be a number or null (absent: null);
+    anything else raises (lenient: becomes null, listed in ``nulled``)."""
     seen = list(spec.metrics)
     for lines in docs.values():
         spec.filters += [f for f in lines if f not in spec.filters]  # not in the config
@@ -201,9 +222,22 @@ def _choose_metrics(spec: _Spec, docs: dict[int, dict[str, _Line]]) -> None:
             seen += [m for m in line.row.get("metrics") or [] if m not in seen]
     for filt in spec.filters:
         for metric in seen:
-            rows = [ls[filt].row for ls in docs.values() if filt in ls]
-            if rows and all(metric in r and _number(r[metric]) is not False for r in rows):
-                spec.numeric.append((metric, filt))
+            found = [(d, ls[filt]) for d, ls in docs.items() if filt in ls]
+            values = [_number(line.row.get(metric)) for _, line in found]
+            if not any(isinstance(v, float) for v in values):
+                continue  # no number in any doc (bleu's pairs): stays in extra
+            for (doc_id, line), value in zip(found, values, strict=True):
+                if value is not False:
+                    continue
+                problem = (
+                    f"doc {doc_id}: {metric} under filter {filt!r} must be a finite number "
+                    f"or null, got {line.row[metric]!r:.60}"
+                )
+                if not lenient:
+                    raise LoadError(spec.samples, f"line {line.number}", problem)
+                nulled.append(f"{spec.samples}, line {line.number}: {problem}")
+                line.row[metric] = None
+            spec.numeric.append((metric, filt))
     first = [pair for pair in spec.numeric if pair[1] == spec.filters[0]]
     if not first:
         problem = f"no metric has a number per doc under filter {spec.filters[0]!r}"
@@ -451,10 +485,12 @@ def load_lm_eval(
     config = _obj(doc, "config")
     model = model or doc.get("model_name") or config.get("model") or None
     specs = _specs(path, doc)
+    stray = _stray_samples(path, specs, lenient)
     stamp = path.stem.rsplit("_", 1)[-1]
     jid = job_id or f"lm-eval:{doc.get('model_name_sanitized') or path.parent.name}@{stamp}"
     skipped: list[str] = []
     unscored: list[str] = []  # lenient: docs without a line under their first filter
+    nulled: list[str] = []  # lenient: metric values that are no number, set to null
     attempts: list[dict[str, Any]] = []
     dims: list[dict[str, Any]] = []
     tags: dict[str, dict[str, str]] = {}
@@ -463,7 +499,7 @@ def load_lm_eval(
     n_samples = _obj(doc, "n-samples")
     for spec in specs:
         docs = _read_samples(spec, lenient, skipped)
-        _choose_metrics(spec, docs)
+        _choose_metrics(spec, docs, lenient, nulled)
         names, rows, dim_rows, reps = _rows(jid, spec, docs, lenient, unscored)
         counts = n_samples.get(spec.name)
         effective = counts.get("effective") if isinstance(counts, dict) else None
@@ -479,11 +515,16 @@ def load_lm_eval(
         repeats[spec.name] = next(iter(reps)) if len(reps) == 1 else None
         tag = {"subset": spec.name, **({"group": spec.group} if spec.group else {})}
         tags.update({name: tag for name in names})
-    if skipped or unscored:
+    if skipped or unscored or nulled or stray:
         told = [f"skipped {len(skipped)} unusable sample line(s)"] if skipped else []
+        if stray:
+            told.append(f"{len(stray)} samples file(s) of tasks not in the results not loaded")
         if unscored:
             told.append(f"{len(unscored)} doc(s) have no line under the first filter: no reward")
-        _warn(f"{path}: {'; '.join(told)}; first: {(skipped or unscored)[0]}")
+        if nulled:
+            told.append(f"{len(nulled)} metric value(s) that are not numbers set to null")
+        first = (skipped or unscored or nulled or stray)[0]
+        _warn(f"{path}: {'; '.join(told)}; first: {first}")
     if len(set().union(*all_repeats.values())) > 1:
         shown = "; ".join(f"{n}: {', '.join(map(str, sorted(r)))}" for n, r in all_repeats.items())
         _warn(f"{path}: docs were sent different numbers of repeats ({shown})")
