@@ -69,7 +69,7 @@ def test_a_pythia_file_is_a_summary_only_job(ws: enb.Workspace) -> None:
     assert by["tasks"].isna().all() and by["scored"].isna().all()  # 0.3 states no counts
     assert by.loc["lambada_openai", "metric"] == "ppl"
     dims = job.groups(by="dimension")
-    got = {(r.subset, r.value): r.score for r in dims.itertuples()}
+    got = {(r.subset, r.dimension): r.score for r in dims.itertuples()}
     assert got[("arc_easy", "acc_norm")] == doc["results"]["arc_easy"]["acc_norm"]
     assert got[("lambada_openai", "acc")] == doc["results"]["lambada_openai"]["acc"]
     assert len(got) == 5  # every number the file states beside each task's first
@@ -127,7 +127,7 @@ def test_a_04_results_file_without_samples(ws: enb.Workspace) -> None:
     err = doc["results"]["envloop_group"]["exact_match_stderr,strict"]
     assert (iv.low, iv.high) == (s.score - Z95 * err, s.score + Z95 * err)
     dims = job.groups(by="dimension")
-    assert set(dims["value"]) == {"char_overlap,strict", "char_overlap,vote",
+    assert set(dims["dimension"]) == {"char_overlap,strict", "char_overlap,vote",
                                   "exact_match,vote", "bleu,strict", "bleu,vote"}  # fmt: skip
 
 

@@ -30,7 +30,7 @@ from .._store.source_numbers import SourceNumber, Statistic
 from ._common import check_k, is_number, read_json_file
 from ._read import decode_utf8, parse_json, read_bytes
 from ._stage import begin_job, insert_rows
-from .lm_eval_results import PLATFORM_KEYS, created_at, metric_name, read_results
+from .lm_eval_results import PLATFORM_KEYS, created_at, has_samples, metric_name, read_results
 from .lm_eval_text import doc_output, doc_prompt
 from .summary import load_summary
 
@@ -117,20 +117,6 @@ def _specs(path: Path, doc: dict[str, Any]) -> list[_Spec]:
             samples = matches[0]
         specs.append(_Spec(str(name), metrics, aggregation, filters, parent.get(name), samples))
     return specs
-
-
-def _has_samples(path: Path, doc: dict[str, Any]) -> bool:
-    """Whether any task of the results has a samples file beside them (else the file is
-    loaded as results only: :mod:`envloop_nb._loaders.lm_eval_results`)."""
-    configs = doc.get("configs")
-    if not isinstance(configs, dict):
-        return False  # lm-eval 0.3: results, versions and config only
-    stamp = path.stem.rsplit("_", 1)[-1]
-    return any(
-        path.with_name(f"samples_{name}_{stamp}.jsonl").is_file()
-        or any(path.parent.glob(f"samples_{name}_*.jsonl"))
-        for name in configs
-    )
 
 
 def _stray_samples(path: Path, specs: list[_Spec], lenient: bool) -> list[str]:
@@ -441,7 +427,11 @@ def load_lm_eval(
     """Stage an lm-eval run: ``results_<time>.json`` and its ``samples_<task>_<time>.jsonl``.
 
     ``source`` is the results JSON, or the folder holding it (or its ``<output_path>``
-    with one model folder below).
+    with one model folder below). Results without any samples file beside them (lm-eval
+    0.3, as Pythia's published evaluations; 0.4 without ``--log_samples``) load as a
+    summary-only job of the file's own numbers
+    (:mod:`envloop_nb._loaders.lm_eval_results`); samples for some tasks only, or a
+    samples file of the run for a task the results do not configure, are refused.
 
     * task: ``"<lm-eval task>/<doc_id>"`` per doc; tags ``subset`` = the lm-eval task,
       ``group`` = the group it belongs to (``group_subtasks``), when it has one.
@@ -452,8 +442,10 @@ def load_lm_eval(
     * reward: the doc's value of the task's primary metric (the first of
       ``configs[task].metric_list`` with a number per doc) under the task's first filter;
       every other metric with a number per doc, under every filter, is a dimension
-      ``"<metric>,<filter>"`` (``higher_is_better`` from the results). Values that are not
-      numbers per doc (``bleu``'s ``[reference, prediction]`` pairs) stay in ``extra``.
+      ``"<metric>,<filter>"`` (``higher_is_better`` from the results). A metric with no
+      number in any doc (``bleu``'s ``[reference, prediction]`` pairs) stays in ``extra``;
+      one with numbers must be a number or null in every doc (absent: null), else the
+      line is refused naming the doc and metric.
     * input: the prompt (``arguments.gen_args_0.arg_0``); output: the filtered response,
       reference: ``target`` (multiple choice: the choice with the highest loglikelihood,
       and the gold choice when ``target`` is its index); model: ``model``, else
@@ -463,7 +455,8 @@ def load_lm_eval(
       ``versions``, ``config``, ``higher_is_better``; ``extra["source_numbers"]``: every
       per-task (and size-weighted group) mean and stderr that is a plain mean of per-doc
       values (``job.source_agreement()``).
-    * ``lenient``: skip unusable sample lines and warn how many.
+    * ``lenient``: skip unusable sample lines (a metric value that is no number becomes
+      null, a samples file of an unconfigured task is not loaded) and warn how many.
 
     Examples
     --------
@@ -479,7 +472,7 @@ def load_lm_eval(
     doc = read_json_file(path, "an lm-eval results JSON")
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), dict):
         raise LoadError(path, "$.results", "expected an lm-eval results object with 'results'")
-    if not _has_samples(path, doc):  # 0.3, or 0.4 without --log_samples: a summary only
+    if not has_samples(path, doc):  # 0.3, or 0.4 without --log_samples: a summary only
         load_summary(con, read_results(path, doc, job_id=job_id, k=k, model=model))
         return
     config = _obj(doc, "config")

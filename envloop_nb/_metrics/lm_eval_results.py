@@ -12,7 +12,8 @@ value, stderr, docs ``n``, primary or not) and no doc at all. So:
   (the file holds no per-doc value).
 * :func:`results_groups` — ``groups(by="subset")``: one row per lm-eval task with its
   primary metric; ``"tag:group"``: per group; ``"dimension"``: every other metric of each
-  task (column ``subset``). ``score`` is the file's number exactly.
+  task (columns ``dimension``, ``subset``). ``score`` is the file's number exactly, with
+  ``metric``, ``stderr``, ``ci_low``, ``ci_high``; ``tasks`` / ``scored`` are the docs.
 * the **interval** of a number is ``value ± z·stderr``, z = the normal quantile of the
   confidence (1.959964 at 95%): lm-eval's stderr is the standard error of a mean over
   docs, so this is the normal-approximation interval. It is **not clipped**: the file
@@ -230,5 +231,12 @@ def results_groups(
                 "higher_is_better": r["higher_is_better"],
             }
         )
-    table = pa.Table.from_pylist(out, schema=_SCHEMA)
+    schema = _SCHEMA
+    if key == "dimension":  # dimension_groups' columns: dimension, unit, higher_is_better...
+        lead = [pa.field("dimension", pa.string()), pa.field("unit", pa.string()),
+                _SCHEMA.field("higher_is_better")]  # fmt: skip
+        rest = [f for f in _SCHEMA if f.name not in ("key", "value", "higher_is_better")]
+        schema = pa.schema([*lead, *rest])
+        out = [{"dimension": r["value"], "unit": None, **r} for r in out]
+    table = pa.Table.from_pylist(out, schema=schema)
     return to_frame(con.from_arrow(table), frame)
