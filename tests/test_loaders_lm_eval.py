@@ -268,3 +268,51 @@ def test_a_corpus_metric_first_falls_back_to_a_per_doc_number(
     job = _load(ws, folder)
     assert job.info["extra"]["reward"] == dict.fromkeys(TASKS, "exact_match,strict")
     assert job.summary().score == 0.5
+
+
+def test_a_value_that_is_no_number_is_refused_naming_file_line_and_metric(
+    ws: enb.Workspace, tmp_path: Path
+) -> None:
+    folder = _copy(tmp_path)
+
+    def oops(lines: list[str]) -> list[str]:
+        row = json.loads(lines[4])
+        row["char_overlap"] = "oops"
+        return [*lines[:4], json.dumps(row), *lines[5:]]
+
+    _rewrite_samples(folder, "envloop_alpha", oops)
+    message = (
+        r"samples_envloop_alpha_.*\.jsonl, line 5: doc \d+: char_overlap under filter "
+        r"'\w+' must be a finite number or null, got 'oops'"
+    )
+    with pytest.raises(enb.LoadError, match=message):
+        _load(ws, folder)
+    assert ws.jobs().empty
+    with pytest.warns(
+        enb.LoadWarning, match=r"1 metric value\(s\) that are not numbers set to null.*'oops'"
+    ):
+        job = _load(ws, folder, lenient=True)
+    dims = job.dimensions()
+    overlap = dims[dims["name"] == "char_overlap,strict"].set_index("task")["value"]
+    assert len(overlap) == 12 and overlap.isna().tolist().count(True) == 1  # kept, as missing
+    assert overlap.isna()["envloop_alpha/4"]
+
+
+def test_a_samples_file_for_a_task_not_in_the_results_is_refused(
+    ws: enb.Workspace, tmp_path: Path
+) -> None:
+    folder = _copy(tmp_path)
+    shutil.copy(
+        folder / f"samples_envloop_beta_{STAMP}.jsonl",
+        folder / f"samples_envloop_gamma_{STAMP}.jsonl",
+    )
+    message = (
+        r"samples_envloop_gamma_.*\.jsonl: task 'envloop_gamma' is not in the results' configs"
+    )
+    with pytest.raises(enb.LoadError, match=message):
+        _load(ws, folder)
+    with pytest.warns(
+        enb.LoadWarning, match=r"1 samples file\(s\) of tasks not in the results not loaded"
+    ):
+        job = _load(ws, folder, lenient=True)
+    assert len(job.tasks()) == 12

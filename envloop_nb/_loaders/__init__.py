@@ -93,6 +93,10 @@ LOADERS: dict[str, Loader] = {
 }
 
 
+_LM_EVAL_KEYS = (b'"lm_eval_version"', b'"n-samples"', b'"configs"', b'"alias"', b'_stderr"',
+                 b"_stderr,")  # fmt: skip
+
+
 def _sniff(path: Path) -> bytes:
     import gzip
 
@@ -173,10 +177,9 @@ def detect_format(source: Any) -> str:
         and any(k in head for k in (b'"accuracy"', b'"n_resolved"', b'"is_resolved"', b'"task_id"'))
     ):
         return "terminal-bench"
-    if (  # lm-eval results_<time>.json: version and configs often lie past the head
-        head.startswith(b"{")
-        and b'"results"' in head
-        and any(k in head for k in (b'"lm_eval_version"', b'"n-samples"', b'"configs"', b'"alias"'))
+    if (  # lm-eval results: version and configs often lie past the head; 0.3 (Pythia) has
+        # results, versions and config only, its head shows the metrics' stderrs
+        head.startswith(b"{") and b'"results"' in head and any(k in head for k in _LM_EVAL_KEYS)
     ):
         return "lm-eval"
     if head.startswith(b"{") and (b'"simulations"' in head or b'"num_trials"' in head):

@@ -16,10 +16,8 @@ stay in the attempt's ``extra`` (``resps``, ``repeats``).
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
-import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,20 +27,16 @@ import duckdb
 
 from .._errors import LoadError, LoadWarning
 from .._store.source_numbers import SourceNumber, Statistic
-from ._common import check_k, is_number, parse_time, read_json_file
+from ._common import check_k, is_number, read_json_file
 from ._read import decode_utf8, parse_json, read_bytes
 from ._stage import begin_job, insert_rows
+from .lm_eval_results import PLATFORM_KEYS, created_at, has_samples, metric_name, read_results
 from .lm_eval_text import doc_output, doc_prompt
+from .summary import load_summary
 
 __all__ = ["load_lm_eval", "results_path", "source_numbers"]
 
-_DEF = re.compile(r"\s*def\s+(\w+)\s*\(")  # a function metric, dumped as its source
 _FORMAT = "lm-eval"
-#: The results' fields kept verbatim in ``jobs.platform_metrics``.
-_PLATFORM = (
-    *("results", "groups", "group_subtasks", "n-samples", "versions", "config"),
-    "higher_is_better",
-)
 
 
 def results_path(source: str | Path) -> Path:
@@ -64,15 +58,6 @@ def results_path(source: str | Path) -> Path:
         names = ", ".join(str(p.relative_to(path)) for p in found[:5])
         raise LoadError(path, None, f"{len(found)} lm-eval results files ({names}): pass one")
     return found[0]
-
-
-def _metric_name(entry: Any) -> str | None:
-    """A ``metric_list`` entry's metric name (a function metric is dumped as its source)."""
-    name = entry.get("metric") if isinstance(entry, dict) else None
-    if not isinstance(name, str):
-        return None
-    match = _DEF.match(name)
-    return match[1] if match else name
 
 
 @dataclass
@@ -108,7 +93,7 @@ def _specs(path: Path, doc: dict[str, Any]) -> list[_Spec]:
             raise LoadError(path, f"{place}.metric_list", "expected a list of metrics")
         metrics, aggregation = [], {}
         for entry in entries:
-            metric = _metric_name(entry)
+            metric = metric_name(entry)
             if metric is None:
                 raise LoadError(path, f"{place}.metric_list", f"no metric name in {entry!r:.60}")
             metrics.append(metric)
@@ -132,6 +117,23 @@ def _specs(path: Path, doc: dict[str, Any]) -> list[_Spec]:
             samples = matches[0]
         specs.append(_Spec(str(name), metrics, aggregation, filters, parent.get(name), samples))
     return specs
+
+
+def _stray_samples(path: Path, specs: list[_Spec], lenient: bool) -> list[str]:
+    """Samples files of this run (``samples_<task>_<time>.jsonl``) whose task the results
+    do not configure: refused (lenient: listed, not loaded), never ignored quietly."""
+    stamp = path.stem.rsplit("_", 1)[-1]
+    used = {s.samples for s in specs}
+    stray = []
+    for other in sorted(path.parent.glob(f"samples_*_{stamp}.jsonl")):
+        if other in used:
+            continue
+        task = other.name.removeprefix("samples_").removesuffix(f"_{stamp}.jsonl")
+        problem = f"task {task!r} is not in the results' configs ({path.name})"
+        if not lenient:
+            raise LoadError(other, None, f"{problem}: its samples cannot be scored as lm-eval did")
+        stray.append(f"{other}: {problem}")
+    return stray
 
 
 @dataclass
@@ -192,9 +194,13 @@ def _number(value: Any) -> float | bool | None:
     return float(value) if is_number(value) else False
 
 
-def _choose_metrics(spec: _Spec, docs: dict[int, dict[str, _Line]]) -> None:
+def _choose_metrics(
+    spec: _Spec, docs: dict[int, dict[str, _Line]], lenient: bool, nulled: list[str]
+) -> None:
     """Set the reward (the first metric with a number per doc, under the first filter) and
-    the numeric (metric, filter) pairs that become dimensions."""
+    the numeric (metric, filter) pairs that become dimensions: those with a number in
+    some doc. Another doc's value of such a pair must be a number or null (absent: null);
+    anything else raises (lenient: becomes null, listed in ``nulled``)."""
     seen = list(spec.metrics)
     for lines in docs.values():
         spec.filters += [f for f in lines if f not in spec.filters]  # not in the config
@@ -202,9 +208,22 @@ def _choose_metrics(spec: _Spec, docs: dict[int, dict[str, _Line]]) -> None:
             seen += [m for m in line.row.get("metrics") or [] if m not in seen]
     for filt in spec.filters:
         for metric in seen:
-            rows = [ls[filt].row for ls in docs.values() if filt in ls]
-            if rows and all(metric in r and _number(r[metric]) is not False for r in rows):
-                spec.numeric.append((metric, filt))
+            found = [(d, ls[filt]) for d, ls in docs.items() if filt in ls]
+            values = [_number(line.row.get(metric)) for _, line in found]
+            if not any(isinstance(v, float) for v in values):
+                continue  # no number in any doc (bleu's pairs): stays in extra
+            for (doc_id, line), value in zip(found, values, strict=True):
+                if value is not False:
+                    continue
+                problem = (
+                    f"doc {doc_id}: {metric} under filter {filt!r} must be a finite number "
+                    f"or null, got {line.row[metric]!r:.60}"
+                )
+                if not lenient:
+                    raise LoadError(spec.samples, f"line {line.number}", problem)
+                nulled.append(f"{spec.samples}, line {line.number}: {problem}")
+                line.row[metric] = None
+            spec.numeric.append((metric, filt))
     first = [pair for pair in spec.numeric if pair[1] == spec.filters[0]]
     if not first:
         problem = f"no metric has a number per doc under filter {spec.filters[0]!r}"
@@ -385,12 +404,6 @@ def _warn(message: str) -> None:
     warnings.warn(message, LoadWarning, stacklevel=7)  # at the user's ws.load(...)
 
 
-def _created(path: Path, value: Any) -> dt.datetime | None:
-    if is_number(value):
-        return dt.datetime.fromtimestamp(float(value), dt.UTC)
-    return parse_time(value, path, "$.date", "date")
-
-
 def _higher(doc: dict[str, Any], specs: list[_Spec], name: str) -> bool | None:
     metric = name.split(",", 1)[0]
     table = _obj(doc, "higher_is_better")
@@ -414,7 +427,11 @@ def load_lm_eval(
     """Stage an lm-eval run: ``results_<time>.json`` and its ``samples_<task>_<time>.jsonl``.
 
     ``source`` is the results JSON, or the folder holding it (or its ``<output_path>``
-    with one model folder below).
+    with one model folder below). Results without any samples file beside them (lm-eval
+    0.3, as Pythia's published evaluations; 0.4 without ``--log_samples``) load as a
+    summary-only job of the file's own numbers
+    (:mod:`envloop_nb._loaders.lm_eval_results`); samples for some tasks only, or a
+    samples file of the run for a task the results do not configure, are refused.
 
     * task: ``"<lm-eval task>/<doc_id>"`` per doc; tags ``subset`` = the lm-eval task,
       ``group`` = the group it belongs to (``group_subtasks``), when it has one.
@@ -425,8 +442,10 @@ def load_lm_eval(
     * reward: the doc's value of the task's primary metric (the first of
       ``configs[task].metric_list`` with a number per doc) under the task's first filter;
       every other metric with a number per doc, under every filter, is a dimension
-      ``"<metric>,<filter>"`` (``higher_is_better`` from the results). Values that are not
-      numbers per doc (``bleu``'s ``[reference, prediction]`` pairs) stay in ``extra``.
+      ``"<metric>,<filter>"`` (``higher_is_better`` from the results). A metric with no
+      number in any doc (``bleu``'s ``[reference, prediction]`` pairs) stays in ``extra``;
+      one with numbers must be a number or null in every doc (absent: null), else the
+      line is refused naming the doc and metric.
     * input: the prompt (``arguments.gen_args_0.arg_0``); output: the filtered response,
       reference: ``target`` (multiple choice: the choice with the highest loglikelihood,
       and the gold choice when ``target`` is its index); model: ``model``, else
@@ -436,7 +455,8 @@ def load_lm_eval(
       ``versions``, ``config``, ``higher_is_better``; ``extra["source_numbers"]``: every
       per-task (and size-weighted group) mean and stderr that is a plain mean of per-doc
       values (``job.source_agreement()``).
-    * ``lenient``: skip unusable sample lines and warn how many.
+    * ``lenient``: skip unusable sample lines (a metric value that is no number becomes
+      null, a samples file of an unconfigured task is not loaded) and warn how many.
 
     Examples
     --------
@@ -452,13 +472,18 @@ def load_lm_eval(
     doc = read_json_file(path, "an lm-eval results JSON")
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), dict):
         raise LoadError(path, "$.results", "expected an lm-eval results object with 'results'")
+    if not has_samples(path, doc):  # 0.3, or 0.4 without --log_samples: a summary only
+        load_summary(con, read_results(path, doc, job_id=job_id, k=k, model=model))
+        return
     config = _obj(doc, "config")
     model = model or doc.get("model_name") or config.get("model") or None
     specs = _specs(path, doc)
+    stray = _stray_samples(path, specs, lenient)
     stamp = path.stem.rsplit("_", 1)[-1]
     jid = job_id or f"lm-eval:{doc.get('model_name_sanitized') or path.parent.name}@{stamp}"
     skipped: list[str] = []
     unscored: list[str] = []  # lenient: docs without a line under their first filter
+    nulled: list[str] = []  # lenient: metric values that are no number, set to null
     attempts: list[dict[str, Any]] = []
     dims: list[dict[str, Any]] = []
     tags: dict[str, dict[str, str]] = {}
@@ -467,7 +492,7 @@ def load_lm_eval(
     n_samples = _obj(doc, "n-samples")
     for spec in specs:
         docs = _read_samples(spec, lenient, skipped)
-        _choose_metrics(spec, docs)
+        _choose_metrics(spec, docs, lenient, nulled)
         names, rows, dim_rows, reps = _rows(jid, spec, docs, lenient, unscored)
         counts = n_samples.get(spec.name)
         effective = counts.get("effective") if isinstance(counts, dict) else None
@@ -483,11 +508,16 @@ def load_lm_eval(
         repeats[spec.name] = next(iter(reps)) if len(reps) == 1 else None
         tag = {"subset": spec.name, **({"group": spec.group} if spec.group else {})}
         tags.update({name: tag for name in names})
-    if skipped or unscored:
+    if skipped or unscored or nulled or stray:
         told = [f"skipped {len(skipped)} unusable sample line(s)"] if skipped else []
+        if stray:
+            told.append(f"{len(stray)} samples file(s) of tasks not in the results not loaded")
         if unscored:
             told.append(f"{len(unscored)} doc(s) have no line under the first filter: no reward")
-        _warn(f"{path}: {'; '.join(told)}; first: {(skipped or unscored)[0]}")
+        if nulled:
+            told.append(f"{len(nulled)} metric value(s) that are not numbers set to null")
+        first = (skipped or unscored or nulled or stray)[0]
+        _warn(f"{path}: {'; '.join(told)}; first: {first}")
     if len(set().union(*all_repeats.values())) > 1:
         shown = "; ".join(f"{n}: {', '.join(map(str, sorted(r)))}" for n, r in all_repeats.items())
         _warn(f"{path}: docs were sent different numbers of repeats ({shown})")
@@ -504,14 +534,14 @@ def load_lm_eval(
         "source_format": _FORMAT,
         "source_path": str(path),
         "status": "completed",
-        "created_at": _created(path, doc.get("date")),
+        "created_at": created_at(path, doc.get("date")),
         "dataset_name": "+".join(sorted({s.group or s.name for s in specs})),
         "runner": _FORMAT,
         "model": None if model is None else str(model),
         "attempts": k or 1,
         "profile_params": json.dumps(_inference(doc, specs), ensure_ascii=False, default=str),
         "platform_metrics": json.dumps(
-            {key: doc[key] for key in _PLATFORM if key in doc}, ensure_ascii=False, default=str
+            {key: doc[key] for key in PLATFORM_KEYS if key in doc}, ensure_ascii=False, default=str
         ),
         "extra": json.dumps(extra, ensure_ascii=False),
     }

@@ -547,6 +547,14 @@ def group_summaries(
     >>> group_summaries(job.con, job.id, by="tag:subset")["value"].tolist()
     ['code', 'math']
     """
+    from .lm_eval_results import results_groups, results_rows
+
+    rows = results_rows(con, job_id)
+    if rows is not None:  # lm-eval results without samples: the file's own numbers
+        return results_groups(
+            con, job_id, rows, by=by, policy=policy, threshold=threshold,
+            bad_below=bad_below, frame=frame,
+        )  # fmt: skip
     if by == "dimension":
         return dimension_groups(
             con,

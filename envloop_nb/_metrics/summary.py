@@ -108,10 +108,16 @@ def job_summary(
     """Compute a job's summary (see the module docstring for the exact semantics).
 
     A metrics-only job (:func:`envloop_nb._store.ref.metrics_only`) reports its run's
-    own aggregate metrics (:func:`run_metrics_summary`).
+    own aggregate metrics (:func:`run_metrics_summary`; lm-eval results without samples:
+    :func:`envloop_nb._metrics.lm_eval_results.results_summary`).
     """
     check_options(policy, threshold)
     reduced = metrics_only(con, job_id)
+    if reduced is not None and reduced.get("engine") == "lm-eval":  # results, no samples
+        from .lm_eval_results import results_rows, results_summary
+
+        rows = results_rows(con, job_id) or []
+        return results_summary(con, job_id, rows, policy=policy, threshold=threshold)
     if reduced is not None:
         return run_metrics_summary(con, job_id, reduced, policy=policy, threshold=threshold)
     counts = task_counts(con, job_id, threshold)

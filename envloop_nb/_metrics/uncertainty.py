@@ -394,8 +394,14 @@ def job_intervals(
     (0.6, 1.0, 3)
     """
     from .counts import check_options, task_counts
+    from .lm_eval_results import results_rows
 
     check_options(policy, threshold)
+    rows = results_rows(con, job_id)
+    if rows is not None:  # lm-eval results without samples: the file's stderr
+        from .lm_eval_results import results_intervals
+
+        return results_intervals(con, job_id, rows, confidence=confidence)
     counts = task_counts(con, job_id, threshold)
     k = np.asarray(counts.column("k"), dtype=np.float64)
     scored = np.asarray(counts.column("scored"), dtype=np.float64)

@@ -157,6 +157,13 @@ def require_task_table(
     if info is None:
         return
     where = info.get("where") or "its source"
+    if info.get("engine") == "lm-eval":
+        raise ValueError(
+            f"job {job_id!r} comes from {where}: lm-eval results without samples hold only "
+            f"per-task aggregates, no doc, so {what} is not available (run lm_eval with "
+            "--log_samples). Its summary, groups (by='subset', 'tag:group', 'dimension') "
+            "and intervals give the file's own numbers."
+        )
     raise ValueError(
         f"job {job_id!r} comes from {where}: the run holds only aggregate metrics; no "
         f"per-task table, so {what} is not available. Its summary (the run's own "

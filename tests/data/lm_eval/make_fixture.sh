@@ -39,4 +39,18 @@ for f in sorted(root.rglob("*")):
         f.write_text(new, encoding="utf-8")
         print(f"scrubbed local paths in {f.relative_to(root)}")
 PY
-find "$here/run" -type f | sort
+# results_only/: the same run's results as lm-eval writes them without --log_samples (its
+# task_hashes, computed from the samples, are then empty); no samples beside them.
+"$python" - "$here" <<'PY'
+import json, pathlib, sys
+here = pathlib.Path(sys.argv[1])
+src = next((here / "run").glob("*/results_*.json"))
+doc = json.loads(src.read_text(encoding="utf-8"))
+doc["task_hashes"] = {}
+out = here / "results_only" / src.parent.name / src.name
+out.parent.mkdir(parents=True, exist_ok=True)
+for old in out.parent.glob("results_*.json"):
+    old.unlink()
+out.write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+PY
+find "$here/run" "$here/results_only" -type f | sort
