@@ -132,3 +132,25 @@ def test_a_recipe_is_validated() -> None:
     with pytest.raises(ValueError, match="of must be"):
         SourceNumber(metric="m", source=1, of="score", reducer="none", statistic="mean",
                      policy="unknown", rule="r")  # fmt: skip
+
+
+def test_a_rounded_percentage_agrees_within_its_last_decimal(job: enb.Job) -> None:
+    """τ²-bench's leaderboard states pass^k in percent, rounded (33.33 for 1/3)."""
+
+    def row(source: float, decimals: int | None) -> pd.Series:
+        num = SourceNumber(
+            metric="pass^1", source=source, of="reward", reducer="pass_k", k=1,
+            statistic="mean", policy="unknown", rule="test", scale=100.0, decimals=decimals,
+        )  # fmt: skip
+        extra = json.dumps({"source_numbers": [num.as_dict()]})
+        job.con.execute("UPDATE jobs SET extra = ?::JSON WHERE job_id = ?", [extra, job.id])
+        return job.source_agreement().iloc[0]
+
+    first = row(33.33, 2)  # a: 2/3, b: 0/1, c: 1/3 -> 1/3
+    assert first["agrees"] and first["recomputed"] == pytest.approx(100 / 3)
+    assert not row(33.34, 2)["agrees"]
+    assert not row(33.33, None)["agrees"]  # no stated rounding: exact up to float noise
+    assert row(100 / 3, None)["agrees"]
+    assert SourceNumber.from_dict({**SourceNumber(
+        metric="m", source=1, of="reward", reducer="none", statistic="mean",
+        policy="unknown", rule="r").as_dict(), "scale": 100.0, "decimals": 2}).decimals == 2  # fmt: skip

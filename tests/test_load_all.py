@@ -94,3 +94,16 @@ def test_a_harbor_job_of_two_agents_becomes_two_jobs() -> None:
     jobs = ws.load_all(DATA / "harbor_multi")
     assert [j.info["model"] for j in jobs] == ["anthropic/claude-sonnet-4-5", "openai/gpt-5"]
     assert [j.summary(policy="failure").score for j in jobs] == [0.5, 1 / 3]
+
+
+def test_a_leaderboard_submission_of_several_runs_is_one_job_each() -> None:
+    """Renamed ``<run id>_results.json`` files of one folder are separate runs."""
+    lb = DATA / "terminal_bench_leaderboard"
+    ws = enb.open()
+    jobs = ws.load_all(lb)
+    assert [j.id for j in jobs] == [
+        "terminal-bench:openhands-sonnet",
+        "terminal-bench:20250829_goose_claude-4-opus@2025-08-27__22-13-13",
+        "terminal-bench:20250829_goose_claude-4-opus@2025-08-29__07-37-19",
+    ]
+    assert [j.summary(policy="failure").score for j in jobs] == [0.5, 1 / 3, 2 / 3]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._loaders import detect_format
+from envloop_nb._loaders import detect_format, job_sources
 from tests.conftest import ROOT, TAU_BENCH
 from tests.test_loaders_envloop import assert_frames_agree, load_job
 
@@ -139,3 +140,114 @@ def test_k_counts_trials_not_the_highest_trial_number(tmp_path: Path) -> None:
         job = enb.open().load(path)
     assert job.k == 5  # as numbered, so no attempt is out of range; coverage shows the gaps
     assert enb.open().load(path, k=5).k == 5  # k= says it: no warning (warnings are errors)
+
+
+# τ²'s dir form (``Results.save(format="dir")``: results.json with a simulation_index and
+# one simulations/<id>.json each) of the same run as TAU2, in a leaderboard submission's
+# trajectories/ beside its submission.json (tests/data/tau2_submission).
+SUB = ROOT / "tests" / "data" / "tau2_submission" / "gpt-4.1-mini_example-org_2026-03-05"
+RUN_DIR = SUB / "trajectories" / "gpt-4.1-mini_airline_gpt-4.1_2trials"
+
+
+def _rows(job: enb.Job) -> list[dict[str, object]]:
+    a = job.attempts().drop(columns=["source_place"])
+    return a.sort_values(["task", "attempt"]).to_dict("records")  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("source", [RUN_DIR, RUN_DIR / "results.json"])
+def test_tau2_dir_form_is_the_same_job_as_one_file(ws: enb.Workspace, source: Path) -> None:
+    assert detect_format(source) == "tau2-bench"
+    assert job_sources(source) == [source]  # one job, not a folder of jobs
+    job = load_job(ws, source)
+    one = load_job(ws, TAU2)
+    assert job.id == "tau2-bench:gpt-4.1-mini_airline_gpt-4.1_2trials"
+    assert (job.k, job.info["model"], job.info["dataset_name"]) == (
+        2,
+        "gpt-4.1-mini",
+        "tau2-bench/airline",
+    )
+    assert job.tasks()["task"].tolist() == one.tasks()["task"].tolist()
+    assert str(job.summary()) == str(one.summary())
+    left, right = _rows(job), _rows(one)
+    assert json.dumps(left, default=str, sort_keys=True) == json.dumps(
+        right, default=str, sort_keys=True
+    )
+    places = sorted(job.attempts()["source_place"])
+    assert places[0] == "simulations/s-0-0.json (id s-0-0)"
+
+
+def _copy_run(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(RUN_DIR, run)
+    return run
+
+
+def test_tau2_dir_form_integrity(ws: enb.Workspace, tmp_path: Path) -> None:
+    run = _copy_run(tmp_path)
+    (run / "simulations" / "s-2-1.json").unlink()
+    with pytest.raises(
+        enb.LoadError, match=r"listed but no file in simulations/: \['s-2-1'\]"
+    ) as err:
+        ws.load(run)
+    assert (err.value.source, err.value.place) == (str(run / "results.json"), "$.simulation_index")
+    run = _copy_run(tmp_path / "b")
+    (run / "simulations" / "s-9-9.json").write_text("{}")
+    with pytest.raises(enb.LoadError, match=r"not listed: \['s-9-9'\]"):
+        ws.load(run)
+    run = _copy_run(tmp_path / "c")
+    (run / "simulations" / "s-1-0.json").write_text('{"id": "s-1-0", "task_id": "1", "trial": "x"}')
+    with pytest.raises(enb.LoadError, match="trial must be an integer") as err:
+        ws.load(run)
+    assert err.value.source == str(run / "simulations" / "s-1-0.json")
+    run = _copy_run(tmp_path / "d")
+    shutil.rmtree(run / "simulations")
+    with pytest.raises(enb.LoadError, match="simulations/ folder is missing"):
+        ws.load(run / "results.json")
+    assert ws.jobs().empty
+
+
+def test_tau2_submission_numbers_are_checked(ws: enb.Workspace) -> None:
+    job = load_job(ws, RUN_DIR)
+    rows = job.source_agreement()
+    assert rows["metric"].tolist() == ["submission pass^1 (airline, %)"]  # pass^2..4 are null
+    assert rows["source"].tolist() == [50.0] and rows["agrees"].tolist() == [True]
+    kept = job.info["extra"]["submission"]
+    assert (kept["model_name"], kept["submission_date"]) == ("gpt-4.1-mini", "2026-03-05")
+    jobs = ws.load_all(SUB)  # the submission folder: its one run
+    assert [j.id for j in jobs] == [job.id]
+
+
+def test_tau2_submission_beside_a_one_file_run(ws: enb.Workspace, tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    (sub / "trajectories").mkdir(parents=True)
+    doc = json.loads((SUB / "submission.json").read_text())
+    doc["trajectory_files"] = {"airline": "airline_results.json"}
+    doc["results"]["airline"]["pass_1"] = 66.67  # wrong: the run gives 50
+    (sub / "submission.json").write_text(json.dumps(doc))
+    shutil.copy(TAU2, sub / "trajectories" / "airline_results.json")
+    job = load_job(ws, sub / "trajectories" / "airline_results.json")
+    row = job.source_agreement().iloc[0]
+    assert (row["source"], row["recomputed"], row["agrees"]) == (66.67, 50.0, False)
+    doc["trajectory_files"] = {"retail": "airline_results.json"}
+    (sub / "submission.json").write_text(json.dumps(doc))
+    with pytest.raises(enb.LoadError, match="domain 'airline'") as err:
+        ws.load(sub / "trajectories" / "airline_results.json")
+    assert err.value.place == "$.trajectory_files.retail"
+    doc["trajectory_files"] = {}
+    doc["results"]["airline"]["pass_1"] = "50"
+    (sub / "submission.json").write_text(json.dumps(doc))
+    with pytest.raises(enb.LoadError, match="expected a percentage") as err:
+        ws.load(sub / "trajectories" / "airline_results.json")
+    assert (err.value.source, err.value.place) == (
+        str(sub / "submission.json"),
+        "$.results.airline.pass_1",
+    )
+
+
+def test_tau2_submission_alone_says_what_is_needed(ws: enb.Workspace) -> None:
+    for options in ({}, {"format": "tau2-bench"}):
+        with pytest.raises(
+            enb.LoadError, match="no job by itself: load the domain's τ²-bench results"
+        ):
+            ws.load(SUB / "submission.json", **options)
+    assert ws.jobs().empty

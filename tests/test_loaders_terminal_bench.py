@@ -296,3 +296,119 @@ def test_lenient_skips_bad_trials(ws: enb.Workspace, tmp_path: Path) -> None:
     messages = [str(w.message) for w in caught]
     assert any("skipped 2 unusable trial(s)" in m for m in messages)
     assert len(job.attempts()) == 16
+
+
+# The public leaderboard's layouts (``tests/data/terminal_bench_leaderboard``): several
+# runs renamed ``<run id>_results.json`` in one folder, and a run folder whose
+# ``run_metadata.json`` (the harness's ``RunMetadata``) sits beside ``results.json``.
+LB = ROOT / "tests" / "data" / "terminal_bench_leaderboard"
+GOOSE = LB / "20250829_goose_claude-4-opus"
+OPENHANDS = LB / "20250711_openhands_claude-4-sonnet" / "openhands-sonnet"
+META: dict[str, Any] = json.loads((OPENHANDS / "run_metadata.json").read_text())
+
+
+def test_renamed_results_of_one_folder_are_one_job_each(ws: enb.Workspace, tmp_path: Path) -> None:
+    first, second = sorted(GOOSE.glob("*_results.json"))
+    a, b = _load(ws, first), _load(ws, second)
+    assert a.id == "terminal-bench:20250829_goose_claude-4-opus@2025-08-27__22-13-13"
+    assert b.id == "terminal-bench:20250829_goose_claude-4-opus@2025-08-29__07-37-19"
+    assert sorted(ws.jobs()["job_id"]) == [a.id, b.id]  # the second replaced nothing
+    assert a.summary(policy="failure").score == 1 / 3
+    assert b.summary(policy="failure").score == 2 / 3
+    assert (a.info["runner"], a.info["model"]) == ("goose", "claude-4-opus")
+    assert _load(ws, first).id == a.id  # stable: the same file again is a reload
+    assert len(ws.jobs()) == 2
+    # goose's Sonnet submission writes ``<run id>__results.json``
+    other = tmp_path / "20250829_goose_claude-4-sonnet" / "2025-08-25__12-29-38__results.json"
+    other.parent.mkdir()
+    other.write_text(first.read_text())
+    assert (
+        _load(ws, other).id == "terminal-bench:20250829_goose_claude-4-sonnet@2025-08-25__12-29-38"
+    )
+
+
+def test_run_metadata_gives_dataset_model_agent_and_k(ws: enb.Workspace) -> None:
+    job = _load(ws, OPENHANDS)
+    info = job.info
+    assert job.id == "terminal-bench:openhands-sonnet"
+    assert (info["dataset_name"], info["dataset_version"]) == ("terminal-bench-core", "0.1.1")
+    assert info["model"] == META["model_name"]  # not the folder's "claude-4-sonnet"
+    assert info["runner"] == info["extra"]["agent"] == "openhands"
+    assert job.k == META["n_attempts"] == 2
+    assert info["extra"]["run_id"] == "openhands-sonnet"
+    assert info["extra"]["run_uuid"] == META["uuid"]
+    assert str(info["created_at"]).startswith("2025-07-11 18:59:52")
+    assert str(info["finished_at"]).startswith("2025-07-11 22:32:55")
+    assert job.tasks()["task"].tolist() == sorted(META["task_ids"])
+    assert job.source_agreement()["agrees"].tolist() == [True] * 4
+    # the options still win over the file
+    with pytest.warns(enb.LoadWarning, match="fewer than k=3"):
+        mine = _load(ws, OPENHANDS, job_id="x", model="m", dataset="d", dataset_version="v", k=3)
+    assert (mine.info["model"], mine.info["dataset_name"], mine.info["dataset_version"]) == (
+        "m",
+        "d",
+        "v",
+    )
+    assert mine.k == 3
+
+
+def _run(tmp_path: Path, meta: Any, name: str = "run") -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "results.json").write_text((OPENHANDS / "results.json").read_text())
+    text = meta if isinstance(meta, str) else json.dumps(meta, indent=4)
+    (folder / "run_metadata.json").write_text(text)
+    return folder
+
+
+def test_run_metadata_lets_the_guard_see_one_frozen_dataset(
+    ws: enb.Workspace, tmp_path: Path
+) -> None:
+    a = _load(ws, OPENHANDS)
+    b = _load(ws, _run(tmp_path, META, "same"))
+    assert not [d for d in ws.compare([a, b]).differences if d.field == "dataset"]
+    c = _load(ws, _run(tmp_path, {**META, "dataset_version": "0.1.0"}, "older"))
+    found = [d for d in ws.compare([a, c]).differences if d.field == "dataset"]
+    assert [(d.jobs, d.blocking) for d in found] == [((a.id, c.id), True)]
+
+
+def test_run_metadata_task_ids_are_the_requested_tasks(ws: enb.Workspace, tmp_path: Path) -> None:
+    more = {**META, "task_ids": [*META["task_ids"], "never-ran"]}
+    with pytest.warns(enb.LoadWarning, match="fewer than k=2: never-ran: 0"):
+        job = _load(ws, _run(tmp_path, more))
+    assert "never-ran" in job.tasks()["task"].tolist()
+    s = job.summary()
+    assert (s.total_members, s.total, s.missing) == (4, 8, 2)  # missing, never 0
+    short = {**META, "task_ids": META["task_ids"][:2]}
+    folder = _run(tmp_path, short, "short")
+    with pytest.raises(enb.LoadError, match=r"crack-7z-hash\.hard.* not among") as err:
+        _load(ws, folder)
+    assert err.value.source == str(folder / "run_metadata.json")
+    assert err.value.place == "$.task_ids"
+
+
+@pytest.mark.parametrize(
+    ("meta", "place", "says"),
+    [
+        ("[1, 2]", "$", "expected a run_metadata object"),
+        ('{"run_id": ', "line 1", ""),
+        ({**META, "dataset_name": 5}, "$.dataset_name", "expected a string"),
+        ({**META, "model_name": ["m"]}, "$.model_name", "expected a string"),
+        ({**META, "agent_name": 1}, "$.agent_name", "expected a string"),
+        ({**META, "n_attempts": "2"}, "$.n_attempts", "expected an integer >= 1"),
+        ({**META, "n_attempts": 3}, "$.n_attempts", "the trial names say 2"),
+        ({**META, "task_ids": "hello-world"}, "$.task_ids", "expected an array"),
+        ({**META, "task_ids": ["hello-world", 7]}, "$.task_ids[1]", "expected a non-empty"),
+        ({**META, "start_time": "yesterday"}, "$.start_time", "not an RFC 3339 time"),
+    ],
+)
+def test_malformed_run_metadata_names_file_and_key(
+    ws: enb.Workspace, tmp_path: Path, meta: Any, place: str, says: str
+) -> None:
+    folder = _run(tmp_path, meta)
+    with pytest.raises(enb.LoadError) as err:
+        _load(ws, folder)
+    assert err.value.source == str(folder / "run_metadata.json")
+    assert err.value.place is not None and err.value.place.startswith(place)
+    assert says in err.value.problem
+    assert ws.jobs().empty

@@ -182,6 +182,10 @@ def detect_format(source: Any) -> str:
         head.startswith(b"{") and b'"results"' in head and any(k in head for k in _LM_EVAL_KEYS)
     ):
         return "lm-eval"
+    from .tau2_layout import is_submission_head, submission_alone
+
+    if is_submission_head(head):  # τ²'s leaderboard numbers: no job by themselves
+        raise submission_alone(path)
     if head.startswith(b"{") and (b'"simulations"' in head or b'"num_trials"' in head):
         return "tau2-bench"
     if head.startswith(b"[") and b'"task_id"' in head:
@@ -222,7 +226,8 @@ def job_sources(source: str | Path, *, depth: int = 3) -> list[Path]:
 
     A file is a job when its format is a job format (an EnvLoop export, an Inspect log,
     a Terminal-Bench ``results.json``, τ-bench results); a folder is one job when it is a
-    Harbor job, a Terminal-Bench run or an lm-eval output folder, else its children are
+    Harbor job, a Terminal-Bench run, a τ²-bench run in its dir form (``results.json`` +
+    ``simulations/``) or an lm-eval output folder, else its children are
     searched (``depth`` levels). Tables (Parquet, CSV) are not gathered: a folder of
     Parquet files is one table.
 
@@ -270,6 +275,12 @@ def _folder_format(path: Path) -> str | None:
         "terminal-bench"
     ):
         return "terminal-bench"
+    if (
+        (path / "results.json").is_file()
+        and (path / "simulations").is_dir()
+        and _sniff_format(path / "results.json") == "tau2-bench"
+    ):
+        return "tau2-bench"  # τ²'s dir form: one run
     return None
 
 

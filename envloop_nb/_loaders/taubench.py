@@ -22,6 +22,14 @@ import duckdb
 from .._errors import LoadError
 from ._common import INT32_MAX, check_k, infer_k, is_int, is_number, parse_time, read_json_file
 from ._stage import begin_job, insert_rows
+from .tau2_layout import (
+    find_submission,
+    is_submission,
+    read_simulations,
+    results_path,
+    submission_alone,
+    submission_numbers,
+)
 
 __all__ = ["PASS_TOLERANCE", "load_tau2_bench", "load_tau_bench"]
 
@@ -293,7 +301,10 @@ def load_tau2_bench(
     dataset: str | None = None,
     dataset_version: str | None = None,
 ) -> None:
-    """Stage a τ²-bench ``results.json`` (``{timestamp, info, tasks, simulations}``).
+    """Stage a τ²-bench run: ``results.json`` (``{timestamp, info, tasks, simulations}``),
+    or its dir form (a folder, or a ``results.json`` with a ``simulations/`` folder beside
+    it: one ``simulations/<id>.json`` each, see :mod:`~envloop_nb._loaders.tau2_layout`),
+    which loads as the same job.
 
     * requested tasks: ``tasks[].id`` (τ² writes the task list, so tasks that never ran
       are known); trials of a task not in the list are an error.
@@ -310,6 +321,10 @@ def load_tau2_bench(
     * duration_s: ``duration``; cost_usd: ``agent_cost`` (``user_cost`` and the
       termination reason go to ``extra``); input: ``messages`` as ChatML JSON; output:
       the last assistant message with text.
+    * The leaderboard's ``submission.json`` beside the run (or above the
+      ``trajectories/`` folder holding it): its pass^1..4 of the run's domain become the
+      job's source numbers (``job.source_agreement()``), its model and date
+      ``extra["submission"]``. Loaded by itself it is refused: it is no job.
 
     ``lenient`` has no effect.
 
@@ -322,17 +337,17 @@ def load_tau2_bench(
     (5, 1, 0.6)
     """
     del lenient
-    path = Path(source)
+    path, sims_dir = results_path(Path(source))
     check_k(path, k)
     doc = read_json_file(path, "a τ²-bench results object")
+    if is_submission(doc):
+        raise submission_alone(path)
     if not isinstance(doc, dict):
         raise LoadError(path, "$", "expected a τ²-bench results object {info, tasks, simulations}")
     info = _or_empty(doc.get("info"), dict, path, "$.info", "expected an object")
     for key in ("environment_info", "agent_info"):
         _or_empty(info.get(key), dict, path, f"$.info.{key}", "expected an object")
-    sims = doc.get("simulations")
-    if not isinstance(sims, list):
-        raise LoadError(path, "$.simulations", f"expected an array, got {type(sims).__name__}")
+    sims = read_simulations(path, doc, sims_dir)
     num_trials = info.get("num_trials")
     if k is None:
         if not is_int(num_trials) or num_trials < 1:
@@ -365,35 +380,34 @@ def load_tau2_bench(
     attempts: list[dict[str, Any]] = []
     dims: list[dict[str, Any]] = []
     seen: dict[tuple[str, int], str] = {}
-    for i, sim in enumerate(sims):
-        place = f"simulations[{i}]"
+    for src, place, sim in sims:
         if not isinstance(sim, dict):
-            raise LoadError(path, place, "expected a simulation object")
-        place = f"simulations[{i}] (id {sim.get('id')})"
+            raise LoadError(src, place, "expected a simulation object")
+        place = f"{place} (id {sim.get('id')})"
         task_id = sim.get("task_id")
         if task_id is None:
-            raise LoadError(path, place, "task_id is missing")
+            raise LoadError(src, place, "task_id is missing")
         task = sim_names.text(task_id, place)
         if derive_tasks and task not in known:
             known.add(task)
             task_names.append(task)
         if task not in known:
-            raise LoadError(path, place, f"task {task!r} is not among the results' tasks")
-        trial = _check_trial(path, place, sim.get("trial"))
+            raise LoadError(src, place, f"task {task!r} is not among the results' tasks")
+        trial = _check_trial(src, place, sim.get("trial"))
         if trial + 1 > k:
             raise LoadError(
-                path, place, f"trial {trial} is out of range: num_trials={k} allows 0..{k - 1}"
+                src, place, f"trial {trial} is out of range: num_trials={k} allows 0..{k - 1}"
             )
-        _check_unique(path, seen, (task, trial + 1), place)
+        _check_unique(src, seen, (task, trial + 1), place)
         reason = sim.get("termination_reason")
         infra = reason == "infrastructure_error"
         reward_info = _or_empty(
-            sim.get("reward_info"), dict, path, place, "reward_info must be an object or null"
+            sim.get("reward_info"), dict, src, place, "reward_info must be an object or null"
         )
         raw = reward_info.get("reward")
         if raw is not None and not is_number(raw):
             raise LoadError(
-                path,
+                src,
                 place,
                 f"reward_info.reward must be a number, got {type(raw).__name__} {raw!r}",
             )
@@ -401,8 +415,8 @@ def load_tau2_bench(
         for field in ("duration", "agent_cost", "user_cost"):
             value = sim.get(field)
             if value is not None and not is_number(value):
-                raise LoadError(path, place, f"{field} must be a number, got {value!r}")
-        messages = _or_empty(sim.get("messages"), list, path, place, "messages must be a list")
+                raise LoadError(src, place, f"{field} must be a number, got {value!r}")
+        messages = _or_empty(sim.get("messages"), list, src, place, "messages must be a list")
         extra: dict[str, Any] = {
             "termination_reason": reason,
             "user_cost": sim.get("user_cost"),
@@ -413,7 +427,7 @@ def load_tau2_bench(
         breakdown = _or_empty(
             reward_info.get("reward_breakdown"),
             dict,
-            path,
+            src,
             place,
             "reward_info.reward_breakdown must be an object of numbers or null",
         )
@@ -421,7 +435,7 @@ def load_tau2_bench(
             for name, value in breakdown.items():
                 if value is not None and not is_number(value):
                     raise LoadError(
-                        path, place, f"reward_breakdown.{name} must be a number, got {value!r}"
+                        src, place, f"reward_breakdown.{name} must be a number, got {value!r}"
                     )
                 dims.append(
                     {
@@ -452,6 +466,13 @@ def load_tau2_bench(
                 "source_place": place,
             }
         )
+    extra = {"user_info": info.get("user_info"), "timestamp": doc.get("timestamp")}
+    submission = find_submission(path)
+    if submission is not None:  # the leaderboard's numbers of this run's domain
+        numbers, extra["submission"] = submission_numbers(
+            submission, domain=domain if isinstance(domain, str) else None, results=path
+        )
+        extra["source_numbers"] = numbers
     job = _job_row(
         jid,
         "tau2-bench",
@@ -461,6 +482,6 @@ def load_tau2_bench(
         dataset=dataset or (f"tau2-bench/{domain}" if domain else "tau2-bench"),
         dataset_version=dataset_version,
         created_at=parse_time(doc.get("timestamp"), path, "$.timestamp", "timestamp"),
-        extra={"user_info": info.get("user_info"), "timestamp": doc.get("timestamp")},
+        extra=extra,
     )
     _stage(con, job, task_names, attempts, dims)

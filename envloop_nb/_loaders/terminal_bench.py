@@ -43,11 +43,13 @@ from ._common import (
     read_json_file,
 )
 from ._stage import begin_job, insert_rows
+from .terminal_bench_meta import RunMetadata, read_run_metadata
 
 __all__ = [
     "RULE",
     "RunFolder",
     "build_rows",
+    "job_name",
     "load_terminal_bench",
     "parse_run_folder",
     "source_numbers",
@@ -95,6 +97,24 @@ def parse_run_folder(path: Path) -> RunFolder:
         if m:
             return RunFolder(folder.name, m["date"], m["agent"], m["model"])
     return RunFolder(folder.name or path.stem)
+
+
+def job_name(path: Path) -> str:
+    """The run's name in its job id: the folder of ``results.json``; for a results file
+    renamed ``<run>_results.json`` (the leaderboard keeps several runs so, in one folder)
+    ``<folder>@<run>``, so that each run is a job of its own.
+
+    Examples
+    --------
+    >>> job_name(Path("20250811_cursor-cli_claude-4-sonnet/run1/results.json"))
+    'run1'
+    >>> job_name(Path("20250829_goose_claude-4-opus/2025-08-27__22-13-13_results.json"))
+    '20250829_goose_claude-4-opus@2025-08-27__22-13-13'
+    """
+    folder = parse_run_folder(path).name
+    stem = path.name.removesuffix(".gz").removesuffix(".json")
+    run = re.sub(r"[_.-]*results$", "", stem)
+    return f"{folder}@{run}" if stem != "results" and run else folder
 
 
 def _opt(value: Any, kind: type | tuple[type, ...], path: Path, place: str, what: str) -> Any:
@@ -273,9 +293,22 @@ def source_numbers(path: Path, doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [n.as_dict() for n in nums]
 
 
-def _resolve_k(path: Path, trials: list[dict[str, Any]], k: int | None) -> int:
-    """``k`` if given, else the ``n`` every trial name agrees on."""
+def _resolve_k(
+    path: Path, trials: list[dict[str, Any]], k: int | None, meta: RunMetadata | None = None
+) -> int:
+    """``k`` if given, else ``n_attempts`` of the run's metadata, else the ``n`` every
+    trial name agrees on; metadata and trial names that disagree are refused."""
     first = trials[0]
+    if k is None and meta is not None and meta.n_attempts is not None:
+        said = {t["n"] for t in trials}
+        if len(said) == 1 and meta.n_attempts not in said:
+            raise LoadError(
+                meta.path,
+                "$.n_attempts",
+                f"says {meta.n_attempts} attempts per task, but the trial names say "
+                f"{first['n']} ({first['trial_name']!r} in {path}): pass k= to choose",
+            )
+        k = meta.n_attempts
     for t in trials:
         if t["n"] != first["n"] and k is None:
             raise LoadError(
@@ -302,8 +335,10 @@ def build_rows(
     model: str | None = None,
     dataset: str | None = None,
     dataset_version: str | None = None,
+    meta: RunMetadata | None = None,
 ) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
-    """The job row, the task list and the attempt rows of a parsed ``results.json``.
+    """The job row, the task list and the attempt rows of a parsed ``results.json``
+    (and of its ``run_metadata.json``, ``meta``).
 
     Pure: no DuckDB. Raises :class:`LoadError` naming ``path`` and the place.
     """
@@ -350,8 +385,19 @@ def build_rows(
             LoadWarning,
             stacklevel=5,
         )
-    kk = _resolve_k(path, trials, k)
+    kk = _resolve_k(path, trials, k, meta)
     per_task = Counter(t["task"] for t in trials)
+    if meta is not None and meta.task_ids is not None:  # the tasks the run was asked to do
+        asked = set(meta.task_ids)
+        for t in trials:
+            if t["task"] not in asked:
+                raise LoadError(
+                    meta.path,
+                    "$.task_ids",
+                    f"task {t['task']!r} has trials in {path.name} ({t['place']}) but is not "
+                    "among the run's task_ids",
+                )
+        per_task.update({task: 0 for task in asked})
     short = sorted((task, n) for task, n in per_task.items() if n < kk)
     if short or len(set(per_task.values())) > 1:
         listed = ", ".join(f"{task}: {n}" for task, n in short[:3])
@@ -363,11 +409,12 @@ def build_rows(
             stacklevel=5,
         )
     folder = parse_run_folder(path)
-    jid = job_id or f"terminal-bench:{folder.name}"
-    agent = doc.get("agent_name") if isinstance(doc.get("agent_name"), str) else folder.agent
-    model = model or (
-        doc.get("model_name") if isinstance(doc.get("model_name"), str) else folder.model
-    )
+    jid = job_id or f"terminal-bench:{job_name(path)}"
+    m = meta or RunMetadata(path)
+    own = {key: doc.get(key) if isinstance(doc.get(key), str) else None
+           for key in ("agent_name", "model_name")}  # fmt: skip
+    agent = m.agent_name or own["agent_name"] or folder.agent
+    model = model or m.model_name or own["model_name"] or folder.model
     runs = sorted({t["run_id"] for t in trials if t["run_id"]})
     starts = [t["started_at"] for t in trials if t["started_at"] is not None]
     ends = [t["finished_at"] for t in trials if t["finished_at"] is not None]
@@ -375,18 +422,21 @@ def build_rows(
         "agent": agent,
         "run_folder": folder.name,
         "run_date": folder.date,
-        "run_id": runs[0] if len(runs) == 1 else (runs or None),
+        "run_id": m.run_id or (runs[0] if len(runs) == 1 else (runs or None)),
         "source_numbers": source_numbers(path, doc),
     }
+    if meta is not None:
+        extra["run_uuid"] = meta.uuid
+        extra["run_metadata"] = meta.extra()
     job = {
         "job_id": jid,
         "source_format": "terminal-bench",
         "source_path": str(path),
         "status": "completed",
-        "created_at": min(starts, default=None),
-        "finished_at": max(ends, default=None),
-        "dataset_name": dataset,
-        "dataset_version": dataset_version,
+        "created_at": m.start_time or min(starts, default=None),
+        "finished_at": m.end_time or max(ends, default=None),
+        "dataset_name": dataset or m.dataset_name,
+        "dataset_version": dataset_version or m.dataset_version,
         "runner": agent,
         "model": model,
         "attempts": kk,
@@ -422,10 +472,19 @@ def load_terminal_bench(
       ``total_input_tokens`` / ``total_output_tokens``; times and duration from
       ``trial_started_at`` / ``trial_ended_at``; ``artifacts.recording_path``;
       ``extra``: the trial name, ``failure_mode``, ``parser_results``, phase times.
-    * job: id ``"terminal-bench:<run folder>"`` unless given; agent (= runner) and model
-      from the folder name ``<date>_<agent>_<model>`` unless the file or ``model=``
-      says; ``platform_metrics``: every top-level field but ``results``; the harness's
+    * job: id ``"terminal-bench:<run folder>"`` unless given; a results file renamed
+      ``<run>_results.json`` (several runs in one folder, as leaderboard submissions keep
+      them) is ``"terminal-bench:<folder>@<run>"``, a job of its own (:func:`job_name`).
+      ``platform_metrics``: every top-level field but ``results``; the harness's
       ``accuracy``, ``pass_at_k`` and counts in ``extra["source_numbers"]``.
+    * ``run_metadata.json`` beside ``results.json``
+      (:mod:`~envloop_nb._loaders.terminal_bench_meta`): dataset name and version, model,
+      agent (= runner), k (``n_attempts``, checked against the trial names), the
+      requested tasks (``task_ids``: a task that never ran is missing, never 0), start
+      and end time, ``run_id`` and ``uuid``; the rest in ``extra["run_metadata"]``.
+      Without it the agent and model come from the folder name
+      ``<date>_<agent>_<model>``. The options ``model=``, ``dataset=``,
+      ``dataset_version=``, ``k=`` win over both.
 
     ``lenient=True`` skips unusable trials (bad fields, a repeated trial, a trial whose
     ``n`` differs from the first) and warns how many.
@@ -448,6 +507,7 @@ def load_terminal_bench(
         path = path / "results.json"
     check_k(path, k)
     doc = read_json_file(path, "a Terminal-Bench results.json")
+    meta = read_run_metadata(path)
     job, tasks, attempts = build_rows(
         path,
         doc,
@@ -457,6 +517,7 @@ def load_terminal_bench(
         model=model,
         dataset=dataset,
         dataset_version=dataset_version,
+        meta=meta,
     )
     jid = job["job_id"]
     begin_job(con, jid)

@@ -271,10 +271,15 @@ def _attempt_statistic(
 
 
 def _agrees(num: SourceNumber, mine: float) -> bool:
+    """``mine`` is in the source's units (times ``num.scale``)."""
     if math.isnan(num.source) or math.isnan(mine):
         return math.isnan(num.source) and math.isnan(mine)
     if num.statistic in _COUNTS:
         return num.source == mine
+    if num.decimals is not None:  # rounded by the source: within half its last decimal
+        half = 0.5 * 10.0**-num.decimals
+        if abs(num.source - mine) <= half * (1 + REL_TOL):
+            return True
     return math.isclose(num.source, mine, rel_tol=REL_TOL, abs_tol=ABS_TOL)
 
 
@@ -286,7 +291,7 @@ def source_agreement(con: duckdb.DuckDBPyConnection, job_id: str) -> list[Agreem
         key = (num.of, num.policy, num.threshold, num.tasks_tag)
         if key not in per_task:
             per_task[key] = _per_task(con, job_id, num)
-        mine = _recompute(con, job_id, num, per_task[key])
+        mine = _recompute(con, job_id, num, per_task[key]) * num.scale
         out.append(Agreement(num, None if math.isnan(mine) else mine, _agrees(num, mine)))
     return out
 

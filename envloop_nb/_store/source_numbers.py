@@ -66,6 +66,12 @@ class SourceNumber:
         One sentence for the user: the source's missing-value rule and pass threshold.
     tasks_tag
         ``(key, value)``: only the tasks with that tag (a subtask's numbers).
+    scale
+        The source states the number times this (``100``: a percentage); the recomputed
+        number is shown and compared in the source's units.
+    decimals
+        The source wrote the number rounded to this many decimals: it agrees when the
+        recomputed one is within half a unit of its last decimal. ``None``: not rounded.
     """
 
     metric: str
@@ -78,6 +84,8 @@ class SourceNumber:
     k: int | None = None
     threshold: float | None = None
     tasks_tag: tuple[str, str] | None = None
+    scale: float = 1.0
+    decimals: int | None = None
 
     def __post_init__(self) -> None:
         if self.reducer not in REDUCERS:
@@ -96,6 +104,10 @@ class SourceNumber:
             raise ValueError(f"k must be >= 1, got {self.k}")
         if self.threshold is not None and not math.isfinite(self.threshold):
             raise ValueError(f"threshold must be finite, got {self.threshold!r}")
+        if not (math.isfinite(self.scale) and self.scale > 0):
+            raise ValueError(f"scale must be a finite number > 0, got {self.scale!r}")
+        if self.decimals is not None and self.decimals < 0:
+            raise ValueError(f"decimals must be >= 0, got {self.decimals!r}")
 
     @property
     def dimension(self) -> str | None:
@@ -126,4 +138,7 @@ class SourceNumber:
             values["k"] = int(values["k"])
         if values.get("threshold") is not None:
             values["threshold"] = float(values["threshold"])
+        values["scale"] = float(values.get("scale", 1.0))
+        if values.get("decimals") is not None:
+            values["decimals"] = int(values["decimals"])
         return cls(**values)
