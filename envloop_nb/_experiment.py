@@ -479,7 +479,9 @@ class Experiment:
         """The interactive panel: progress, cards, case list, detail, corrections."""
         from ._ui.experiment_panel import ExperimentPanel
 
-        return ExperimentPanel(self)
+        panel = ExperimentPanel(self)
+        self.workspace.session.on_close(panel.stop_polling)  # ws.close() stops its poll
+        return panel
 
     def export_xlsx(self, path: str | Path) -> ExperimentExport:
         """A workbook with Summary, Cases, Results and Corrections sheets."""

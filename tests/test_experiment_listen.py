@@ -192,3 +192,24 @@ def test_a_watched_jobs_panel_follows_it(tmp_path: Path) -> None:
     finally:
         panel.close()
         ws.unwatch(path)
+
+
+def test_closing_the_workspace_stops_a_following_panel_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ws.close()`` stops a watched job panel's follower before the connection goes (it
+    died on a closed connection with a traceback printed by the thread)."""
+    raised: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+    d = json.loads((SHARED / "three-tasks-two-attempts.json").read_text())
+    path = tmp_path / "job.jsonl"
+    path.write_bytes(line({"schema_version": d["schema_version"], "job": d["job"]}))
+    ws = enb.open()
+    ws.watch(path, interval=0.05)
+    panel = ws.job(d["job"]["id"]).panel()
+    assert panel._follower is not None
+    thread = panel._follower._thread
+    ws.close()
+    thread.join(timeout=60)  # a guard against a hang, not a measure
+    assert not thread.is_alive()
+    assert raised == []
