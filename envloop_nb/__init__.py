@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
         check_heldout,
         fill_references,
     )
-    from ._errors import EnvloopError, LoadError, LoadWarning
+    from ._errors import EnvloopError, LoadError, LoadWarning, WorkspaceError
     from ._experiment import Experiment
     from ._experiments.references import ReferenceFillResult
     from ._experiments.runner import EvalCase, Evaluator
@@ -84,6 +84,7 @@ _WHERE = {
     "ReferenceFill": "._datasets.heldout",
     "ReferenceFillResult": "._experiments.references",
     "Workspace": "._workspace",
+    "WorkspaceError": "._errors",
     "bootstrap_mean_ci": "._metrics.uncertainty",
     "chart_widget": "._present.render",
     "check_heldout": "._datasets.heldout",
@@ -145,6 +146,7 @@ __all__ = [
     "ReferenceFill",
     "ReferenceFillResult",
     "Workspace",
+    "WorkspaceError",
     "bootstrap_mean_ci",
     "chart_widget",
     "check_heldout",

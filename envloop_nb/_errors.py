@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["EnvloopError", "LoadError", "LoadWarning"]
+__all__ = ["EnvloopError", "LoadError", "LoadWarning", "WorkspaceError"]
 
 
 class EnvloopError(Exception):
@@ -37,3 +37,18 @@ class LoadError(EnvloopError, ValueError):
 
 class LoadWarning(UserWarning):
     """Rows were skipped while loading leniently (``ws.load(..., lenient=True)``)."""
+
+
+class WorkspaceError(LoadError):
+    """The workspace file itself cannot be opened: another process has it, it is not a
+    DuckDB database or not a workspace, or a newer envloop_nb wrote it. The message names
+    the file and says what to do; the file is left unchanged.
+
+    A :class:`LoadError` (what a newer file raised before), so code that caught that
+    still catches it.
+
+    Examples
+    --------
+    >>> str(WorkspaceError("evals.duckdb", None, "not a DuckDB database"))
+    'evals.duckdb: not a DuckDB database'
+    """

@@ -405,13 +405,16 @@ class Experiment:
         return tail is not None and tail.running
 
     def listen_status(self) -> dict[str, Any]:
-        """The listener's feed, start, cases added so far, polls and error (if it stopped on one)."""
+        """The listener's feed, start, cases added so far, polls, restarts (times the feed
+        was truncated or rotated and read again from its start) and error (if it stopped
+        on one)."""
         session = self.workspace.session
         tail = session.listeners.get(self.id)
         info = dict(session.listen_info.get(self.id, {}))
         info["listening"] = self.listening
         info["added"] = list(info.get("added", []))
         info["polls"] = tail.polls if tail else 0
+        info["restarts"] = tail.restarts if tail else 0  # the feed truncated or rotated
         info["error"] = None if tail is None or tail.error is None else str(tail.error)
         return info
 
@@ -479,7 +482,9 @@ class Experiment:
         """The interactive panel: progress, cards, case list, detail, corrections."""
         from ._ui.experiment_panel import ExperimentPanel
 
-        return ExperimentPanel(self)
+        panel = ExperimentPanel(self)
+        self.workspace.session.on_close(panel.stop_polling)  # ws.close() stops its poll
+        return panel
 
     def export_xlsx(self, path: str | Path) -> ExperimentExport:
         """A workbook with Summary, Cases, Results and Corrections sheets."""

@@ -582,7 +582,10 @@ class Job:
         watched = session is not None and any(
             getattr(w, "job_id", None) == self.id and w.running for w in session.watchers.values()
         )
-        return panel.follow() if watched else panel
+        if watched:
+            assert session is not None
+            session.on_close(panel.follow().unfollow)  # ws.close() stops the follower
+        return panel
 
     def export_html(
         self,

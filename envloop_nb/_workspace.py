@@ -28,6 +28,7 @@ from ._store.schema import (
     read_only_shims,
     written_by,
 )
+from ._store.workspace_file import check_schema_version, connect
 from ._types import FrameKind, Policy
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ class Workspace:
             ).fetchall()
         }
         # before anything is written to the file
-        found = _check_schema_version(con, path, has_meta="meta" in have)
+        found = check_schema_version(con, path, have=have)
         if read_only:  # tables newer than the file: empty, for this session only
             for statement in missing_tables_sql(have):
                 con.execute(statement)
@@ -837,10 +838,12 @@ def open(
 
     Raises
     ------
-    LoadError
-        The file was written by a newer envloop_nb (its ``meta.schema_version`` is newer
-        than this code knows); the message says which version wrote it, and the file is
-        left unchanged.
+    WorkspaceError
+        The file cannot be a workspace here: another process has it open (DuckDB lets one
+        process write a file), it is not a DuckDB database, it is a DuckDB database of
+        other tables, or a newer envloop_nb wrote it (its ``meta.schema_version`` is newer
+        than this code knows). The message names the file and says what to do; the file
+        is left unchanged. (A :class:`LoadError`, what a newer file raised before.)
 
     Examples
     --------
@@ -882,7 +885,7 @@ def open(
         else:
             p = Path(path)
             p.parent.mkdir(parents=True, exist_ok=True)
-            con = duckdb.connect(str(p), read_only=read_only, config=config)
+            con = connect(p, read_only=read_only, config=config)
     except BaseException:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -912,51 +915,6 @@ def _is_experiment(source: str | os.PathLike[str]) -> bool:
         return detect_format(path) == "experiment"
     except LoadError:
         return False
-
-
-def _check_schema_version(
-    con: duckdb.DuckDBPyConnection, path: str | None, *, has_meta: bool
-) -> int | None:
-    """Refuse a workspace file whose schema is newer than this code knows; return the
-    file's schema version (None for a new file, or one without a recorded version).
-
-    Opening it would "upgrade" its ``schema_version`` back and write tables of the old
-    schema into it; the file is left exactly as it was.
-
-    Raises
-    ------
-    LoadError
-        Naming the file, ``meta.schema_version`` and which version wrote it.
-    """
-    if not has_meta:
-        return None  # a new file (or one without our schema yet)
-    meta = dict(
-        con.execute(
-            "SELECT key, value FROM meta WHERE key IN ('schema_version', 'written_by')"
-        ).fetchall()
-    )
-    found = meta.get("schema_version")
-    if found is None:
-        return None
-    try:
-        newer = int(found) > SCHEMA_VERSION
-    except ValueError:
-        raise LoadError(
-            path or ":memory:",
-            "meta.schema_version",
-            f"unreadable workspace schema version {found!r}: this envloop_nb "
-            f"reads schema version {SCHEMA_VERSION}",
-        ) from None
-    if newer:
-        by = meta.get("written_by") or "a newer envloop_nb"
-        raise LoadError(
-            path or ":memory:",
-            "meta.schema_version",
-            f"written by {by} (workspace schema version {found}); {written_by()} reads "
-            f"schema version {SCHEMA_VERSION} at most: upgrade envloop_nb to open it "
-            "(the file was not changed)",
-        )
-    return int(found)
 
 
 def _close_and_remove(con: duckdb.DuckDBPyConnection, folder: str) -> None:

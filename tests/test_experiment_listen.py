@@ -192,3 +192,105 @@ def test_a_watched_jobs_panel_follows_it(tmp_path: Path) -> None:
     finally:
         panel.close()
         ws.unwatch(path)
+
+
+def test_closing_the_workspace_stops_a_following_panel_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ws.close()`` stops a watched job panel's follower before the connection goes (it
+    died on a closed connection with a traceback printed by the thread)."""
+    raised: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+    d = json.loads((SHARED / "three-tasks-two-attempts.json").read_text())
+    path = tmp_path / "job.jsonl"
+    path.write_bytes(line({"schema_version": d["schema_version"], "job": d["job"]}))
+    ws = enb.open()
+    ws.watch(path, interval=0.05)
+    panel = ws.job(d["job"]["id"]).panel()
+    assert panel._follower is not None
+    thread = panel._follower._thread
+    ws.close()
+    thread.join(timeout=60)  # a guard against a hang, not a measure
+    assert not thread.is_alive()
+    assert raised == []
+
+
+def _rewrite(feed: Path, change: str, lines: list[bytes]) -> None:
+    """Replace the feed's content the way a writer or log rotation does."""
+    if change == "rotated":  # renamed away, a new file at the path (another inode)
+        feed.rename(feed.with_name(feed.name + ".1"))
+    feed.write_bytes(b"".join(lines))  # else truncated in place and written again
+
+
+@pytest.mark.parametrize("change", ["truncated", "truncated, longer", "rotated"])
+def test_a_tail_reads_a_truncated_or_rotated_feed_from_its_start(
+    tmp_path: Path, change: str
+) -> None:
+    """A feed truncated or rotated under a tail is read again from the start of what is
+    at the path now (it stayed at its old offset and never saw a new line: polling past
+    the end, or mid-line in the new file)."""
+    from envloop_nb._experiments.listen import Tail
+
+    feed = tmp_path / "feed.jsonl"
+    feed.write_bytes(line(trace("t1")) + line(trace("t2")))
+    got: list[tuple[int, str]] = []
+    tail = Tail(feed, lambda lines: got.extend((n, obj["trace_id"]) for n, obj in lines))
+    assert tail.poll() == 2
+    new = ["t3"] if change != "truncated, longer" else ["t3", "t4", "t5"]
+    _rewrite(feed, change, [line(trace(t, output="x" * 40)) for t in new])
+    assert tail.poll() == len(new)
+    assert got[2:] == [(i + 1, t) for i, t in enumerate(new)]  # line numbers of the new file
+    assert tail.restarts == 1
+    with feed.open("ab") as f:  # and it follows the new file from there
+        f.write(line(trace("t9")))
+    assert tail.poll() == 1
+    assert got[-1] == (len(new) + 1, "t9")
+    assert tail.error is None and tail.restarts == 1
+
+
+def test_a_tail_waits_for_a_rotated_feed_to_come_back(tmp_path: Path) -> None:
+    from envloop_nb._experiments.listen import Tail
+
+    feed = tmp_path / "feed.jsonl"
+    feed.write_bytes(line(trace("t1")))
+    got: list[str] = []
+    tail = Tail(feed, lambda lines: got.extend(obj["trace_id"] for _, obj in lines))
+    assert tail.poll() == 1
+    feed.rename(tmp_path / "feed.jsonl.1")
+    assert tail.poll() == 0  # not there yet: waited for
+    feed.write_bytes(line(trace("t2"))[:20])  # the new file's first line half-written
+    assert tail.poll() == 0
+    with feed.open("ab") as f:
+        f.write(line(trace("t2"))[20:])
+    assert tail.poll() == 1
+    assert got == ["t1", "t2"]
+
+
+@pytest.mark.parametrize("change", ["truncated", "rotated"])
+def test_listen_after_the_feed_is_truncated_or_rotated(tmp_path: Path, change: str) -> None:
+    """The listener re-reads the new feed from its start; a trace it already added (the
+    new file repeating it) is not added or evaluated twice: cases are keyed by trace id."""
+    ws = enb.open()
+    seen: list[str] = []
+
+    def judge(case: enb.EvalCase) -> float:
+        seen.append(case.trace_id)
+        return 50.0
+
+    exp = ws.new_experiment(
+        "rotating", agent="ops-helper", evaluators=[enb.Evaluator("q", judge)], cases=[]
+    )
+    feed = tmp_path / "feed.jsonl"
+    feed.write_bytes(line(trace("t1")) + line(trace("t2")))
+    exp.listen(feed, since=dt.datetime(2026, 11, 20, tzinfo=dt.UTC), interval=3600)
+    tail = ws.session.listeners[exp.id]
+    tail.stop()  # the test drives the polls itself
+    tail.poll()
+    assert sorted(exp.cases()["trace_id"]) == ["t1", "t2"]
+    _rewrite(feed, change, [line(trace("t2")), line(trace("t3"))])
+    assert tail.poll() == 2
+    assert sorted(exp.cases()["trace_id"]) == ["t1", "t2", "t3"]
+    assert sorted(seen) == ["t1", "t2", "t3"]
+    status = exp.listen_status()
+    assert status["error"] is None and status["added"] == ["t1", "t2", "t3"]
+    assert status["restarts"] == 1

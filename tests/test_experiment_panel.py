@@ -141,3 +141,25 @@ def test_workbook_read_back(exp: enb.Experiment, tmp_path: Path) -> None:
     assert failed[head.index("error")] == "judge returned no score (malformed JSON)"
     hist = list(wb["Corrections"].iter_rows(values_only=True))
     assert [r[hist[0].index("state")] for r in hist[1:]] == ["live", "undone"]
+
+
+@pytest.mark.parametrize("how", ["ws.close()", "ws.con.close()"])
+def test_closing_the_workspace_stops_the_panels_poll_quietly(
+    monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """``ws.close()`` stops an open panel's poll thread before the connection goes; a
+    connection closed directly ends the poll quietly at its next look (the thread printed
+    a raw ``ConnectionException`` traceback)."""
+    import threading
+
+    raised: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+    ws = enb.open()
+    exp = ws.load(SAMPLE)
+    p = exp.panel()
+    poller = p._poller
+    assert poller.is_alive()
+    ws.close() if how == "ws.close()" else ws.con.close()
+    poller.join(timeout=60)  # a guard against a hang, not a measure
+    assert not poller.is_alive()
+    assert raised == []

@@ -282,3 +282,32 @@ def test_manifest_file_in_a_subfolder_is_fine(base: enb.Job, tmp_path: Path) -> 
     manifest = json.loads((ds.path / "manifest.json").read_text())
     (ds.path / "manifest.json").write_text(json.dumps({**manifest, "file": "data/rows.jsonl"}))
     assert enb.open().load(ds.path).content_hash == ds.content_hash
+
+
+@pytest.mark.parametrize("kind", ["job", "experiment"])
+def test_a_dataset_folder_with_a_control_character_is_refused(
+    ws: enb.Workspace, tmp_path: Path, kind: str
+) -> None:
+    """(It made a folder named with a newline.)"""
+    source = ws.load(THREE_TASKS if kind == "job" else SAMPLE_DATA / "experiments/ops-helper.json")
+    folder = tmp_path / "data\nsets"
+    extra = {"allow_partial": True} if kind == "job" else {}
+    with pytest.raises(ValueError, match="control character") as info:
+        source.export_dataset(folder, name="d", version="1", **extra)
+    assert repr(str(folder)) in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+    assert ws.sql("SELECT count(*) FROM datasets").fetchone() == (0,)
+
+
+def test_a_dataset_folder_that_is_a_file_is_refused(ws: enb.Workspace, tmp_path: Path) -> None:
+    """(It raised a bare ``FileExistsError: [Errno 17] File exists``.)"""
+    job = ws.load(THREE_TASKS)
+    (tmp_path / "datasets").write_text("notes\n")
+    with pytest.raises(NotADirectoryError) as info:
+        job.export_dataset(tmp_path / "datasets", name="d", version="1", allow_partial=True)
+    assert str(info.value) == (
+        f"{tmp_path / 'datasets'} is a file: give the path of a folder to write the "
+        "dataset into (made if missing)"
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["datasets"]
+    assert (tmp_path / "datasets").read_text() == "notes\n"

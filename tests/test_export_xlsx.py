@@ -486,3 +486,59 @@ def test_buckets_named_like_the_fixed_sheets(base: enb.Job, tmp_path: Path) -> N
     assert wb.sheetnames[:4] == ["Summary", "Tasks", "tasks (2)", "SUMMARY (2)"]
     assert {r[2] for r in rows(wb["tasks (2)"])[1:]} == {"tasks"}
     assert list(out.rows_per_sheet) == wb.sheetnames
+
+
+def _xlsx_exports() -> dict[str, Any]:
+    ws = enb.open()
+    job = ws.load(THREE_TASKS)
+    exp = ws.load(SAMPLE_DATA / "experiments" / "ops-helper.json")
+    other = ws.load(SAMPLE_DATA / "base.json")
+    return {
+        "job": job.export_xlsx,
+        "experiment": exp.export_xlsx,
+        "comparison": ws.compare([other, job]).export_xlsx,
+    }
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [("job", "a\nb.xlsx"), ("experiment", "tab\there.xlsx"), ("comparison", "cr\r.xlsx")],
+)
+def test_a_workbook_name_with_a_control_character_is_refused(
+    tmp_path: Path, kind: str, name: str
+) -> None:
+    """(It wrote a workbook named with a newline.)"""
+    with pytest.raises(ValueError, match="control character") as info:
+        _xlsx_exports()[kind](tmp_path / name)
+    assert repr(str(tmp_path / name)) in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["job", "experiment", "comparison"])
+def test_a_workbook_onto_a_folder_is_refused_and_leaves_nothing(tmp_path: Path, kind: str) -> None:
+    """(It was refused only after writing the whole workbook, with an IsADirectoryError
+    about ``out.xlsx.partial-write``.)"""
+    (tmp_path / "out.xlsx").mkdir()
+    with pytest.raises(IsADirectoryError) as info:
+        _xlsx_exports()[kind](tmp_path / "out.xlsx")
+    assert str(info.value) == (
+        f"{tmp_path / 'out.xlsx'} is a folder: give the path of a file to write (a new "
+        "name, or a name inside that folder)"
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["out.xlsx"]
+    assert list((tmp_path / "out.xlsx").iterdir()) == []
+
+
+def test_a_workbook_that_fails_while_saving_leaves_no_partial_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import envloop_nb._export.sheet_rows as sheet_rows
+
+    def fails(wb: Any, saved: Path) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sheet_rows, "splice", fails)
+    monkeypatch.setattr(xl, "splice", fails)
+    with pytest.raises(OSError, match="No space left"):
+        _xlsx_exports()["job"](tmp_path / "job.xlsx")
+    assert list(tmp_path.iterdir()) == []

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 import envloop_nb as enb
 from envloop_nb._present.report_html import ReportSection, report_html
+from tests.conftest import THREE_TASKS
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = enb.BucketRules(
@@ -87,3 +91,62 @@ def test_the_vega_bundle_is_built_once_and_kept(tmp_path: Path, monkeypatch) -> 
     (tmp_path / "no").write_text("a file, so the folder cannot be made")
     assert vega_bundle() == fresh  # an unwritable cache is skipped
     vega_bundle.cache_clear()
+
+
+def _html_exports() -> dict[str, Any]:
+    ws = enb.open()
+    job = ws.load(ROOT / "sample_data" / "base.json")
+    other = ws.load(THREE_TASKS)
+    exp = ws.load(ROOT / "sample_data" / "experiments" / "ops-helper.json")
+    return {
+        "job": job.export_html,
+        "experiment": exp.export_html,
+        "comparison": ws.compare([job, other]).export_html,
+    }
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [("job", "a\nb.html"), ("experiment", "tab\there.html"), ("comparison", "bell\x07.html"),
+     ("experiment", "del\x7f.html"), ("experiment", "sep\u2028.html")],
+)  # fmt: skip
+def test_a_report_name_with_a_control_character_is_refused(
+    tmp_path: Path, kind: str, name: str
+) -> None:
+    """(It wrote a file named with a newline.)"""
+    export = _html_exports()[kind]
+    with pytest.raises(ValueError, match="control character") as info:
+        export(tmp_path / name)
+    assert repr(str(tmp_path / name)) in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["job", "experiment", "comparison"])
+def test_a_report_onto_a_folder_is_refused_and_leaves_nothing(tmp_path: Path, kind: str) -> None:
+    """(It wrote ``report.html.partial-write`` beside the folder, left it there, and
+    raised IsADirectoryError about that file.)"""
+    export = _html_exports()[kind]
+    (tmp_path / "report.html").mkdir()
+    with pytest.raises(IsADirectoryError) as info:
+        export(tmp_path / "report.html")
+    assert str(info.value) == (
+        f"{tmp_path / 'report.html'} is a folder: give the path of a file to write (a new "
+        "name, or a name inside that folder)"
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+    assert list((tmp_path / "report.html").iterdir()) == []
+
+
+def test_a_report_that_fails_while_writing_leaves_no_partial_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    export = _html_exports()["experiment"]
+
+    def full_disk(self: Path, *args: Any, **kwargs: Any) -> int:
+        self.open("w").write("<html>half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        export(tmp_path / "exp.html")
+    assert list(tmp_path.iterdir()) == []

@@ -3,7 +3,7 @@ and lower floors (at runtime and under TYPE_CHECKING alike), nothing below the f
 names Job, Workspace or Comparison, and only the UI imports widget libraries.
 
 The floors, low to high (ARCHITECTURE.md explains each):
-``_types``/``_errors`` → ``_present`` → ``_store`` → ``_annotations`` → ``_loaders`` →
+``_types``/``_errors``/``_files`` → ``_present`` → ``_store`` → ``_annotations`` → ``_loaders`` →
 ``_metrics`` →
 ``_buckets`` → ``_compare`` → ``_datasets`` → ``_export`` → ``_ui`` → the facades
 ``_job`` → ``_comparison`` → ``_workspace`` → ``__init__``.
@@ -22,7 +22,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "envloop_nb"
 
 FLOORS: list[tuple[str, ...]] = [
-    ("_types", "_errors", "_options"),
+    ("_types", "_errors", "_options", "_files"),
     ("_present",),
     ("_store",),
     ("_annotations",),

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._buckets.apply import check_finished, job_buckets
 from .._buckets.rules import BucketRules, parse_names
 from .._errors import EnvloopError
+from .._files import output_folder
 from .._metrics.passk_views import sample_table
 from .._store.ref import job_info
 from .._store.sql import ident
@@ -294,7 +295,7 @@ def check_new_dataset(
         raise ValueError(f"format must be 'jsonl' or 'parquet', got {format!r}")
     if purpose not in ("train", "eval", None):
         raise ValueError(f"purpose must be 'train', 'eval' or None, got {purpose!r}")
-    root = Path(folder)
+    root = output_folder(folder)
     target = root / f"{name}@{version}"
     registered = ref.con.execute(
         "SELECT path FROM datasets WHERE name = ? AND version = ?", [name, version]

@@ -6,6 +6,14 @@ waited for, not an error. Each poll's new lines are handed on together; a line t
 not JSON stops the tail with a :class:`LoadError` naming the file and line (kept in
 ``.error``), and nothing of that poll is applied.
 
+A feed that is *truncated* (the bytes the tail read last are no longer where it read
+them: the file is shorter, or was emptied and written again) or *rotated* (another file
+at the path: renamed away and made again) is read again from the start of what is at
+the path now, and ``.restarts`` counts it; while no file is at the path (between a
+rotation's rename and the new file) the tail waits. Re-reading hands on lines it may
+have handed on before: listen mode keys cases by ``trace_id``, so a trace already added
+is not added or evaluated twice.
+
 Listen mode (:func:`eligible`) adds every new *main* trace (no ``parent_trace_id``) of
 the experiment's agent whose execution succeeded and that started at or after the moment
 listening began — a trace without a start time counts from when it was first ingested
@@ -16,10 +24,11 @@ when a later line reports it succeeded.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .._loaders.experiment import complete_lines
 
@@ -65,8 +74,13 @@ class Tail:
     """Poll ``path`` every ``interval`` seconds in a daemon thread; call ``on_lines``
     with each poll's new parsed lines (``[(line_number, object), ...]``).
 
-    ``start_at_end=True`` skips what the file holds when the tail starts.
+    ``start_at_end=True`` skips what the file holds when the tail starts. A truncated or
+    rotated file is read again from its start (see the module docstring).
     """
+
+    #: How many of the last bytes read are kept to tell a rewritten file (a truncated one
+    #: written past the old end again) from one that only grew.
+    SEEN = 4096
 
     def __init__(
         self,
@@ -84,12 +98,17 @@ class Tail:
         self.line = 0
         self.error: BaseException | None = None
         self.polls = 0
+        self.restarts = 0
+        self._file: tuple[int, int] | None = None  # (device, inode) of the file read
+        self._seen = b""  # the last bytes read, ending at ``offset``
         self._stop = threading.Event()
-        self._idle = threading.Event()
         if start_at_end and path.exists():
-            data = path.read_bytes()
+            with path.open("rb") as f:
+                data = f.read()
+                self._file = _identity(f)
             end = data.rfind(b"\n") + 1
             self.offset, self.line = end, data[:end].count(b"\n")
+            self._seen = data[max(0, end - self.SEEN) : end]
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> Tail:
@@ -101,12 +120,36 @@ class Tail:
         return self._thread.is_alive()
 
     def poll(self) -> int:
-        """Read and hand on the complete lines appended since the last poll."""
-        lines, offset, line = complete_lines(self.path, self.offset, self.line)
+        """Read and hand on the complete lines appended since the last poll (from the
+        start of the file again when it was truncated or rotated)."""
+        try:
+            f = self.path.open("rb")
+        except FileNotFoundError:
+            return 0  # rotated away and not made again yet: waited for
+        with f:
+            file = _identity(f)
+            if self._replaced(f, file):
+                self.offset, self.line, self._seen = 0, 0, b""
+                self.restarts += 1
+            self._file = file
+            f.seek(self.offset)
+            data = f.read()
+        lines, offset, line = complete_lines(self.path, self.offset, self.line, data=data)
         if lines:
             self.on_lines(lines)
+        self._seen = (self._seen + data[: offset - self.offset])[-self.SEEN :]
         self.offset, self.line = offset, line
         return len(lines)
+
+    def _replaced(self, f: BinaryIO, file: tuple[int, int]) -> bool:
+        """Whether the open file ``f`` is not the one read so far, continued: another
+        file (rotated), or the bytes last read are gone from their place (truncated)."""
+        if self._file is not None and file != self._file:
+            return True
+        if not self._seen:
+            return False
+        f.seek(self.offset - len(self._seen))
+        return f.read(len(self._seen)) != self._seen
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -124,3 +167,9 @@ class Tail:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
+
+
+def _identity(f: BinaryIO) -> tuple[int, int]:
+    """The open file's (device, inode): another file at the path has another."""
+    st = os.fstat(f.fileno())
+    return st.st_dev, st.st_ino

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._files import written_whole
 from .sheet_rows import FORMULA_START as _FORMULA_START
 from .sheet_rows import RowFile, splice
 
@@ -524,15 +525,11 @@ def write_frame(
 
 
 def save_workbook(wb: Any, path: Path) -> None:
-    """Save ``wb`` to ``path`` atomically: a reader never sees a half-written file."""
-    tmp = path.with_name(path.name + ".partial-write")
-    try:
+    """Save ``wb`` to ``path`` atomically: a reader never sees a half-written file, and
+    a failed save leaves no partial file (:func:`envloop_nb._files.written_whole`)."""
+    with written_whole(path) as tmp:
         wb.save(tmp)
         splice(wb, tmp)  # the Sheets' data rows
-        tmp.replace(path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def plain(v: Any) -> Any:

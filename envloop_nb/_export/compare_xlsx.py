@@ -16,6 +16,7 @@ from .._compare.leaderboard import leaderboard
 from .._compare.paired import paired, transitions
 from .._compare.state import CompareState, others
 from .._compare.tables import strengths, table
+from .._files import output_file
 from .cells import new_workbook, save_workbook, write_frame
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def export_compare_xlsx(
     """
     import pandas as pd
 
-    out = Path(path)
+    out = output_file(path)  # refused before the work, not after
     wb, cells, titles = new_workbook()
     guard = pd.DataFrame(
         [

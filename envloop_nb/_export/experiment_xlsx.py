@@ -15,6 +15,7 @@ from typing import Any
 import duckdb
 
 from .._experiments import stats
+from .._files import output_file
 from .._store.frames import to_frame
 from .._store.ref import JobRef
 from .cells import new_workbook, save_workbook, write_frame
@@ -45,6 +46,7 @@ def export_experiment_xlsx(exp: JobRef, path: Path) -> ExperimentExport:
     """Write ``exp`` (anything with ``.con`` and ``.id``) to an XLSX workbook."""
     import pandas as pd
 
+    path = output_file(path)  # refused before the work, not after
     con, eid = exp.con, exp.id
     summary = stats.experiment_summary(con, eid)
     prog = stats.progress(con, eid)
@@ -77,6 +79,5 @@ def export_experiment_xlsx(exp: JobRef, path: Path) -> ExperimentExport:
     for title, frame, text in sheets:
         for name, n in write_frame(wb, cells, titles, title, frame, text).items():
             counts[name] = n
-    path.parent.mkdir(parents=True, exist_ok=True)
     save_workbook(wb, path)
     return ExperimentExport(path, counts, cells.truncated, cells.escaped)

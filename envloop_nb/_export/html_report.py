@@ -21,6 +21,7 @@ from .._buckets.apply import job_buckets
 from .._buckets.rules import BucketRules
 from .._compare.state import CompareState
 from .._experiments import stats as exp_stats
+from .._files import written_whole
 from .._metrics.consumption import consumption_rows
 from .._metrics.diagnosis import diagnose
 from .._metrics.facts import dimension_names, noted_summary, shown_info
@@ -68,12 +69,11 @@ class HtmlReport:
 
 
 def write_report(path: str | Path, text: str, sections: Sequence[ReportSection]) -> HtmlReport:
-    """Write a report's text whole (a partial file never stands at ``path``)."""
+    """Write a report's text whole (a partial file never stands at ``path``, nor is one
+    left beside it: :func:`envloop_nb._files.written_whole`)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".partial-write")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    with written_whole(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
     return HtmlReport(
         path=path,
         bytes=path.stat().st_size,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .._annotations.manual import annotation_frame, manual_dimensions
 from .._buckets.apply import BucketResult, check_finished, job_buckets
 from .._buckets.rules import EXCLUDED, BucketRules, parse_names
+from .._files import output_file
 from .._metrics.passk_views import samples
 from .._metrics.summary import job_summary
 from .._present.cases_html import is_missing
@@ -171,7 +172,7 @@ def export_xlsx(
     if rules is not None and not isinstance(rules, BucketRules):
         raise TypeError(f"rules must be a BucketRules, got {type(rules).__name__}")
     chosen = parse_names(rules, buckets) if rules is not None else None
-    path = Path(path)
+    path = output_file(path)  # refused before the work, not after
     if path.suffix.lower() != ".xlsx":
         raise ValueError(f"{path}: the workbook file name must end in .xlsx")
     if path.parent and not path.parent.exists():

@@ -29,18 +29,22 @@ def is_experiment_head(head: bytes) -> bool:
     return b'"schema_version"' in head and EXPERIMENT_SCHEMA.encode() in head
 
 
-def complete_lines(path: Path, offset: int, line: int) -> tuple[list[tuple[int, Any]], int, int]:
+def complete_lines(
+    path: Path, offset: int, line: int, *, data: bytes | None = None
+) -> tuple[list[tuple[int, Any]], int, int]:
     """The complete lines of ``path`` after byte ``offset`` (which starts file line
     ``line + 1``), parsed: ``([(line number, object), ...], new offset, new line)``.
 
     A half-written last line (no newline yet) is left for the next call; blank lines are
     skipped; a line that is not a JSON object raises a :class:`LoadError` naming it.
+    ``data``: the file's bytes from ``offset`` on, when the caller read them already.
     """
-    if not path.exists():
-        return [], offset, line
-    with path.open("rb") as f:
-        f.seek(offset)
-        data = f.read()
+    if data is None:
+        if not path.exists():
+            return [], offset, line
+        with path.open("rb") as f:
+            f.seek(offset)
+            data = f.read()
     end = data.rfind(b"\n")
     if end < 0:
         return [], offset, line

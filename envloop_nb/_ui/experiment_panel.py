@@ -352,10 +352,15 @@ class ExperimentPanel:
         return tuple(row or ())
 
     def _poll(self, every: float) -> None:
+        import duckdb
+
         cur = self.con.cursor()
         try:
             while not self._stop.wait(every):
-                mark = self._change_mark(cur)
+                try:
+                    mark = self._change_mark(cur)
+                except duckdb.ConnectionException:  # the workspace was closed: end quietly
+                    return
                 if mark != self._mark:
                     self._mark = mark
                     try:  # not through the Guard: that would clear an action's message
@@ -365,9 +370,16 @@ class ExperimentPanel:
         finally:
             cur.close()
 
+    def stop_polling(self) -> None:
+        """Stop the live updates and wait for a poll under way (``ws.close()`` calls it
+        before the connection goes)."""
+        self._stop.set()
+        if self._poller is not threading.current_thread():
+            self._poller.join()
+
     def close(self) -> None:
         """Stop the live updates and close the widgets."""
-        self._stop.set()
+        self.stop_polling()
         self.widget.close()
 
     def __repr__(self) -> str:

@@ -54,9 +54,14 @@ class Follower:
         return self.cursor.execute(self.probe, self.params).fetchone()
 
     def _run(self) -> None:
+        import duckdb
+
         try:
             while not self._stop.wait(self.interval):
-                now = self._read()
+                try:
+                    now = self._read()
+                except duckdb.ConnectionException:  # the workspace was closed: end quietly
+                    return
                 if now != self._last:
                     self._last = now
                     self.changes += 1
