@@ -475,3 +475,63 @@ def test_a_duplicate_across_chunks_and_a_bad_sample_in_a_later_chunk_change_noth
         with pytest.raises(enb.LoadError, match=message):
             ws.load(path)
         assert _snapshot(ws) == before
+
+
+LOG_2024 = next((Path(__file__).parent / "data" / "inspect_2024").glob("*.json"))
+
+
+def test_a_2024_json_log_without_eval_id_is_detected_and_agrees() -> None:
+    """Inspect wrote no ``eval.eval_id`` before 2025 (tests/data/inspect_2024): such a log
+    was not detected and fell through to the table loader ('column task: missing')."""
+    assert b'"eval_id"' not in LOG_2024.read_bytes()
+    assert detect_format(LOG_2024) == "inspect"
+    ws = enb.open()
+    job = ws.load(LOG_2024)
+    header = json.loads(LOG_2024.read_text())
+    assert job.info["source_format"] == "inspect" and job.k == 3
+    assert job.info["model"] == header["eval"]["model"] == "mockllm/ckpt-a"
+    assert job.tasks()["task"].tolist() == header["eval"]["dataset"]["sample_ids"]
+    rows = job.source_agreement()
+    expected = sum(len(r["metrics"]) for r in header["results"]["scores"])  # no counts in 2024
+    assert len(rows) == expected == 6
+    assert rows["agrees"].all(), rows[~rows["agrees"]].to_string()
+    # the same samples as the 2026 log it was made from: the same numbers
+    modern = ws.load(next(p for p in JSON_LOGS if "WfHWhh9m" in p.name), job_id="modern")
+    assert str(job.summary()) == str(modern.summary())
+    pd.testing.assert_frame_equal(
+        job.attempts()[["task", "attempt", "reward", "status"]],
+        modern.attempts()[["task", "attempt", "reward", "status"]],
+    )
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        # Inspect's own order (version, status, eval first) with a long dataset before model
+        b'{\n  "version": 2,\n  "status": "success",\n  "eval": {\n    "run_id": "x",\n'
+        b'    "dataset": {"sample_ids": [' + b'"s", ' * 2000,
+        # another writer's key order, but the top level and eval's keys say Inspect
+        b'{"eval": {"task": "t", "created": "2024", "model": "m/x", "config": {}}, "status": '
+        b'"success", "version": 2, "samples": [',
+    ],
+)
+def test_an_inspect_json_head_is_recognised_without_eval_id(head: bytes) -> None:
+    from envloop_nb._loaders.inspect_read import is_inspect_json_head
+
+    assert is_inspect_json_head(head[:4096])
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b'{"results": [], "eval": "x", "version": 1}',  # eval not an object
+        b'{"rows": [{"eval": {"task": "t", "model": "m"}, "status": "success"}]}',  # nested
+        b'[{"version": 2, "status": "success", "eval": {"task": "t", "model": "m"}}]',
+        b'{"eval": {"task": "t", "model": "m"}}',  # no version or status beside it
+        b'{"version": 2, "status": "done", "eval": {"x": 1}}',  # not an Inspect status
+    ],
+)
+def test_other_json_heads_are_not_inspect(head: bytes) -> None:
+    from envloop_nb._loaders.inspect_read import is_inspect_json_head
+
+    assert not is_inspect_json_head(head)
