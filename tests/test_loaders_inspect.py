@@ -535,3 +535,40 @@ def test_other_json_heads_are_not_inspect(head: bytes) -> None:
     from envloop_nb._loaders.inspect_read import is_inspect_json_head
 
     assert not is_inspect_json_head(head)
+
+
+def _header_only(log: Path, out: Path) -> Path:
+    """The log as Inspect writes it with ``--no-log-samples``: the header, no samples."""
+    if log.suffix == ".json":
+        doc = json.loads(log.read_text())
+        del doc["samples"]  # written with exclude_none: no key at all
+        doc.pop("reductions", None)
+        out = out / log.name
+        out.write_text(json.dumps(doc, indent=2))
+        return out
+    from envloop_nb._loaders import inspect_zip as iz
+
+    entries = {m.filename: m for m in iz.central_directory(log)}
+    out = out / log.name
+    with iz.mapped(log) as data, zipfile.ZipFile(out, "w") as z:
+        for name in ("_journal/start.json", "header.json"):
+            z.writestr(name, iz.member_bytes(log, data, entries[name]))
+    return out
+
+
+@pytest.mark.parametrize("log", [EVAL_LOGS[0], JSON_LOGS[0]], ids=lambda p: p.suffix)
+def test_a_log_without_samples_cannot_check_its_numbers(log: Path, tmp_path: Path) -> None:
+    """A header-only log states scores it holds no samples for: each is 'cannot be
+    checked' (agrees None, with a note), not a disagreement against a recomputed NaN."""
+    path = _header_only(log, tmp_path)
+    job = enb.open().load(path)
+    assert job.attempts().empty
+    rows = job.source_agreement()
+    assert len(rows) == 8  # the reward's numbers (the dimensions come from samples)
+    assert rows["agrees"].isna().all(), rows[["metric", "agrees"]].to_string()
+    assert all("cannot be checked" in n and "no attempts" in n for n in rows["note"])
+    from envloop_nb._present.panel_html import source_agreement_html
+
+    html = source_agreement_html("Inspect AI", rows.to_dict("records"))
+    head = html.split('class="enb-panel">')[1].split("<details>")[0]
+    assert "agree" not in head and "none of Inspect AI's 8 numbers can be checked" in head
