@@ -724,3 +724,34 @@ def test_a_bomb_header_is_refused_by_name(tmp_path: Path, monkeypatch: pytest.Mo
     log.write_bytes(_zip([("header.json", 93, raw, zlib.crc32(text), len(text))]))
     with pytest.raises(enb.LoadError, match=r"header-bomb\.eval, header\.json: .*zip bomb"):
         enb.open().load(log)
+
+
+def _with_epochs(tmp_path: Path, epochs: object) -> Path:
+    doc = json.loads(JSON_LOGS[0].read_text())
+    doc["eval"]["config"]["epochs"] = epochs
+    path = tmp_path / f"epochs-{epochs}.json"
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
+def test_an_absurd_epochs_claim_is_refused_by_place(tmp_path: Path) -> None:
+    """``eval.config.epochs`` of 2e9 over samples of 3 epochs was taken as k, and
+    ``curve()`` then built ``range(1, k + 1)`` until MemoryError."""
+    ws = enb.open()
+    ws.load(JSON_LOGS[0])
+    before = _snapshot(ws)
+    with pytest.raises(
+        enb.LoadError,
+        match=r"epochs-2000000000\.json, eval\.config\.epochs: claims 2,000,000,000 epochs "
+        r"but no sample ran more than 3",
+    ):
+        ws.load(_with_epochs(tmp_path, 2_000_000_000))
+    assert _snapshot(ws) == before
+
+
+def test_a_plausible_epochs_claim_beyond_the_samples_is_k(tmp_path: Path) -> None:
+    """A run stopped early: 20 epochs asked, 3 ran; the 17 missing count in coverage."""
+    with pytest.warns(enb.LoadWarning, match="ran fewer than 20 epochs"):
+        job = enb.open().load(_with_epochs(tmp_path, 20))
+    assert job.k == 20
+    assert enb.open().load(_with_epochs(tmp_path, 20), k=3).k == 3  # k= overrides
