@@ -281,9 +281,11 @@ class Job:
 
         One row per number the source reported (Inspect's ``results.scores``, the
         Terminal-Bench ``accuracy`` and ``pass_at_k``, lm-eval's ``results``):
-        ``metric, source, recomputed, agrees, rule`` and the recipe (``of, reducer, k,
-        statistic, policy, threshold``); ``rule`` says how the source treats a missing
-        value and what a pass is. Empty when the source reported no numbers. See
+        ``metric, source, recomputed, agrees, rule, note`` and the recipe (``of, reducer,
+        k, statistic, policy, threshold``); ``rule`` says how the source treats a missing
+        value and what a pass is. A number that cannot be checked (the job holds no
+        attempts, or no value to recompute it from) has ``agrees`` null and a ``note``
+        saying why. Empty when the source reported no numbers. See
         :mod:`envloop_nb._metrics.agreement`.
 
         Examples

@@ -197,7 +197,9 @@ class Workspace:
         ('job_abc0001', 6)
         """
         from ._datasets.dataset import is_dataset_folder
+        from ._loaders import check_format
 
+        check_format(source, format)  # an internal loader's name is no format of a file
         if format == "dataset" or (format is None and is_dataset_folder(source)):
             return self.load_dataset(source)
         if format == "experiment" or (

@@ -154,3 +154,65 @@ def test_a_rounded_percentage_agrees_within_its_last_decimal(job: enb.Job) -> No
     assert SourceNumber.from_dict({**SourceNumber(
         metric="m", source=1, of="reward", reducer="none", statistic="mean",
         policy="unknown", rule="r").as_dict(), "scale": 100.0, "decimals": 2}).decimals == 2  # fmt: skip
+
+
+def test_a_number_with_nothing_to_recompute_from_cannot_be_checked(job: enb.Job) -> None:
+    """A stated mean over values the job does not have (recomputed: NaN) is not a
+    disagreement: it cannot be checked, and says why."""
+    stated = SourceNumber(
+        metric="score of d", source=0.5, of="reward", reducer="none", statistic="mean",
+        policy="unknown", rule="test", tasks_tag=("subset", "y"),
+    )  # fmt: skip
+    nothing = SourceNumber(
+        metric="pass_at_4", source=0.25, of="reward", reducer="pass_at", k=4,
+        statistic="mean", policy="unknown", rule="test",
+    )  # fmt: skip
+    both_nan = SourceNumber(
+        metric="nan", source=math.nan, of="reward", reducer="pass_at", k=4,
+        statistic="mean", policy="unknown", rule="test",
+    )  # fmt: skip
+    extra = json.dumps({"source_numbers": [n.as_dict() for n in (stated, nothing, both_nan)]})
+    job.con.execute("UPDATE jobs SET extra = ?::JSON WHERE job_id = ?", [extra, job.id])
+    rows = job.source_agreement()
+    assert rows["agrees"].tolist() == [False, None, True]  # 'score of d': 1/3, not 0.5
+    assert pd.isna(rows["note"].iloc[0]) and pd.isna(rows["note"].iloc[2])
+    assert math.isnan(rows["recomputed"].iloc[1])
+    assert "cannot be checked" in rows["note"].iloc[1]
+    assert "no task has a value" in rows["note"].iloc[1]
+
+
+def test_a_job_without_attempts_cannot_check_any_number() -> None:
+    """A log written without its samples states numbers nothing here can recompute: even
+    a count (0 scored against the stated 20) is unchecked, not a disagreement."""
+    df = pd.DataFrame({"task": ["a", "b"], "reward": [1.0, 0.0]})
+    ws = enb.open()
+    job = ws.load(df, job_id="empty", k=1)
+    ws.con.execute("DELETE FROM attempt_rows WHERE job_id = 'empty'")
+    numbers = [
+        SourceNumber(
+            metric=statistic, source=2.0 if statistic == "scored" else 0.5, of="reward",
+            reducer="none", statistic=statistic, policy="unknown", rule="test",
+        ).as_dict()
+        for statistic in ("mean", "scored")
+    ]  # fmt: skip
+    extra = json.dumps({"source_numbers": numbers})
+    ws.con.execute("UPDATE jobs SET extra = ?::JSON WHERE job_id = ?", [extra, job.id])
+    rows = job.source_agreement()
+    assert rows["agrees"].tolist() == [None, None]
+    assert all("holds no attempts" in note for note in rows["note"])
+
+
+def test_the_panel_says_unchecked_numbers_cannot_be_checked() -> None:
+    from envloop_nb._present.panel_html import source_agreement_html
+
+    ok = {"metric": "a", "source": 0.5, "recomputed": 0.5, "agrees": True, "rule": "r"}
+    unchecked = {
+        "metric": "b", "source": 0.5, "recomputed": None, "agrees": None, "rule": "r",
+        "note": "cannot be checked: no task has a value",
+    }  # fmt: skip
+    html = source_agreement_html("Inspect AI", [ok, unchecked]).split('class="enb-panel">')[1]
+    assert "1 of 2 numbers agree" in html and "1 cannot be checked" in html
+    assert "no task has a value" in html
+    html = source_agreement_html("Inspect AI", [unchecked, unchecked]).split('"enb-panel">')[1]
+    assert "agree" not in html.split("<details>")[0]
+    assert "none of Inspect AI's 2 numbers can be checked" in html

@@ -1389,6 +1389,19 @@ def test_missing_file_and_unknown_format(ws: enb.Workspace, tmp_path: Path) -> N
         load_job(ws, odd)
 
 
+def test_an_internal_format_name_is_refused_with_the_public_names(
+    loaded: enb.Workspace,
+) -> None:
+    """``summary`` names an internal loader (reduced jobs from Spark / MLflow), not a
+    file format: ``ws.load(path, format="summary")`` crashed with AttributeError."""
+    before = _snapshot(loaded)
+    with pytest.raises(enb.LoadError, match=r"unknown format 'summary'; one of .*'inspect'") as err:
+        loaded.load(THREE_TASKS, format="summary")
+    assert "'summary'" not in str(err.value).split("one of", 1)[1]
+    assert "'dataset'" in str(err.value) and "'experiment'" in str(err.value)
+    assert _snapshot(loaded) == before
+
+
 def test_failed_frame_load_changes_nothing(loaded: enb.Workspace) -> None:
     before = _snapshot(loaded)
     df = pd.DataFrame({"task": ["a", "b"], "reward": ["1", "lots"]})

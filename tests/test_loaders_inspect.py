@@ -475,3 +475,283 @@ def test_a_duplicate_across_chunks_and_a_bad_sample_in_a_later_chunk_change_noth
         with pytest.raises(enb.LoadError, match=message):
             ws.load(path)
         assert _snapshot(ws) == before
+
+
+LOG_2024 = next((Path(__file__).parent / "data" / "inspect_2024").glob("*.json"))
+
+
+def test_a_2024_json_log_without_eval_id_is_detected_and_agrees() -> None:
+    """Inspect wrote no ``eval.eval_id`` before 2025 (tests/data/inspect_2024): such a log
+    was not detected and fell through to the table loader ('column task: missing')."""
+    assert b'"eval_id"' not in LOG_2024.read_bytes()
+    assert detect_format(LOG_2024) == "inspect"
+    ws = enb.open()
+    job = ws.load(LOG_2024)
+    header = json.loads(LOG_2024.read_text())
+    assert job.info["source_format"] == "inspect" and job.k == 3
+    assert job.info["model"] == header["eval"]["model"] == "mockllm/ckpt-a"
+    assert job.tasks()["task"].tolist() == header["eval"]["dataset"]["sample_ids"]
+    rows = job.source_agreement()
+    expected = sum(len(r["metrics"]) for r in header["results"]["scores"])  # no counts in 2024
+    assert len(rows) == expected == 6
+    assert rows["agrees"].all(), rows[~rows["agrees"]].to_string()
+    # the same samples as the 2026 log it was made from: the same numbers
+    modern = ws.load(next(p for p in JSON_LOGS if "WfHWhh9m" in p.name), job_id="modern")
+    assert str(job.summary()) == str(modern.summary())
+    pd.testing.assert_frame_equal(
+        job.attempts()[["task", "attempt", "reward", "status"]],
+        modern.attempts()[["task", "attempt", "reward", "status"]],
+    )
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        # Inspect's own order (version, status, eval first) with a long dataset before model
+        b'{\n  "version": 2,\n  "status": "success",\n  "eval": {\n    "run_id": "x",\n'
+        b'    "dataset": {"sample_ids": [' + b'"s", ' * 2000,
+        # another writer's key order, but the top level and eval's keys say Inspect
+        b'{"eval": {"task": "t", "created": "2024", "model": "m/x", "config": {}}, "status": '
+        b'"success", "version": 2, "samples": [',
+    ],
+)
+def test_an_inspect_json_head_is_recognised_without_eval_id(head: bytes) -> None:
+    from envloop_nb._loaders.inspect_read import is_inspect_json_head
+
+    assert is_inspect_json_head(head[:4096])
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b'{"results": [], "eval": "x", "version": 1}',  # eval not an object
+        b'{"rows": [{"eval": {"task": "t", "model": "m"}, "status": "success"}]}',  # nested
+        b'[{"version": 2, "status": "success", "eval": {"task": "t", "model": "m"}}]',
+        b'{"eval": {"task": "t", "model": "m"}}',  # no version or status beside it
+        b'{"version": 2, "status": "done", "eval": {"x": 1}}',  # not an Inspect status
+    ],
+)
+def test_other_json_heads_are_not_inspect(head: bytes) -> None:
+    from envloop_nb._loaders.inspect_read import is_inspect_json_head
+
+    assert not is_inspect_json_head(head)
+
+
+def _header_only(log: Path, out: Path) -> Path:
+    """The log as Inspect writes it with ``--no-log-samples``: the header, no samples."""
+    if log.suffix == ".json":
+        doc = json.loads(log.read_text())
+        del doc["samples"]  # written with exclude_none: no key at all
+        doc.pop("reductions", None)
+        out = out / log.name
+        out.write_text(json.dumps(doc, indent=2))
+        return out
+    from envloop_nb._loaders import inspect_zip as iz
+
+    entries = {m.filename: m for m in iz.central_directory(log)}
+    out = out / log.name
+    with iz.mapped(log) as data, zipfile.ZipFile(out, "w") as z:
+        for name in ("_journal/start.json", "header.json"):
+            z.writestr(name, iz.member_bytes(log, data, entries[name]))
+    return out
+
+
+@pytest.mark.parametrize("log", [EVAL_LOGS[0], JSON_LOGS[0]], ids=lambda p: p.suffix)
+def test_a_log_without_samples_cannot_check_its_numbers(log: Path, tmp_path: Path) -> None:
+    """A header-only log states scores it holds no samples for: each is 'cannot be
+    checked' (agrees None, with a note), not a disagreement against a recomputed NaN."""
+    path = _header_only(log, tmp_path)
+    job = enb.open().load(path)
+    assert job.attempts().empty
+    rows = job.source_agreement()
+    assert len(rows) == 8  # the reward's numbers (the dimensions come from samples)
+    assert rows["agrees"].isna().all(), rows[["metric", "agrees"]].to_string()
+    assert all("cannot be checked" in n and "no attempts" in n for n in rows["note"])
+    from envloop_nb._present.panel_html import source_agreement_html
+
+    html = source_agreement_html("Inspect AI", rows.to_dict("records"))
+    head = html.split('class="enb-panel">')[1].split("<details>")[0]
+    assert "agree" not in head and "none of Inspect AI's 8 numbers can be checked" in head
+
+
+# --- zip bombs: an .eval member's inflation is bounded before memory is spent --------
+
+
+def _zip(members: list[tuple[str, int, bytes, int, int]]) -> bytes:
+    """A zip archive of ``(name, method, stored bytes, crc, stated size)`` members,
+    written by hand: zipfile cannot write zstd (method 93) nor state a false size."""
+    import struct
+
+    body, directory = bytearray(), bytearray()
+    for name, method, raw, crc, size in members:
+        n = name.encode()
+        at = len(body)
+        body += struct.pack(
+            "<4s5H3L2H", b"PK\x03\x04", 20, 0, method, 0, 0, crc, len(raw), size, len(n), 0
+        )
+        body += n + raw
+        directory += struct.pack(
+            "<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, method, 0, 0, crc, len(raw), size,
+            len(n), 0, 0, 0, 0, 0, at,
+        ) + n  # fmt: skip
+    end = struct.pack(
+        "<4s4H2LH", b"PK\x05\x06", 0, 0, len(members), len(members), len(directory), len(body), 0
+    )
+    return bytes(body + directory + end)
+
+
+def _header_json() -> bytes:
+    from envloop_nb._loaders import inspect_zip as iz
+
+    entries = {m.filename: m for m in iz.central_directory(EVAL_LOGS[0])}
+    with iz.mapped(EVAL_LOGS[0]) as data:
+        return iz.member_bytes(EVAL_LOGS[0], data, entries["header.json"])
+
+
+def _bomb_sample(size: int) -> bytes:
+    """A valid sample JSON of ``size`` bytes, nearly all one repeated character."""
+    head = b'{"id": "c00", "epoch": 1, "scores": {"exact": {"value": "C"}}, "pad": "'
+    return head + b"a" * (size - len(head) - 2) + b'"}'
+
+
+def _bomb_log(tmp_path: Path, method: int, *, stated: int | None = None) -> Path:
+    import zlib
+
+    import zstandard
+
+    header = _header_json()
+    payload = _bomb_sample(4 << 20)  # 4 MiB: compresses to a few hundred bytes
+    if method == 93:
+        raw = zstandard.ZstdCompressor().compress(payload)  # states its size in the frame
+    else:
+        c = zlib.compressobj(9, zlib.DEFLATED, -15)
+        raw = c.compress(payload) + c.flush()
+    size = len(payload) if stated is None else stated
+    members = [
+        ("header.json", 0, header, zlib.crc32(header), len(header)),
+        ("samples/c00_epoch_1.json", method, raw, zlib.crc32(payload), size),
+    ]
+    log = tmp_path / f"bomb-{method}.eval"
+    log.write_bytes(_zip(members))
+    return log
+
+
+@pytest.fixture
+def small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The limits scaled down (1 MiB floor) so a 4 MiB bomb stands for a 3 GiB one."""
+    from envloop_nb._loaders import zip_inflate
+
+    monkeypatch.setattr(zip_inflate, "MEMBER_RATIO_FLOOR", 1 << 20)
+
+
+@pytest.mark.usefixtures("small_limits")
+@pytest.mark.parametrize("method", [93, zipfile.ZIP_DEFLATED], ids=["zstd", "deflate"])
+def test_a_zip_bomb_member_is_refused_by_name(method: int, tmp_path: Path) -> None:
+    """246 KB stating 3 GiB: refused on its stated ratio before a byte is inflated (it
+    ran the machine out of memory: a bare MemoryError at ~6 GB)."""
+    log = _bomb_log(tmp_path, method)
+    ws = enb.open()
+    before = _snapshot(ws)
+    with pytest.raises(
+        enb.LoadError,
+        match=rf"bomb-{method}\.eval, samples/c00_epoch_1\.json: .* compressed bytes state "
+        r"4,194,304 inflated .*over the limit of 100:1.*zip bomb",
+    ):
+        ws.load(log)
+    assert _snapshot(ws) == before
+
+
+@pytest.mark.usefixtures("small_limits")
+@pytest.mark.parametrize("method", [93, zipfile.ZIP_DEFLATED], ids=["zstd", "deflate"])
+def test_a_member_inflating_past_its_stated_size_stops_there(method: int, tmp_path: Path) -> None:
+    """The directory understates the size (1,000 bytes): inflating stops right past it
+    (zstd's one-shot decompress allocated the frame's own stated size instead)."""
+    log = _bomb_log(tmp_path, method, stated=1000)
+    with pytest.raises(
+        enb.LoadError,
+        match=r"samples/c00_epoch_1\.json: corrupt member: it inflates past the 1,000 bytes",
+    ):
+        enb.open().load(log)
+
+
+def test_a_member_over_the_absolute_cap_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envloop_nb._loaders import zip_inflate
+
+    monkeypatch.setattr(zip_inflate, "MEMBER_MAX_BYTES", 1 << 20)
+    with pytest.raises(
+        enb.LoadError,
+        match=r"samples/c00_epoch_1\.json: the member states it inflates to 4,194,304 bytes, "
+        r"over the limit of 1,048,576",
+    ):
+        enb.open().load(_bomb_log(tmp_path, zipfile.ZIP_DEFLATED))
+
+
+@pytest.mark.usefixtures("small_limits")
+def test_many_members_that_inflate_together_are_refused(tmp_path: Path) -> None:
+    """Each member below the ratio floor, a chunk of them together far above it."""
+    import zlib
+
+    import zstandard
+
+    header = _header_json()
+    members = [("header.json", 0, header, zlib.crc32(header), len(header))]
+    for i in range(8):
+        payload = _bomb_sample(1 << 19).replace(b'"c00"', f'"c{i:02d}"'.encode())
+        raw = zstandard.ZstdCompressor().compress(payload)
+        name = f"samples/c{i:02d}_epoch_1.json"
+        members.append((name, 93, raw, zlib.crc32(payload), len(payload)))
+    log = tmp_path / "many.eval"
+    log.write_bytes(_zip(members))
+    with pytest.raises(enb.LoadError, match=r"many\.eval, samples/c0\d_epoch_1\.json: 8 members"):
+        enb.open().load(log)
+
+
+def test_a_bomb_header_is_refused_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import zlib
+
+    import zstandard
+
+    from envloop_nb._loaders import zip_inflate
+
+    monkeypatch.setattr(zip_inflate, "MEMBER_RATIO_FLOOR", 1 << 20)
+    header = json.loads(_header_json())
+    header["pad"] = "a" * (4 << 20)
+    text = json.dumps(header).encode()
+    log = tmp_path / "header-bomb.eval"
+    raw = zstandard.ZstdCompressor().compress(text)
+    log.write_bytes(_zip([("header.json", 93, raw, zlib.crc32(text), len(text))]))
+    with pytest.raises(enb.LoadError, match=r"header-bomb\.eval, header\.json: .*zip bomb"):
+        enb.open().load(log)
+
+
+def _with_epochs(tmp_path: Path, epochs: object) -> Path:
+    doc = json.loads(JSON_LOGS[0].read_text())
+    doc["eval"]["config"]["epochs"] = epochs
+    path = tmp_path / f"epochs-{epochs}.json"
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
+def test_an_absurd_epochs_claim_is_refused_by_place(tmp_path: Path) -> None:
+    """``eval.config.epochs`` of 2e9 over samples of 3 epochs was taken as k, and
+    ``curve()`` then built ``range(1, k + 1)`` until MemoryError."""
+    ws = enb.open()
+    ws.load(JSON_LOGS[0])
+    before = _snapshot(ws)
+    with pytest.raises(
+        enb.LoadError,
+        match=r"epochs-2000000000\.json, eval\.config\.epochs: claims 2,000,000,000 epochs "
+        r"but no sample ran more than 3",
+    ):
+        ws.load(_with_epochs(tmp_path, 2_000_000_000))
+    assert _snapshot(ws) == before
+
+
+def test_a_plausible_epochs_claim_beyond_the_samples_is_k(tmp_path: Path) -> None:
+    """A run stopped early: 20 epochs asked, 3 ran; the 17 missing count in coverage."""
+    with pytest.warns(enb.LoadWarning, match="ran fewer than 20 epochs"):
+        job = enb.open().load(_with_epochs(tmp_path, 20))
+    assert job.k == 20
+    assert enb.open().load(_with_epochs(tmp_path, 20), k=3).k == 3  # k= overrides

@@ -20,7 +20,16 @@ from .._store.sql import ident
 from ._read import check_path_name
 from ._stage import batch, commit_stage, stage_name, staging, validate_stage
 
-__all__ = ["LOADERS", "detect_format", "job_loads", "job_sources", "load_source", "load_sources"]
+__all__ = [
+    "LOADERS",
+    "PUBLIC_FORMATS",
+    "check_format",
+    "detect_format",
+    "job_loads",
+    "job_sources",
+    "load_source",
+    "load_sources",
+]
 
 #: A loader writes one job read from ``source`` (see ``_stage``); it returns nothing.
 Loader = Callable[..., None]
@@ -91,6 +100,35 @@ LOADERS: dict[str, Loader] = {
     "table": _table,
     "summary": _summary,
 }
+
+#: The names ``ws.load(format=...)`` accepts. ``summary`` is not one: it loads a job
+#: already reduced in memory (``ws.load_spark``, ``ws.load_mlflow_run``), never a path.
+PUBLIC_FORMATS = (
+    "envloop",
+    "harbor",
+    "inspect",
+    "terminal-bench",
+    "lm-eval",
+    "tau-bench",
+    "tau2-bench",
+    "table",
+    "dataset",
+    "experiment",
+)
+
+
+def check_format(source: Any, fmt: str | None) -> None:
+    """Refuse a ``format=`` that is not one of :data:`PUBLIC_FORMATS` (None: detect).
+
+    Examples
+    --------
+    >>> check_format("run.json", "summary")
+    Traceback (most recent call last):
+    ...
+    envloop_nb._errors.LoadError: run.json: unknown format 'summary'; one of ['dataset', ...]
+    """
+    if fmt is not None and fmt not in PUBLIC_FORMATS:
+        raise LoadError(source, None, f"unknown format {fmt!r}; one of {sorted(PUBLIC_FORMATS)}")
 
 
 _LM_EVAL_KEYS = (b'"lm_eval_version"', b'"n-samples"', b'"configs"', b'"alias"', b'_stderr"',
@@ -352,7 +390,8 @@ def load_source(
     if fmt == "dataset":
         raise LoadError(source, None, "a dataset folder, not a job: use ws.load_dataset(path)")
     if fmt not in LOADERS:
-        raise LoadError(source, None, f"unknown format {fmt!r}; one of {sorted(LOADERS)}")
+        check_format(source, fmt)  # names the public formats
+        raise LoadError(source, None, f"format {fmt!r} is not a job: use ws.load(path)")
     label = str(source) if isinstance(source, str | Path) else f"<{type(source).__name__}>"
     try:
         return _load_staged(

@@ -40,7 +40,14 @@ from .inspect_read import InspectLog, open_inspect_log
 from .inspect_sql import check_duplicates, epochs_seen, stage_samples
 from .inspect_tasks import insert_dimension_meta, insert_tasks
 
-__all__ = ["load_inspect", "value_to_float"]
+__all__ = ["EPOCHS_OVER_SEEN", "MAX_EPOCHS", "load_inspect", "value_to_float"]
+
+#: ``eval.config.epochs`` is k, the attempts asked per sample; the epochs that did not
+#: run count as missing. A claim above ``MAX_EPOCHS`` (Inspect runs ask for 1 to a few
+#: hundred) that is also over ``EPOCHS_OVER_SEEN`` times the most epochs any sample ran
+#: is refused as not a real k (a claim of 2e9 over 3 epochs); ``k=`` sets k instead.
+MAX_EPOCHS = 10_000
+EPOCHS_OVER_SEEN = 100
 
 
 def _job_id(log: InspectLog) -> str:
@@ -113,6 +120,14 @@ def _finish(
     if k is not None:
         job_k = k
     elif isinstance(epochs, int) and epochs >= 1:
+        if epochs > MAX_EPOCHS and epochs > EPOCHS_OVER_SEEN * max(most, 1):
+            raise LoadError(
+                path,
+                "eval.config.epochs",
+                f"claims {epochs:,} epochs but no sample ran more than {most}: over "
+                f"{MAX_EPOCHS:,} and {EPOCHS_OVER_SEEN} times the epochs present, it is "
+                "not taken as k (pass k= to set it)",
+            )
         job_k = epochs
     else:
         job_k = most

@@ -18,6 +18,7 @@ Errors are :class:`~envloop_nb.LoadError` naming the file and the member or line
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,18 +46,69 @@ __all__ = [
 _HEADER_KEYS = ("eval", "plan", "results", "stats", "status", "error", "version", "tags")
 
 
+#: An Inspect log's ``status`` (``EvalLog.status``, the same since 2024).
+_STATUSES = (b'"started"', b'"success"', b'"cancelled"', b'"error"')
+#: Inspect writes ``EvalLog``'s fields in order: ``version``, ``status``, then ``eval``.
+_INSPECT_PREFIX = re.compile(
+    rb'\A\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:\s*("[a-z]+")\s*,\s*"eval"\s*:\s*\{'
+)
+_HEAD_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}:]')
+
+
+def _head_keys(head: bytes) -> tuple[set[bytes], set[bytes], bool]:
+    """The keys seen in ``head`` (the start of a JSON text) at the top level and in the
+    top-level ``eval`` object, and whether ``eval``'s value is an object."""
+    top: set[bytes] = set()
+    in_eval: set[bytes] = set()
+    depth, eval_depth, eval_is_object = 0, -1, False
+    tokens = _HEAD_TOKEN.findall(head)  # a string cut by the head's end is not one
+    for i, tok in enumerate(tokens):
+        if tok in (b"{", b"["):
+            if tok == b"{" and depth == 1 and i >= 2 and tokens[i - 2 : i] == [b'"eval"', b":"]:
+                eval_depth, eval_is_object = 2, True
+            depth += 1
+        elif tok in (b"}", b"]"):
+            depth -= 1
+            if depth < 2:
+                eval_depth = -1
+        elif tok.startswith(b'"') and i + 1 < len(tokens) and tokens[i + 1] == b":":
+            if depth == 1:
+                top.add(tok)
+            elif depth == eval_depth:
+                in_eval.add(tok)
+    return top, in_eval, eval_is_object
+
+
 def is_inspect_json_head(head: bytes) -> bool:
-    """True when the first bytes of a JSON file look like an Inspect log.
+    """True when the first bytes of a JSON file are an Inspect log's (``EvalLog``).
+
+    Inspect writes ``version``, ``status`` and ``eval`` first, in that order, so the
+    first few bytes decide for any log Inspect wrote, 2024's too (``eval.eval_id`` only
+    exists since 2025). Another key order is recognised when the head shows a top-level
+    ``eval`` object holding ``task`` and ``model`` beside ``version`` or ``status``.
 
     Examples
     --------
-    >>> is_inspect_json_head(b'{"version": 2, "status": "success", "eval": {"eval_id": "x"')
+    >>> is_inspect_json_head(b'{"version": 2, "status": "success", "eval": {"run_id": "x"')
+    True
+    >>> is_inspect_json_head(b'{"eval": {"task": "t", "model": "m"}, "status": "success"}')
     True
     >>> is_inspect_json_head(b'{"results": []}')
     False
     """
     text = head.lstrip()
-    return text.startswith(b"{") and b'"eval"' in text and b'"eval_id"' in text
+    if not text.startswith(b"{") or b'"eval"' not in text:
+        return False
+    prefix = _INSPECT_PREFIX.match(text)
+    if prefix is not None:
+        return prefix.group(1) in _STATUSES
+    top, in_eval, eval_is_object = _head_keys(text)
+    return (
+        eval_is_object
+        and b'"eval"' in top
+        and (b'"version"' in top or b'"status"' in top)
+        and (b'"eval_id"' in in_eval or {b'"task"', b'"model"'} <= in_eval)
+    )
 
 
 @dataclass

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._errors import LoadError
 from ._read import decode_utf8
+from .zip_inflate import check_chunk, check_inflation, inflate
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -348,8 +349,13 @@ def _zip64_sizes(extra: bytes, csize: int, usize: int, offset: int) -> tuple[int
 
 def member_bytes(path: Path, data: Any, info: Member | zipfile.ZipInfo, zstd: Any = None) -> bytes:
     """The member's uncompressed bytes, CRC-checked; ``data`` is the archive's bytes (an
-    ``mmap``), ``zstd`` a ``zstandard.ZstdDecompressor`` to reuse (one per thread)."""
+    ``mmap``), ``zstd`` a ``zstandard.ZstdDecompressor`` to reuse (one per thread).
+
+    The size the directory states is checked (:func:`check_inflation`) and then
+    enforced while inflating, a step at a time: a member that inflates past it is
+    refused before its bytes fill memory."""
     place = info.filename
+    check_inflation(path, place, info.compress_size, info.file_size)
     at = info.header_offset
     local = data[at : at + _LOCAL_HEADER.size]
     if len(local) < _LOCAL_HEADER.size or local[:4] != _LOCAL_SIGNATURE:
@@ -359,24 +365,13 @@ def member_bytes(path: Path, data: Any, info: Member | zipfile.ZipInfo, zstd: An
     raw = data[begin : begin + info.compress_size]
     if len(raw) != info.compress_size:
         raise LoadError(path, place, "corrupt .eval archive: member cut short")
-    if info.compress_type == _ZSTD:
-        import zstandard
-
-        try:
-            out = (zstd or zstandard.ZstdDecompressor()).decompress(
-                raw, max_output_size=info.file_size
-            )
-        except zstandard.ZstdError as err:
-            raise LoadError(path, place, f"corrupt zstd data ({err})") from None
-    elif info.compress_type == zipfile.ZIP_DEFLATED:
-        try:
-            out = zlib.decompress(raw, -15)
-        except zlib.error as err:
-            raise LoadError(path, place, f"corrupt deflate data ({err})") from None
-    elif info.compress_type == zipfile.ZIP_STORED:
-        out = bytes(raw)
-    else:
-        raise LoadError(path, place, f"unsupported zip compression method {info.compress_type}")
+    out = inflate(path, place, info.compress_type, raw, info.file_size, zstd)
+    if len(out) != info.file_size:
+        raise LoadError(
+            path,
+            place,
+            f"corrupt member: {len(out):,} bytes, the directory states {info.file_size:,}",
+        )
     if zlib.crc32(out) != info.CRC:
         raise LoadError(path, place, "corrupt member: CRC-32 mismatch")
     return out
@@ -423,6 +418,9 @@ def _inflate_chunk(
     """
     import numpy as np
 
+    check_chunk(
+        path, entries.names[start:stop], entries.csize[start:stop], entries.usize[start:stop]
+    )
     fast = _inflate_zstd(fd, size, entries, start, stop)
     if fast is not None:
         return fast

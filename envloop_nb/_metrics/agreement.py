@@ -44,7 +44,14 @@ if TYPE_CHECKING:
     import duckdb
     from numpy.typing import NDArray
 
-__all__ = ["Agreement", "agreement_frame", "source_agreement", "source_numbers"]
+__all__ = [
+    "NO_ATTEMPTS",
+    "NO_VALUES",
+    "Agreement",
+    "agreement_frame",
+    "source_agreement",
+    "source_numbers",
+]
 
 #: Relative and absolute tolerance of ``agrees`` for non-count statistics: the source's
 #: float arithmetic (numpy means, products) differs from exact arithmetic in the last bits.
@@ -55,11 +62,18 @@ _COUNTS = ("scored", "unscored", "passed", "not_passed")
 
 @dataclass(frozen=True)
 class Agreement:
-    """One source number beside the recomputed one."""
+    """One source number beside the recomputed one.
+
+    ``agrees`` is None when the number cannot be checked: the job holds no attempts (a
+    log written without its samples) or nothing to recompute it from (every value it
+    would be taken over is missing, so the recomputation is NaN while the source states
+    a number). ``note`` then says why.
+    """
 
     number: SourceNumber
     recomputed: float | None
-    agrees: bool | None  # None: not recomputable (an unsupported statistic)
+    agrees: bool | None
+    note: str | None = None
 
     @property
     def metric(self) -> str:
@@ -283,24 +297,51 @@ def _agrees(num: SourceNumber, mine: float) -> bool:
     return math.isclose(num.source, mine, rel_tol=REL_TOL, abs_tol=ABS_TOL)
 
 
+#: Why a number cannot be checked (``Agreement.note``).
+NO_ATTEMPTS = (
+    "cannot be checked: the job holds no attempts (a log written without its samples), "
+    "so there is nothing to recompute it from"
+)
+NO_VALUES = (
+    "cannot be checked: no task has a value it is taken over (every value is missing), "
+    "so the recomputation is undefined"
+)
+
+
+def _has_attempts(con: duckdb.DuckDBPyConnection, job_id: str) -> bool:
+    row = con.execute("SELECT EXISTS (FROM attempts WHERE job_id = ?)", [job_id]).fetchone()
+    return bool(row and row[0])
+
+
 def source_agreement(con: duckdb.DuckDBPyConnection, job_id: str) -> list[Agreement]:
-    """Each number the job's source reported, recomputed from the job's rows."""
+    """Each number the job's source reported, recomputed from the job's rows.
+
+    A number that cannot be checked (:class:`Agreement`) has ``agrees`` None and a
+    ``note``, never ``False``: a disagreement is a recomputed number that differs.
+    """
+    numbers = source_numbers(con, job_id)
+    if numbers and not _has_attempts(con, job_id):
+        return [Agreement(num, None, None, NO_ATTEMPTS) for num in numbers]
     out = []
     per_task: dict[tuple[Any, ...], _PerTask] = {}  # numbers of one recipe share a pass
-    for num in source_numbers(con, job_id):
+    for num in numbers:
         key = (num.of, num.policy, num.threshold, num.tasks_tag)
         if key not in per_task:
             per_task[key] = _per_task(con, job_id, num)
         mine = _recompute(con, job_id, num, per_task[key]) * num.scale
-        out.append(Agreement(num, None if math.isnan(mine) else mine, _agrees(num, mine)))
+        if math.isnan(mine) and not math.isnan(num.source):
+            out.append(Agreement(num, None, None, NO_VALUES))
+        else:
+            out.append(Agreement(num, None if math.isnan(mine) else mine, _agrees(num, mine)))
     return out
 
 
 def agreement_frame(
     con: duckdb.DuckDBPyConnection, job_id: str, frame: FrameKind = "pandas"
 ) -> Any:
-    """:func:`source_agreement` as a frame: ``metric, source, recomputed, agrees, rule``
-    and the recipe (``of, reducer, k, statistic, policy, threshold``)."""
+    """:func:`source_agreement` as a frame: ``metric, source, recomputed, agrees, rule,
+    note`` and the recipe (``of, reducer, k, statistic, policy, threshold``); ``agrees``
+    is null and ``note`` says why when a number cannot be checked."""
     import pyarrow as pa
 
     rows = source_agreement(con, job_id)
@@ -311,6 +352,7 @@ def agreement_frame(
             "recomputed": pa.array([r.recomputed for r in rows], pa.float64()),
             "agrees": pa.array([r.agrees for r in rows], pa.bool_()),
             "rule": pa.array([r.number.rule for r in rows], pa.string()),
+            "note": pa.array([r.note for r in rows], pa.string()),
             "of": pa.array([r.number.of for r in rows], pa.string()),
             "reducer": pa.array([r.number.reducer for r in rows], pa.string()),
             "k": pa.array([r.number.k for r in rows], pa.int64()),

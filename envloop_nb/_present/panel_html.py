@@ -178,8 +178,10 @@ def agreement_html(platform: dict[str, Any] | None, ours: dict[str, Any]) -> str
 def source_agreement_html(source: str, rows: list[dict[str, Any]]) -> str:
     """The source's own numbers beside the recomputed ones, as one line and a table (pure).
 
-    ``rows`` are dicts with ``metric, source, recomputed, agrees, rule`` (the rows of
-    ``job.source_agreement()``); ``source`` names the tool (``"Inspect AI"``).
+    ``rows`` are dicts with ``metric, source, recomputed, agrees, rule`` and ``note``
+    (the rows of ``job.source_agreement()``); ``source`` names the tool (``"Inspect
+    AI"``). A row whose ``agrees`` is None cannot be checked (its ``note`` says why):
+    it is counted apart, never as agreeing or disagreeing.
 
     Examples
     --------
@@ -190,6 +192,9 @@ def source_agreement_html(source: str, rows: list[dict[str, Any]]) -> str:
     >>> bad = dict(row, recomputed=0.4, agrees=False)
     >>> "1 of 2 numbers disagree" in source_agreement_html("Inspect AI", [row, bad])
     True
+    >>> odd = dict(row, recomputed=None, agrees=None, note="cannot be checked: no samples")
+    >>> "none of Inspect AI's 1 number can be checked" in source_agreement_html("Inspect AI", [odd])
+    True
     """
 
     def num(value: Any) -> str:
@@ -197,19 +202,35 @@ def source_agreement_html(source: str, rows: list[dict[str, Any]]) -> str:
             return "—"
         return f"{value:.6g}" if isinstance(value, float) else str(value)
 
+    def note(r: dict[str, Any]) -> str:
+        text = r.get("note")
+        return text if isinstance(text, str) else ""
+
     bad = [r for r in rows if r.get("agrees") is False]
+    unchecked = [r for r in rows if not isinstance(r.get("agrees"), bool)]
     n = len(rows)
     noun = "number agrees" if n == 1 else "numbers agree"
+    name = html.escape(source)
+    why = sorted({note(r).removeprefix("cannot be checked: ") for r in unchecked if note(r)})
+    aside = f" ({html.escape('; '.join(why))})" if why else ""
+    unchecked_text = f"; {len(unchecked)} cannot be checked{aside}" if unchecked else ""
     if bad:
         head = (
             f'<span class="enb-disagree">✗ {len(bad)} of {n} numbers disagree with '
-            f"{html.escape(source)}'s own</span>"
+            f"{name}'s own</span>{html.escape(unchecked_text)}"
+        )
+    elif len(unchecked) == n:
+        number = "number" if n == 1 else "numbers"
+        head = (
+            f'<span class="enb-dim">? none of {name}\'s {n} {number} can be checked{aside}</span>'
+        )
+    elif unchecked:
+        head = (
+            f'<span class="enb-agree">✓ {n - len(unchecked)} of {n} numbers agree with '
+            f'{name}\'s own</span><span class="enb-dim">{html.escape(unchecked_text)}</span>'
         )
     else:
-        head = (
-            f'<span class="enb-agree">✓ {html.escape(source)}\'s own {n} {noun} with the '
-            "recomputed ones</span>"
-        )
+        head = f'<span class="enb-agree">✓ {name}\'s own {n} {noun} with the recomputed ones</span>'
     rules = sorted({str(r.get("rule")) for r in rows if r.get("rule")})
     marks = {True: "✓", False: "✗"}
     cells = [
@@ -218,10 +239,12 @@ def source_agreement_html(source: str, rows: list[dict[str, Any]]) -> str:
             num(r.get("source")),
             num(r.get("recomputed")),
             marks[r["agrees"]] if isinstance(r.get("agrees"), bool) else "?",
+            *([note(r)] if unchecked else []),
         ]
         for r in rows
     ]
-    table = rows_table(["metric", source, "recomputed", ""], cells, numeric={1, 2})
+    columns = ["metric", source, "recomputed", "", *(["why unchecked"] if unchecked else [])]
+    table = rows_table(columns, cells, numeric={1, 2})
     rule_text = "".join(f"<li>{html.escape(rule)}</li>" for rule in rules)
     return (
         f'{PANEL_CSS}<div class="enb-panel">{head}<details><summary class="enb-dim">'

@@ -165,7 +165,7 @@ class OverviewTab:
 
             rows = [
                 {"metric": a.metric, "source": a.source, "recomputed": a.recomputed,
-                 "agrees": a.agrees, "rule": a.number.rule}
+                 "agrees": a.agrees, "rule": a.number.rule, "note": a.note}
                 for a in source_agreement(con, job_id)
             ]  # fmt: skip
             tool = _TOOLS.get(str(info.get("source_format")), str(info.get("source_format")))
