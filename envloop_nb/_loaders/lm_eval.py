@@ -393,11 +393,14 @@ def load_lm_eval(
     """Stage an lm-eval run: ``results_<time>.json`` and its ``samples_<task>_<time>.jsonl``.
 
     ``source`` is the results JSON, or the folder holding it (or its ``<output_path>``
-    with one model folder below). Results without any samples file beside them (lm-eval
-    0.3, as Pythia's published evaluations; 0.4 without ``--log_samples``) load as a
-    summary-only job of the file's own numbers
-    (:mod:`envloop_nb._loaders.lm_eval_results`); samples for some tasks only, or a
-    samples file of the run for a task the results do not configure, are refused.
+    with one model folder below); a folder of several runs is refused naming them
+    (``ws.load_all`` loads one job each). A run's samples are the files named with its
+    time (:mod:`envloop_nb._loaders.lm_eval_files`). Results without any samples file of
+    their run (lm-eval 0.3, as Pythia's published evaluations; 0.4 without
+    ``--log_samples``) load as a summary-only job of the file's own numbers
+    (:mod:`envloop_nb._loaders.lm_eval_results`); samples for some tasks only, a samples
+    file of the run for a task the results do not configure, or one whose time is no
+    run's in the folder, are refused.
 
     * task: ``"<lm-eval task>/<doc_id>"`` per doc; tags ``subset`` = the lm-eval task,
       ``group`` = the group it belongs to (``group_subtasks``), when it has one.
@@ -422,7 +425,8 @@ def load_lm_eval(
       per-task (and size-weighted group) mean and stderr that is a plain mean of per-doc
       values (``job.source_agreement()``).
     * ``lenient``: skip unusable sample lines (a metric value that is no number becomes
-      null, a samples file of an unconfigured task is not loaded) and warn how many.
+      null, a samples file of an unconfigured task or of no run here is not loaded) and
+      warn how many.
 
     Examples
     --------
