@@ -249,7 +249,7 @@ def test_results_errors(ws: enb.Workspace, tmp_path: Path) -> None:
     with pytest.raises(enb.LoadError, match=r"n-samples\.envloop_alpha\.effective: the results"):
         _load(ws, folder)
     shutil.copy(RESULTS, folder / "results_2030-01-01T00-00-00.json")
-    with pytest.raises(enb.LoadError, match=r"2 lm-eval results files .*: pass one"):
+    with pytest.raises(enb.LoadError, match=r"holds 2 lm-eval runs .*ws\.load_all\(path\)"):
         _load(ws, folder)
     (tmp_path / "empty").mkdir()
     with pytest.raises(enb.LoadError, match=r"no results_\*\.json here"):

@@ -265,8 +265,9 @@ def job_sources(source: str | Path, *, depth: int = 3) -> list[Path]:
     A file is a job when its format is a job format (an EnvLoop export, an Inspect log,
     a Terminal-Bench ``results.json``, τ-bench results); a folder is one job when it is a
     Harbor job, a Terminal-Bench run, a τ²-bench run in its dir form (``results.json`` +
-    ``simulations/``) or an lm-eval output folder, else its children are
-    searched (``depth`` levels). Tables (Parquet, CSV) are not gathered: a folder of
+    ``simulations/``) or an lm-eval output folder of one run (of several: each
+    ``results_<time>.json`` is one), else its children are searched (``depth`` levels).
+    Tables (Parquet, CSV) are not gathered: a folder of
     Parquet files is one table.
 
     Examples
@@ -286,14 +287,14 @@ def job_sources(source: str | Path, *, depth: int = 3) -> list[Path]:
     if not path.is_dir():
         return [path] if _sniff_format(path) is not None else []
     if _is_one_job_folder(path):  # a Harbor job itself (its trials are not jobs), a run, ...
-        return [path]
+        return _runs(path)
     out: list[Path] = []
     for child in sorted(path.iterdir()):
         if child.name.startswith("."):
             continue
         if child.is_dir():
             if _is_one_job_folder(child):
-                out.append(child)
+                out.extend(_runs(child))
             elif depth > 1:
                 out.extend(job_sources(child, depth=depth - 1))
         elif _sniff_format(child) is not None:
@@ -324,6 +325,17 @@ def _folder_format(path: Path) -> str | None:
 
 def _is_one_job_folder(path: Path) -> bool:
     return _folder_format(path) not in (None, "dataset")
+
+
+def _runs(path: Path) -> list[Path]:
+    """A one-job folder, or the results files of an lm-eval folder of several runs."""
+    if _folder_format(path) == "lm-eval":
+        from .lm_eval_files import run_files
+
+        found = run_files(path)
+        if len(found) > 1:
+            return found
+    return [path]
 
 
 def job_loads(source: str | Path, options: dict[str, Any]) -> list[tuple[Path, dict[str, Any]]]:

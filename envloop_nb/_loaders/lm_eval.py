@@ -30,34 +30,21 @@ from .._store.source_numbers import SourceNumber, Statistic
 from ._common import check_k, is_number, read_json_file
 from ._read import decode_utf8, parse_json, read_bytes
 from ._stage import begin_job, insert_rows
-from .lm_eval_results import PLATFORM_KEYS, created_at, has_samples, metric_name, read_results
+from .lm_eval_files import (
+    has_samples,
+    orphan_samples,
+    results_path,
+    run_stamp,
+    samples_path,
+    stray_samples,
+)
+from .lm_eval_results import PLATFORM_KEYS, created_at, metric_name, read_results
 from .lm_eval_text import doc_output, doc_prompt
 from .summary import load_summary
 
-__all__ = ["load_lm_eval", "results_path", "source_numbers"]
+__all__ = ["load_lm_eval", "source_numbers"]
 
 _FORMAT = "lm-eval"
-
-
-def results_path(source: str | Path) -> Path:
-    """The ``results_*.json`` to load: ``source`` itself, or the one such file in the
-    folder ``source`` or in one folder below it (``<output_path>/<model>/``)."""
-    path = Path(source)
-    if not path.is_dir():
-        if not path.is_file():
-            raise LoadError(path, None, "file not found: expected an lm-eval results JSON")
-        return path
-    found = sorted(path.glob("results_*.json")) or sorted(path.glob("*/results_*.json"))
-    if not found:
-        raise LoadError(
-            path,
-            None,
-            "no results_*.json here: lm-eval writes <output_path>/<model>/results_<time>.json",
-        )
-    if len(found) > 1:
-        names = ", ".join(str(p.relative_to(path)) for p in found[:5])
-        raise LoadError(path, None, f"{len(found)} lm-eval results files ({names}): pass one")
-    return found[0]
 
 
 @dataclass
@@ -82,7 +69,6 @@ def _specs(path: Path, doc: dict[str, Any]) -> list[_Spec]:
     for group, members in _obj(doc, "group_subtasks").items():
         for member in members if isinstance(members, list) else []:
             parent.setdefault(str(member), str(group))
-    stamp = path.stem.rsplit("_", 1)[-1]
     specs = []
     for name, config in configs.items():
         place = f"$.configs.{name}"
@@ -104,36 +90,16 @@ def _specs(path: Path, doc: dict[str, Any]) -> list[_Spec]:
             for f in config.get("filter_list") or []
             if isinstance(f, dict) and "name" in f
         ] or ["none"]
-        samples = path.with_name(f"samples_{name}_{stamp}.jsonl")
+        samples = samples_path(path, str(name))
         if not samples.is_file():
-            matches = sorted(path.parent.glob(f"samples_{name}_*.jsonl"))
-            if len(matches) != 1:
-                raise LoadError(
-                    path,
-                    place,
-                    f"no samples file {samples.name} beside the results "
-                    "(run lm_eval with --log_samples)",
-                )
-            samples = matches[0]
+            raise LoadError(
+                path,
+                place,
+                f"no samples file {samples.name} beside the results "
+                "(run lm_eval with --log_samples)",
+            )
         specs.append(_Spec(str(name), metrics, aggregation, filters, parent.get(name), samples))
     return specs
-
-
-def _stray_samples(path: Path, specs: list[_Spec], lenient: bool) -> list[str]:
-    """Samples files of this run (``samples_<task>_<time>.jsonl``) whose task the results
-    do not configure: refused (lenient: listed, not loaded), never ignored quietly."""
-    stamp = path.stem.rsplit("_", 1)[-1]
-    used = {s.samples for s in specs}
-    stray = []
-    for other in sorted(path.parent.glob(f"samples_*_{stamp}.jsonl")):
-        if other in used:
-            continue
-        task = other.name.removeprefix("samples_").removesuffix(f"_{stamp}.jsonl")
-        problem = f"task {task!r} is not in the results' configs ({path.name})"
-        if not lenient:
-            raise LoadError(other, None, f"{problem}: its samples cannot be scored as lm-eval did")
-        stray.append(f"{other}: {problem}")
-    return stray
 
 
 @dataclass
@@ -427,11 +393,14 @@ def load_lm_eval(
     """Stage an lm-eval run: ``results_<time>.json`` and its ``samples_<task>_<time>.jsonl``.
 
     ``source`` is the results JSON, or the folder holding it (or its ``<output_path>``
-    with one model folder below). Results without any samples file beside them (lm-eval
-    0.3, as Pythia's published evaluations; 0.4 without ``--log_samples``) load as a
-    summary-only job of the file's own numbers
-    (:mod:`envloop_nb._loaders.lm_eval_results`); samples for some tasks only, or a
-    samples file of the run for a task the results do not configure, are refused.
+    with one model folder below); a folder of several runs is refused naming them
+    (``ws.load_all`` loads one job each). A run's samples are the files named with its
+    time (:mod:`envloop_nb._loaders.lm_eval_files`). Results without any samples file of
+    their run (lm-eval 0.3, as Pythia's published evaluations; 0.4 without
+    ``--log_samples``) load as a summary-only job of the file's own numbers
+    (:mod:`envloop_nb._loaders.lm_eval_results`); samples for some tasks only, a samples
+    file of the run for a task the results do not configure, or one whose time is no
+    run's in the folder, are refused.
 
     * task: ``"<lm-eval task>/<doc_id>"`` per doc; tags ``subset`` = the lm-eval task,
       ``group`` = the group it belongs to (``group_subtasks``), when it has one.
@@ -456,7 +425,8 @@ def load_lm_eval(
       per-task (and size-weighted group) mean and stderr that is a plain mean of per-doc
       values (``job.source_agreement()``).
     * ``lenient``: skip unusable sample lines (a metric value that is no number becomes
-      null, a samples file of an unconfigured task is not loaded) and warn how many.
+      null, a samples file of an unconfigured task or of no run here is not loaded) and
+      warn how many.
 
     Examples
     --------
@@ -472,14 +442,18 @@ def load_lm_eval(
     doc = read_json_file(path, "an lm-eval results JSON")
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), dict):
         raise LoadError(path, "$.results", "expected an lm-eval results object with 'results'")
+    orphans = orphan_samples(path, lenient)  # samples of no run here: never read as this one's
+    orphaned = f"{len(orphans)} samples file(s) of no run here not loaded"
     if not has_samples(path, doc):  # 0.3, or 0.4 without --log_samples: a summary only
         load_summary(con, read_results(path, doc, job_id=job_id, k=k, model=model))
+        if orphans:
+            _warn(f"{path}: {orphaned}; first: {orphans[0]}")
         return
     config = _obj(doc, "config")
     model = model or doc.get("model_name") or config.get("model") or None
     specs = _specs(path, doc)
-    stray = _stray_samples(path, specs, lenient)
-    stamp = path.stem.rsplit("_", 1)[-1]
+    stray = stray_samples(path, {s.samples for s in specs}, lenient)
+    stamp = run_stamp(path)
     jid = job_id or f"lm-eval:{doc.get('model_name_sanitized') or path.parent.name}@{stamp}"
     skipped: list[str] = []
     unscored: list[str] = []  # lenient: docs without a line under their first filter
@@ -508,15 +482,17 @@ def load_lm_eval(
         repeats[spec.name] = next(iter(reps)) if len(reps) == 1 else None
         tag = {"subset": spec.name, **({"group": spec.group} if spec.group else {})}
         tags.update({name: tag for name in names})
-    if skipped or unscored or nulled or stray:
+    if skipped or unscored or nulled or stray or orphans:
         told = [f"skipped {len(skipped)} unusable sample line(s)"] if skipped else []
         if stray:
             told.append(f"{len(stray)} samples file(s) of tasks not in the results not loaded")
+        if orphans:
+            told.append(orphaned)
         if unscored:
             told.append(f"{len(unscored)} doc(s) have no line under the first filter: no reward")
         if nulled:
             told.append(f"{len(nulled)} metric value(s) that are not numbers set to null")
-        first = (skipped or unscored or nulled or stray)[0]
+        first = (skipped or unscored or nulled or stray or orphans)[0]
         _warn(f"{path}: {'; '.join(told)}; first: {first}")
     if len(set().union(*all_repeats.values())) > 1:
         shown = "; ".join(f"{n}: {', '.join(map(str, sorted(r)))}" for n, r in all_repeats.items())

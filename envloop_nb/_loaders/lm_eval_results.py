@@ -43,7 +43,6 @@ from .summary import COUNT_COLUMNS, Summarised
 __all__ = [
     "PLATFORM_KEYS",
     "created_at",
-    "has_samples",
     "metric_name",
     "model_facts",
     "read_results",
@@ -62,20 +61,6 @@ _STEP = re.compile(r"(?:^|[^0-9a-z])step[-_]?(\d+)$", re.IGNORECASE)
 def _obj(doc: dict[str, Any], key: str) -> dict[str, Any]:
     value = doc.get(key)
     return value if isinstance(value, dict) else {}
-
-
-def has_samples(path: Path, doc: dict[str, Any]) -> bool:
-    """Whether any task of the results has a samples file beside them (else the file is
-    loaded as results only)."""
-    configs = doc.get("configs")
-    if not isinstance(configs, dict):
-        return False  # lm-eval 0.3: results, versions and config only
-    stamp = path.stem.rsplit("_", 1)[-1]
-    return any(
-        path.with_name(f"samples_{name}_{stamp}.jsonl").is_file()
-        or any(path.parent.glob(f"samples_{name}_*.jsonl"))
-        for name in configs
-    )
 
 
 def model_facts(config: dict[str, Any], model_name: Any = None) -> dict[str, Any]:

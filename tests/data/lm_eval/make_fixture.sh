@@ -53,4 +53,7 @@ for old in out.parent.glob("results_*.json"):
     old.unlink()
 out.write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
 PY
-find "$here/run" "$here/results_only" -type f | sort
+# two_runs/: this run and a second one (doc 0 of envloop_alpha answered "no") side by side in
+# one model folder, as a rerun into the same --output_path leaves them (make_two_runs.py).
+"$python" "$here/make_two_runs.py"
+find "$here/run" "$here/results_only" "$here/two_runs" -type f | sort
