@@ -194,7 +194,8 @@ class Job:
         threshold: float | None = None,
         frame: FrameKind = "pandas",
     ) -> Frame:
-        """pass@k / pass^k for k = 1..k (or ``ks``) with the tasks each point covers.
+        """pass@k / pass^k for k = 1..k (or ``ks``) with the tasks each point covers; by
+        default up to the most attempts a task has, then k itself without an estimate.
 
         Examples
         --------

@@ -19,7 +19,8 @@ import pandas as pd
 import pytest
 
 import envloop_nb as enb
-from tests.conftest import HARBOR, ROOT, TAU_BENCH, THREE_TASKS
+from envloop_nb._metrics.counts import task_counts
+from tests.conftest import FIXTURES, HARBOR, ROOT, TAU_BENCH, THREE_TASKS
 from tests.test_loaders_envloop import load_job, to_jsonl
 
 TABLES = ["jobs", "tasks", "task_tags", "attempts", "dimensions", "dimension_meta"]
@@ -1739,3 +1740,249 @@ def test_names_not_utf8_inside_a_folder(loaded: enb.Workspace, tmp_path: Path) -
         "(byte 0xfe): DuckDB cannot open it; rename it"
     )
     assert _snapshot(loaded) == before
+
+
+# -- hostile numbers (issue 34): a claimed k far beyond the attempts, rewards the exact
+# sums cannot hold ------------------------------------------------------------------
+
+_HUGE_K = 2_000_000_000
+#: the message of a reward beyond the exact sums' range (after "reward <value> ")
+_REWARD_RANGE = (
+    r"is out of range: the exact per-task sums take \|reward\| up to 2\^496 "
+    r"\(about 2\.05e\+149\)"
+)
+
+
+def envloop_huge_k(tmp: Path) -> Path:
+    return _json_doc(tmp, lambda d: d["job"].update(attempts=_HUGE_K))
+
+
+def envloop_huge_k_jsonl(tmp: Path) -> Path:
+    doc = _doc()
+    doc["job"]["attempts"] = _HUGE_K
+    return to_jsonl(doc, tmp / "run.jsonl")
+
+
+def _reward(value: float) -> Callable[[Path], Path]:
+    def make(tmp: Path) -> Path:
+        return _json_doc(tmp, lambda d: d["trials"][2].update(reward=value))
+
+    return make
+
+
+def _reward_jsonl(value: float) -> Callable[[Path], Path]:
+    def make(tmp: Path) -> Path:
+        doc = _doc()
+        doc["trials"][2]["reward"] = value
+        return to_jsonl(doc, tmp / "run.jsonl")
+
+    return make
+
+
+def _table_reward(name: str) -> Callable[[Path], Path]:
+    def make(tmp: Path) -> Path:
+        text = "task,attempt,reward\nA,1,1\nA,2,1e300\nB,1,0\n"
+        if name.endswith(".jsonl"):
+            text = '{"task": "A", "reward": 1}\n{"task": "A", "reward": -1e300}\n'
+        return _text_file(tmp, text, name)
+
+    return make
+
+
+def _parquet_reward(tmp: Path) -> Path:
+    path = tmp / "t.parquet"
+    pd.DataFrame({"task": ["A", "A", "B"], "reward": [1.0, 1e300, 0.0]}).to_parquet(path)
+    return path
+
+
+def tau_reward_huge(tmp: Path) -> Path:
+    rows = json.loads(TAU_BENCH.read_text())[:5]
+    rows[2]["reward"] = 1e300
+    path = tmp / "tau.json"
+    path.write_text(json.dumps(rows))
+    return path
+
+
+def harbor_reward_huge(tmp: Path) -> Path:
+    folder = _harbor_copy(tmp)
+    path = folder / "hello-world__E4MNpbM" / "result.json"
+    result = json.loads(path.read_text())
+    result["verifier_result"]["rewards"]["reward"] = -1e300
+    path.write_text(json.dumps(result))
+    return folder
+
+
+def inspect_score_huge(tmp: Path) -> Path:
+    source = (
+        FIXTURES
+        / "inspect"
+        / "json"
+        / "2026-12-01T07-28-03-00-00_capitals_WfHWhh9mCufEDm9cJmDtKv.json"
+    )
+    doc = json.loads(source.read_text())
+    doc["samples"][0]["scores"]["exact"]["value"] = 1e300
+    path = tmp / "log.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _repeated_slot(name: str) -> Callable[[Path], Path]:
+    """Twenty rows of one (task, attempt): more than k values in a task's exact sum."""
+
+    def make(tmp: Path) -> Path:
+        frame = pd.DataFrame({"task": ["A"] * 20, "attempt": [1] * 20, "reward": [0.9] * 20})
+        path = tmp / name
+        frame.to_csv(path, index=False) if name.endswith(".csv") else frame.to_parquet(path)
+        return path
+
+    return make
+
+
+HOSTILE_CASES: list[tuple[str, Callable[[Path], Path], dict[str, Any], str]] = [
+    (
+        "CSV k=1, one slot repeated 20 times",
+        _repeated_slot("t.csv"),
+        {"k": 1},
+        r"t\.csv, task 'A': attempt 1 appears 20 times",
+    ),
+    (
+        "Parquet k=1, one slot repeated 20 times",
+        _repeated_slot("t.parquet"),
+        {"k": 1},
+        r"t\.parquet, task 'A': attempt 1 appears 20 times",
+    ),
+    (
+        "EnvLoop attempts 2e9 with attempts 1..2 present",
+        envloop_huge_k,
+        {},
+        r"bad\.json, \$\.job\.attempts: attempts 2000000000 is far beyond the attempts "
+        r"present \(the highest is 2\): at most 10000 is taken \(10000, or 100 × the highest\)",
+    ),
+    (
+        "EnvLoop JSONL attempts 2e9",
+        envloop_huge_k_jsonl,
+        {},
+        r"run\.jsonl, line 1 \$\.job\.attempts: attempts 2000000000 is far beyond",
+    ),
+    (
+        "CSV k=2e9",
+        lambda tmp: _text_file(tmp, "task,attempt,reward\nA,1,1\nB,1,0\n"),
+        {"k": _HUGE_K},
+        r"t\.csv, k: k=2000000000 is far beyond the attempts present \(the highest is 1\)",
+    ),
+    (
+        "EnvLoop reward 1e300",
+        _reward(1e300),
+        {},
+        rf"bad\.json, trials\[2\] \(id tr_3\): reward 1e300 {_REWARD_RANGE}",
+    ),
+    (
+        "EnvLoop reward -1e300 (JSONL)",
+        _reward_jsonl(-1e300),
+        {},
+        rf"run\.jsonl, line 4: reward -1e300 {_REWARD_RANGE}",
+    ),
+    (
+        "CSV reward 1e300",
+        _table_reward("t.csv"),
+        {},
+        rf"t\.csv, line 3: reward 1e\+300 {_REWARD_RANGE}",
+    ),
+    (
+        "table JSONL reward -1e300",
+        _table_reward("t.jsonl"),
+        {},
+        rf"t\.jsonl, line 2: reward -1e300 {_REWARD_RANGE}",
+    ),
+    (
+        "Parquet reward 1e300",
+        _parquet_reward,
+        {},
+        rf"t\.parquet, row 2: reward 1e\+300 {_REWARD_RANGE}",
+    ),
+    (
+        "Parquet in place reward 1e300",
+        _parquet_reward,
+        {"copy": False},
+        rf"t\.parquet, row 2: reward 1e\+300 {_REWARD_RANGE}",
+    ),
+    (
+        "τ-bench reward 1e300",
+        tau_reward_huge,
+        {},
+        rf"tau\.json, \[2\] \(task_id 2, trial 0\): reward 1e\+300 {_REWARD_RANGE}",
+    ),
+    (
+        "Harbor reward -1e300",
+        harbor_reward_huge,
+        {},
+        rf"harbor-job, hello-world__E4MNpbM: reward -1e\+300 {_REWARD_RANGE}",
+    ),
+    (
+        "Inspect score 1e300",
+        inspect_score_huge,
+        {},
+        rf"log\.json, .*: reward 1e\+300 {_REWARD_RANGE}",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("make", "options", "message"),
+    [c[1:] for c in HOSTILE_CASES],
+    ids=[c[0] for c in HOSTILE_CASES],
+)
+def test_hostile_numbers_name_file_and_place_and_change_nothing(
+    loaded: enb.Workspace,
+    tmp_path: Path,
+    make: Callable[[Path], Path],
+    options: dict[str, Any],
+    message: str,
+) -> None:
+    source = make(tmp_path)
+    before = _snapshot(loaded)
+    with pytest.raises(enb.LoadError, match=f"/{message}") as info:
+        load_job(loaded, source, **options)
+    assert str(source) in str(info.value)
+    assert _snapshot(loaded) == before
+
+
+def test_frame_reward_beyond_the_sums_is_refused(loaded: enb.Workspace) -> None:
+    frame = pd.DataFrame({"task": ["A", "B"], "reward": [1.0, -1e300]})
+    before = _snapshot(loaded)
+    with pytest.raises(enb.LoadError, match=rf"row 1: reward -1e\+300 {_REWARD_RANGE}"):
+        load_job(loaded, frame, job_id="f")
+    assert _snapshot(loaded) == before
+
+
+def test_running_job_with_nothing_dispatched_keeps_its_k(ws: enb.Workspace, tmp_path: Path) -> None:
+    """A claimed k with no attempt present is a job that has not started: it loads."""
+    path = _json_doc(tmp_path, lambda d: (d["job"].update(attempts=8), d.update(trials=[])))
+    job = load_job(ws, path)
+    assert job.k == 8 and job.summary().total == 24
+    path = _json_doc(tmp_path, lambda d: d["job"].update(attempts=10_000), "many.json")
+    assert load_job(ws, path).k == 10_000  # the floor of the rule: any k up to 10,000
+
+
+@pytest.mark.parametrize("reward", [1e19, -1e19, 2.0**496, -1e140])
+@pytest.mark.parametrize("kind", ["json", "csv", "parquet", "parquet in place"])
+def test_large_legit_rewards_load_exactly(
+    ws: enb.Workspace, tmp_path: Path, reward: float, kind: str
+) -> None:
+    """Rewards up to 2^496 load, their task's sums exact (1e19 is beyond int64 unscaled).
+
+    (The sums are fixed-point at one scale per job, set by its largest reward: beside a
+    reward of 1e19 another task's reward of 1 rounds to a multiple of 16. Not checked.)"""
+    if kind == "json":
+        job = load_job(ws, _reward(reward)(tmp_path))
+        task, want = "B", reward + 1.0
+    else:
+        frame = pd.DataFrame({"task": ["A", "A", "B"], "reward": [reward, 0.5, 0.0]})
+        path = tmp_path / ("t.csv" if kind == "csv" else "t.parquet")
+        frame.to_csv(path, index=False) if kind == "csv" else frame.to_parquet(path)
+        job = load_job(ws, path, **({"copy": False} if kind == "parquet in place" else {}))
+        task, want = "A", reward + 0.5
+    counts = task_counts(job.con, job.id, None)
+    row = counts.column("task").to_pylist().index(task)
+    assert counts.column("reward_sum")[row].as_py() == want
+    assert counts.column("reward_max" if reward > 0 else "reward_min")[row].as_py() == reward

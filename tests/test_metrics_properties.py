@@ -204,7 +204,11 @@ def reference(k: int, tasks: dict[str, list[Slot]], policy: str, threshold: floa
         per_task[t] = row
     out["per_task"] = per_task
     curve = []
-    for j in range(1, k + 1):
+    # the ks some task has attempts for, then k itself when beyond (no estimate there)
+    top = max(
+        (r["n"] if policy == "failure" else r["scored"] for r in per_task.values()), default=0
+    )
+    for j in [*range(1, min(k, top) + 1), *([k] if k > top else [])]:
         covered = [
             r for r in per_task.values() if (r["n"] if policy == "failure" else r["scored"]) >= j
         ]

@@ -4,18 +4,22 @@ invariants, and the domain."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import random
 from fractions import Fraction
 from math import comb
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import envloop_nb as enb
 from envloop_nb import pass_at_k, pass_hat_k
 from envloop_nb._metrics.passk import EXACT_LIMIT, mean_estimates
+from tests.conftest import THREE_TASKS
 
 
 def exact_at(n: int, c: int, k: int) -> Fraction:
@@ -259,3 +263,26 @@ def test_out_of_domain_names_the_argument(args: tuple[object, ...], message: str
 
 def test_integral_floats_are_accepted() -> None:
     assert pass_at_k(5.0, 3.0, 2.0) == 0.9  # type: ignore[arg-type]
+
+
+def test_curve_stops_at_the_attempts_present(tmp_path: Path) -> None:
+    """A curve never iterates up to a claimed k: its default ks are those some task has
+    attempts for, then the job's k once (no task has that many: no estimate, 0 tasks)."""
+    doc = json.loads(THREE_TASKS.read_text())
+    doc["job"]["attempts"] = 10_000  # the largest a load takes with 2 attempts present
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps(doc))
+    job = enb.open().load(path)
+    assert isinstance(job, enb.Job)
+    rows = job.curve()[["k", "pass@k", "pass^k", "tasks"]].to_dict("records")
+    assert [r["k"] for r in rows] == [1, 2, 10_000]
+    assert rows[1]["pass@k"] == 1.0 and rows[1]["tasks"] == 2
+    assert math.isnan(rows[2]["pass@k"]) and math.isnan(rows[2]["pass^k"])
+    assert rows[2]["tasks"] == 0
+    # under "failure" every task has k slots (missing ones fail): every k has an estimate
+    assert job.curve(ks=[10_000], policy="failure")["pass@k"].tolist() == [2 / 3]
+    doc["trials"] = []  # nothing dispatched yet: only the job's k, without an estimate
+    path.write_text(json.dumps(doc))
+    empty = enb.open().load(path)
+    assert isinstance(empty, enb.Job)
+    assert empty.curve()[["k", "tasks"]].values.tolist() == [[10_000, 0]]

@@ -15,6 +15,9 @@ from ._read import decode_utf8, parse_json, read_bytes
 __all__ = [
     "INT32_MAX",
     "INT64_MAX",
+    "K_FACTOR",
+    "K_FLOOR",
+    "check_claimed_k",
     "check_k",
     "duration_s",
     "fits",
@@ -81,6 +84,40 @@ def check_k(source: object, k: Any) -> None:
         raise LoadError(source, "k", f"expected an integer >= 1, got {k!r}")
     if k > INT32_MAX:
         raise LoadError(source, "k", f"k {k} is out of range: it must fit a 32-bit integer")
+
+
+#: A claimed k (attempts per task) is taken up to the larger of ``K_FLOOR`` and
+#: ``K_FACTOR`` times the highest attempt number present: a job not yet started claims
+#: its k with no attempt present (any k up to ``K_FLOOR`` loads), and a k far beyond
+#: the attempts is no plan but a typo or hostile input that every view would iterate up
+#: to (``range(1, k + 1)`` of 2e9).
+K_FLOOR = 10_000
+K_FACTOR = 100
+
+
+def check_claimed_k(source: object, place: str, k: int, top: int | None, *, name: str) -> None:
+    """Refuse a claimed ``k`` beyond ``max(K_FLOOR, K_FACTOR × top)``, ``top`` the highest
+    attempt number present (None: no attempt), naming ``place`` (the field or option
+    ``name`` that claims it).
+
+    Examples
+    --------
+    >>> check_claimed_k("x.json", "$.job.attempts", 8, None, name="attempts")
+    >>> check_claimed_k("x.json", "$.job.attempts", 500, 4, name="attempts")
+    >>> check_claimed_k("x.json", "$.job.attempts", 20_000, 4, name="attempts")
+    Traceback (most recent call last):
+    ...
+    envloop_nb._errors.LoadError: x.json, $.job.attempts: attempts 20000 is far beyond the attempts present (the highest is 4): at most 10000 is taken (10000, or 100 × the highest)
+    """
+    most = max(K_FLOOR, K_FACTOR * (top or 0))
+    if k > most:
+        present = f"the highest is {top}" if top else "none yet"
+        raise LoadError(
+            source,
+            place,
+            f"{name}{'=' if name == 'k' else ' '}{k} is far beyond the attempts present "
+            f"({present}): at most {most} is taken ({K_FLOOR}, or {K_FACTOR} × the highest)",
+        )
 
 
 def is_number(value: Any) -> TypeGuard[int | float]:

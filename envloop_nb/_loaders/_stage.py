@@ -29,7 +29,16 @@ from .._errors import LoadError
 from .._store.attempt_sources import in_place, rebuild
 from .._store.memory import release_memory
 from .._store.schema import JOB_TABLES
-from .._store.task_counts import COUNT_NAMES, NULLABLE, STATS_SQL, scales, stage_counts_sql
+from .._store.sql import number
+from .._store.task_counts import (
+    COUNT_NAMES,
+    MAX_ABS_REWARD,
+    NULLABLE,
+    STATS_SQL,
+    reward_out_of_range,
+    scales,
+    stage_counts_sql,
+)
 
 __all__ = [
     "REWARD_STATS",
@@ -175,12 +184,16 @@ def commit_stage(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
         con.execute("COMMIT")
 
 
-def _record_reward_stats(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, float]:
+def _record_reward_stats(
+    con: duckdb.DuckDBPyConnection, source: str, job_id: str
+) -> dict[str, float]:
     """Record ``extra.reward_stats`` in the staged ``jobs`` row (the largest ``|reward|``
     and ``reward²``) unless the loader did (one that scans its attempts anyway, or a
     summarised job, which has none); return the scales of the exact reward sums they give
     (:func:`envloop_nb._metrics.counts.reward_scales`, which reads them back instead of
-    scanning the attempts on every first question)."""
+    scanning the attempts on every first question). A reward beyond
+    :data:`~envloop_nb._store.task_counts.MAX_ABS_REWARD` (one the sums cannot hold) is
+    a :class:`LoadError` naming its attempt."""
     recorded = con.execute(
         f"SELECT json_exists(coalesce(extra, '{{}}'), '$.reward_stats') FROM {_JOBS_STAGE}"
     ).fetchone()
@@ -193,6 +206,18 @@ def _record_reward_stats(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[st
         )
     row = con.execute(f"SELECT {STATS_SQL} FROM {_JOBS_STAGE}").fetchone()
     assert row is not None
+    if row[1] is not None and row[1] > MAX_ABS_REWARD:  # else the sums overflow
+        bad = _first(
+            con,
+            f"""SELECT coalesce(source_place, 'trial ' || trial_id,
+                                'task ' || task || ' attempt ' || attempt), reward
+                FROM attempts WHERE job_id = $jid AND abs(reward) > {number(MAX_ABS_REWARD)}
+                      AND NOT isnan(reward)
+                ORDER BY task, attempt LIMIT 1""",
+            {"jid": job_id},
+        )
+        place, value = (bad[0], bad[1]) if bad else (None, row[1])
+        raise LoadError(source, place, reward_out_of_range(value))
     return scales(row[0], row[1], row[2])
 
 
@@ -240,7 +265,7 @@ def validate_stage(con: duckdb.DuckDBPyConnection, source: str) -> str:
     if k is None or k < 1:
         raise LoadError(source, "job", f"attempts per task must be an integer >= 1, got {k!r}")
     jid = {"jid": job_id}
-    scales = _record_reward_stats(con, str(job_id))
+    scales = _record_reward_stats(con, source, str(job_id))
     if not _first(con, _KEPT, {"name": _COUNTS}):  # else the loader counted in its own pass
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE {_COUNTS} AS {stage_counts_sql(_distinct_sql(int(k)))}",

@@ -18,7 +18,8 @@ import pyarrow as pa
 
 from .._errors import LoadError, LoadWarning
 from .._store.sql import json_pointer_sql, literal
-from ._common import INT32_MAX, parse_time, physical_place
+from .._store.task_counts import reward_range_sql
+from ._common import INT32_MAX, check_claimed_k, parse_time, physical_place
 from ._read import (
     check_gzip,
     decode_utf8,
@@ -347,6 +348,7 @@ CASE
     THEN 'reward must be a number or null, got ' || lower(json_type(t.reward)) || ' ' || t.reward::VARCHAR
   WHEN json_type(t.reward) = 'DOUBLE' AND NOT isfinite(TRY_CAST(t.reward AS DOUBLE))
     THEN 'reward must be finite, got ' || t.reward::VARCHAR
+  {reward_range_sql("TRY_CAST(t.reward AS DOUBLE)", "t.reward::VARCHAR")}
   WHEN json_type(t.exit_code) NOT IN ('NULL', 'BIGINT', 'UBIGINT') AND NOT {_digits("t.exit_code")}
     THEN 'exit_code must be an integer or null, got ' || t.exit_code::VARCHAR
   WHEN json_type(t.exit_code) <> 'NULL' AND TRY_CAST(t.exit_code AS INTEGER) IS NULL
@@ -394,7 +396,9 @@ def load_envloop(
 
     Nothing is lost or invented quietly: a ``.gz`` file must hold its whole gzip
     stream; a reward (or composite, dimension value, ``usage.cost_usd`` or ``logprob``
-    field) must be a finite number or null (null: not recorded); ``usage`` and
+    field) must be a finite number or null (null: not recorded), a reward at most
+    :data:`~envloop_nb._store.task_counts.MAX_ABS_REWARD` in magnitude; ``job.attempts``
+    at most :func:`~envloop_nb._loaders._common.check_claimed_k`'s bound; ``usage`` and
     ``logprob`` must be objects or null, ``metrics.units`` map to strings and
     ``metrics.higher_is_better`` to booleans; integers must fit their columns; the
     header's ``runner``/``model``/``request_id`` are strings or null, its times RFC 3339;
@@ -490,6 +494,11 @@ def load_envloop(
             LoadWarning,
             stacklevel=4,
         )
+    top = con.execute("SELECT max(attempt) FROM _el_trials WHERE problem IS NULL").fetchone()
+    check_claimed_k(
+        path, ("line 1 " if jsonl else "") + "$.job.attempts", k, top[0] if top else None,
+        name="attempts",
+    )  # fmt: skip
     _stage_trials(con, jid)
     con.execute("DROP TABLE IF EXISTS _el_trials")
     con.execute("DROP VIEW IF EXISTS _el_raw")

@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 
 from .._errors import LoadError, LoadWarning
-from ._common import check_k, infer_k_counted, physical_place
+from ._common import K_FLOOR, check_claimed_k, check_k, infer_k_counted, physical_place
 from ._read import (
     check_gzip,
     explain_bad_line,
@@ -81,7 +81,9 @@ def load_table(
         columns); ``"dimensions"``: columns that become score dimensions (default:
         ``dim_*`` columns). Other columns are kept in the attempt's ``extra`` JSON.
     k
-        Attempts requested per task; default the highest attempt found.
+        Attempts requested per task; default the highest attempt found. A k beyond
+        ``max(10000, 100 × the highest attempt found)`` is refused
+        (:func:`~envloop_nb._loaders._common.check_claimed_k`).
     job_id
         Default ``"table:<file stem>"``; required for an in-memory frame.
     copy
@@ -93,7 +95,8 @@ def load_table(
         when many questions will each read every attempt.
 
     Rules: an empty reward (or NaN) is no reward, never 0; so is a NaN cost or duration
-    (infinity is refused). Column names that differ only in case (``dim_X`` and
+    (infinity is refused, and so is a reward beyond 2^496 in magnitude: the exact
+    per-task sums cannot hold it). Column names that differ only in case (``dim_X`` and
     ``dim_x``), or that a hive folder (``Task=9/``) would overwrite, are refused naming
     both: DuckDB compares column names ignoring ASCII case and would rename, merge or
     replace one quietly (JSON keys are never renamed: JSONL is not refused). Without a status column every
@@ -281,6 +284,9 @@ def _load(
     assert stats is not None
     if k is not None:
         job_k = k
+        if k > K_FLOOR:  # a k that may be far beyond the attempts: look at the highest
+            top = _count(con, "SELECT coalesce(max(attempt), 0) FROM _tb_n")
+            check_claimed_k(src.label, "k", k, top, name="k")
     else:  # how many attempts tasks have, not the highest attempt number (see infer_k)
         counted = in_place.counted if in_place else con.execute(
             f"""WITH c AS (SELECT task, count(*) AS n FROM {stage_name("attempts")}

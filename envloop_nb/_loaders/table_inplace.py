@@ -247,8 +247,8 @@ def register_in_place(
         pass  # the pass summed at the job's scales
     elif numbers.nonbinary:  # some reward is neither 0 nor 1: the exact sums take a pass
         source = f"""_tb_tasks t JOIN (
-            SELECT task, {reward_sums_sql("$rscale", "$qscale")}
-            FROM _tb_n GROUP BY task) s USING (task)"""
+            SELECT task, {reward_sums_sql("$rscale", "$qscale", unchecked=True)}
+            FROM _tb_n GROUP BY task) s USING (task)"""  # a repeat: refused by the checks
         sums = {n: f"s.{n}" for n in sums}
         params = sc
     else:  # a reward of 0 or 1 adds 1 to a sum exactly when it passes

@@ -12,6 +12,7 @@ import duckdb
 
 from .._errors import LoadError
 from .._store.sql import ident, literal
+from .._store.task_counts import reward_range_sql
 from .table_source import Source, check_name
 
 __all__ = ["DEFAULT_MAPPING", "DEFAULT_TAGS", "STATUSES", "resolve_mapping", "typed_view"]
@@ -193,6 +194,7 @@ def typed_view(
         f"|| {src.shown(rcol)}"
     )
     checks.append(f"WHEN isinf({rnum}) THEN 'reward must be finite, got ' || {src.text(rcol)}")
+    checks.append(reward_range_sql(rnum, src.text(rcol)))
     if "status" in fields:
         st = src.text(fields["status"])
         sel.append(f"coalesce({st}, 'completed') AS status")

@@ -182,12 +182,20 @@ def curve(
     """pass@k and pass^k for each k, averaged over the tasks that have >= k scored attempts.
 
     Columns: ``k, pass@k, pass^k, tasks`` (tasks the point covers) and ``tasks_total``.
+    By default the ks are 1..k up to the most attempts a task has (under
+    ``policy="failure"``: k), then the job's k itself when beyond: a point no task
+    reaches has no estimate (null, ``tasks`` 0), said once rather than for every k up to
+    a claimed k.
     """
     check_options(policy, threshold)
     counts = count_rows(con, job_id, threshold)  # no task text: only the counts
-    ks = list(ks) if ks is not None else list(range(1, job_k(con, job_id) + 1))
     arr = per_task_arrays(counts, policy)
     n, c = arr["n"], arr["c"]
+    if ks is None:
+        k, top = job_k(con, job_id), int(n.max()) if len(n) else 0
+        ks = [*range(1, min(k, top) + 1), *([k] if k > top else [])]
+    else:
+        ks = list(ks)
     binary = threshold is not None or int(np.asarray(counts.column("nonbinary")).sum()) == 0
     # With no scored attempt at all every metric is null, whatever the policy.
     binary = binary and int(arr["scored"].sum()) > 0

@@ -413,6 +413,7 @@ def curves_chart(curves: pd.DataFrame, jobs: Sequence[str], *, mark: str = "") -
     jobs = _check_jobs(jobs)
     data = curves[curves["job"].isin(jobs)][["job", "k", "metric", "value", "tasks", "tasks_total"]]
     kmax = int(data["k"].max()) if len(data) else 1
+    ticks = sorted({int(k) for k in data["k"]}) or [1]  # the curves' ks: never 1..a claimed k
     return offline_chart(
         alt.Chart(data)
         .mark_line(point=True, strokeWidth=2)
@@ -421,7 +422,7 @@ def curves_chart(curves: pd.DataFrame, jobs: Sequence[str], *, mark: str = "") -
                 "k:Q",
                 title="k",
                 scale=alt.Scale(domain=[1, max(kmax, 2)]),
-                axis=alt.Axis(tickMinStep=1, format="d", values=list(range(1, kmax + 1))),
+                axis=alt.Axis(tickMinStep=1, format="d", values=ticks),
             ),
             y=alt.Y(
                 "value:Q", title=None, axis=alt.Axis(format=".0%"), scale=alt.Scale(domain=[0, 1])

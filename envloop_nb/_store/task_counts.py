@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COUNT_NAMES",
+    "MAX_ABS_REWARD",
     "NULLABLE",
     "STATS_SQL",
     "attempts_by_task_sql",
@@ -36,6 +37,8 @@ __all__ = [
     "pass_sql",
     "passes_in_order_sql",
     "passes_sql",
+    "reward_out_of_range",
+    "reward_range_sql",
     "reward_sums_sql",
     "scales",
     "stage_counts_sql",
@@ -46,6 +49,35 @@ COUNT_NAMES = ("dispatched", "scored", "invalid", "passes", "nonbinary", "reward
                "reward_sumsq", "reward_min", "reward_max")  # fmt: skip
 #: The count columns that stay null for a task without a scored attempt (every other is 0).
 NULLABLE = ("reward_min", "reward_max")
+#: The largest ``|reward|`` a load takes: its square, summed over up to 2^31 attempts,
+#: stays a finite double, so the exact per-task sums (:func:`fixed_sum`) of any job can
+#: be formed (beyond, ``reward²`` or its scale overflows: DuckDB's raw ``DOUBLE inf →
+#: INT64`` error, naming nothing). 2^496 is about 2.05e149.
+MAX_ABS_REWARD = 2.0**496
+_RANGE = "is out of range: the exact per-task sums take |reward| up to 2^496 (about 2.05e+149)"
+
+
+def reward_out_of_range(value: float) -> str:
+    """The problem of a reward beyond :data:`MAX_ABS_REWARD`.
+
+    Examples
+    --------
+    >>> reward_out_of_range(1e300)
+    'reward 1e+300 is out of range: the exact per-task sums take |reward| up to 2^496 (about 2.05e+149)'
+    """
+    return f"reward {value!r} {_RANGE}"
+
+
+def reward_range_sql(value: str, text: str) -> str:
+    """A CASE branch: the DOUBLE ``value`` is beyond :data:`MAX_ABS_REWARD`, the problem
+    shows the reward as the source wrote it (``text``, SQL of a VARCHAR). NaN is not
+    beyond it (DuckDB orders NaN above every number)."""
+    return (
+        f"WHEN abs({value}) > {number(MAX_ABS_REWARD)} AND NOT isnan({value}) "
+        f"THEN 'reward ' || {text} || ' {_RANGE}'"
+    )
+
+
 #: ``k`` and the recorded ``extra.reward_stats`` of a ``jobs`` row: :func:`scales`' inputs.
 STATS_SQL = """attempts, TRY_CAST(extra->'reward_stats'->>'max_abs' AS DOUBLE),
                TRY_CAST(extra->'reward_stats'->>'max_sq' AS DOUBLE)"""
@@ -95,10 +127,14 @@ def count_columns_sql(value: str, status: str, passed: str, attempt: str = "atte
                count_if({value} <> 0 AND {value} <> 1)::INTEGER AS nonbinary"""
 
 
-def fixed_sum(value: str, scale: str) -> str:
+def fixed_sum(value: str, scale: str, *, unchecked: bool = False) -> str:
     """An order-independent sum: each value scaled by a power of two, rounded to an
     integer, summed exactly, scaled back (the scales:
     :func:`envloop_nb._metrics.counts.reward_scales`).
+
+    The scale makes every value and the sum of up to k of them fit 64 bits; a task with
+    more rows than k is a load's error found after its counting pass, where
+    ``unchecked`` makes such a sum NULL instead of DuckDB's raw conversion error.
 
     Examples
     --------
@@ -106,24 +142,26 @@ def fixed_sum(value: str, scale: str) -> str:
     >>> duckdb.sql(f"SELECT {fixed_sum('x', '2.0^4')} FROM (VALUES (0.5), (0.25)) t(x)").fetchone()
     (0.75,)
     """
-    return f"coalesce((sum(({value} * {scale})::BIGINT)::BIGINT)::DOUBLE / {scale}, 0)::DOUBLE"
+    total = f"sum(({value} * {scale})::BIGINT)"
+    total = f"TRY_CAST({total} AS BIGINT)" if unchecked else f"({total}::BIGINT)"
+    return f"coalesce({total}::DOUBLE / {scale}, 0)::DOUBLE"
 
 
-def reward_sums_sql(rscale: str, qscale: str) -> str:
+def reward_sums_sql(rscale: str, qscale: str, *, unchecked: bool = False) -> str:
     """The exact ``reward_sum`` and ``reward_sumsq`` columns at the scales ``rscale`` and
-    ``qscale`` (SQL: parameters or numbers).
+    ``qscale`` (SQL: parameters or numbers); ``unchecked``: see :func:`fixed_sum`.
 
     Examples
     --------
     >>> print(reward_sums_sql("$rscale", "$qscale").split(" AS ")[1].split(",")[0])
     reward_sum
     """
-    return f"""{fixed_sum("reward", rscale)} AS reward_sum,
-               {fixed_sum("reward * reward", qscale)} AS reward_sumsq"""
+    return f"""{fixed_sum("reward", rscale, unchecked=unchecked)} AS reward_sum,
+               {fixed_sum("reward * reward", qscale, unchecked=unchecked)} AS reward_sumsq"""
 
 
-def _sum_columns(rscale: str, qscale: str) -> str:
-    return f"""{reward_sums_sql(rscale, qscale)},
+def _sum_columns(rscale: str, qscale: str, *, unchecked: bool = False) -> str:
+    return f"""{reward_sums_sql(rscale, qscale, unchecked=unchecked)},
                min(reward) AS reward_min, max(reward) AS reward_max"""
 
 
@@ -143,14 +181,15 @@ def stage_counts_sql(distinct: str) -> str:
     ``$qscale``): per task, what its checks need (``n``, ``lo``, ``hi`` and ``d``, the
     number of distinct attempt numbers given by ``distinct``) and the counts
     :func:`cached_counts` reads back (a count over nothing but nulls is 0 there:
-    DuckDB's ``count_if`` gives null)."""
+    DuckDB's ``count_if`` gives null). A sum over more rows than k is NULL (unchecked):
+    the load's checks refuse such a task by name."""
     zeroed = ", ".join(f"coalesce({n}, 0) AS {n}" for n in COUNT_NAMES if n not in NULLABLE)
     return f"""
         SELECT * REPLACE ({zeroed}) FROM (
             SELECT task, count(*) AS n, min(attempt) AS lo, max(attempt) AS hi,
                    {distinct} AS d,
                    {count_columns_sql("reward", "status", pass_sql(None))},
-                   {_sum_columns("$rscale", "$qscale")}
+                   {_sum_columns("$rscale", "$qscale", unchecked=True)}
             FROM attempts WHERE job_id = $jid GROUP BY task)"""
 
 
