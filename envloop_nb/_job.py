@@ -101,6 +101,30 @@ class Job:
         return out
 
     @overload
+    def steps(
+        self,
+        task: str | None = None,
+        attempt: int | None = None,
+        *,
+        frame: Literal["pandas"] = "pandas",
+    ) -> pd.DataFrame: ...
+    @overload
+    def steps(
+        self, task: str | None = None, attempt: int | None = None, *, frame: Literal["polars"]
+    ) -> pl.DataFrame: ...
+    def steps(
+        self, task: str | None = None, attempt: int | None = None, *, frame: FrameKind = "pandas"
+    ) -> Frame:
+        """What the agent did: one row per step (message, reasoning, tool call, tool result,
+        error, context summary, sub-agent hand-off) of one attempt, one task or the job,
+        in order. Columns: see ``envloop_nb._store.steps``. A source that records no steps
+        gives no rows (``job.info["extra"]`` says why where the loader knows)."""
+        from ._store.steps import steps_relation
+
+        out: Frame = to_frame(steps_relation(self.con, self.id, task=task, attempt=attempt), frame)
+        return out
+
+    @overload
     def dimensions(self, frame: Literal["pandas"] = "pandas") -> pd.DataFrame: ...
     @overload
     def dimensions(self, *, frame: Literal["polars"]) -> pl.DataFrame: ...

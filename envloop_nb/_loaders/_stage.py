@@ -29,6 +29,7 @@ from .._errors import LoadError
 from .._store.attempt_sources import in_place, rebuild
 from .._store.memory import release_memory
 from .._store.schema import JOB_TABLES
+from .._store.steps import check_steps, has_steps
 from .._store.sql import number
 from .._store.task_counts import (
     COUNT_NAMES,
@@ -284,6 +285,8 @@ def validate_stage(con: duckdb.DuckDBPyConnection, source: str) -> str:
     )
     if bad:
         raise LoadError(source, f"task {bad[0]!r}", f"task is listed {bad[1]} times in the job")
+    if has_steps(con, str(job_id)):
+        check_steps(con, str(job_id), source)
     return str(job_id)
 
 

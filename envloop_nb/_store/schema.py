@@ -44,8 +44,11 @@ __all__ = [
 
 #: 2: ``attempts`` became a view over ``attempt_rows`` and the registered sources (a
 #: version-1 file is migrated when opened for writing: :func:`migrate`). 3:
-#: ``attempt_rows.source_row``, a row number the view makes the place ``row N`` of.
-SCHEMA_VERSION = 3
+#: ``attempt_rows.source_row``, a row number the view makes the place ``row N`` of. 4:
+#: ``steps``, an attempt's trajectory (an older file gains the empty table when opened for
+#: writing; an older envloop_nb refuses a version-4 file rather than leave steps behind
+#: when it replaces a job).
+SCHEMA_VERSION = 4
 
 
 def written_by() -> str:
@@ -61,7 +64,7 @@ def written_by() -> str:
 # Tables whose rows belong to one job, in the order they are written.
 JOB_TABLES = (
     "jobs", "tasks", "task_tags", "attempt_rows", "dimensions", "dimension_meta", "task_summaries",
-    "job_summary_cache", "task_counts_cache", "attempt_sources",
+    "job_summary_cache", "task_counts_cache", "attempt_sources", "steps",
 )  # fmt: skip
 
 # A job's human annotation (kept across reloads of the job; removed with it).
@@ -157,6 +160,35 @@ CREATE TABLE IF NOT EXISTS attempt_rows (
 );
 
 CREATE VIEW IF NOT EXISTS attempts AS __ROWS_SELECT__;
+
+-- An attempt's trajectory: one row per step item, in the order the agent took them
+-- (envloop_nb._store.steps says what each column holds and checks every load's rows).
+CREATE TABLE IF NOT EXISTS steps (
+    job_id         VARCHAR NOT NULL,
+    task           VARCHAR NOT NULL,
+    attempt        INTEGER NOT NULL,
+    step           INTEGER NOT NULL,  -- 1..n within the attempt, no gaps
+    turn           INTEGER,           -- the source's own step / message number
+    parent_step    INTEGER,           -- a sub-agent's rows: the step that delegated to it
+    agent          VARCHAR,           -- NULL: the attempt's agent; else the sub-agent's name
+    role           VARCHAR NOT NULL,  -- system | user | assistant | tool | environment
+    kind           VARCHAR NOT NULL,  -- message | reasoning | tool_call | tool_result | error | context_summary | subagent
+    tool           VARCHAR,           -- tool_call / tool_result: the function called
+    call_id        VARCHAR,           -- tool_call: its id; tool_result: the call it answers
+    arguments      JSON,              -- tool_call: the arguments as given
+    content        VARCHAR,           -- text shown to or written by the model
+    is_error       BOOLEAN NOT NULL,
+    tokens_in      BIGINT,            -- usage of the model call this row's turn made
+    tokens_out     BIGINT,            -- (on the turn's first row only, so sums add up)
+    tokens_cached  BIGINT,
+    cost_usd       DOUBLE,
+    model          VARCHAR,
+    started_at     TIMESTAMPTZ,
+    duration_s     DOUBLE,
+    copied         BOOLEAN NOT NULL,  -- replayed context (ATIF is_copied_context)
+    extra          JSON,
+    source_place   VARCHAR            -- where in the source: "trajectory.json, steps[3]"
+);
 
 -- A job whose attempts are read in place (ws.load(path, copy=False)): the SELECT that
 -- gives its rows in attempt_rows' columns, and the files it reads with their size and

@@ -1,0 +1,246 @@
+"""An attempt's steps: what the agent did, one row per item, in the ``steps`` table.
+
+A *step* is one item of an attempt's trajectory, numbered ``1..n`` without gaps in the
+order the agent took them: a message (system prompt, user turn, the model's text), the
+model's reasoning, a tool call, the tool's result (an observation), an error the harness
+recorded, a context summary, or a hand-off to a sub-agent. One model turn that wrote text
+and called two tools is three rows sharing ``turn`` (the source's own step or message
+number). A sub-agent's rows follow the step that delegated to them, with ``agent`` set to
+its name and ``parent_step`` to that step.
+
+Usage (``tokens_in`` / ``tokens_out`` / ``tokens_cached`` / ``cost_usd``) is the model
+call's, written once per turn on its first row, so a column's sum over an attempt is the
+attempt's usage.
+
+Readers (one beside each source's job reader) write through :class:`StepWriter`, which
+streams rows into the table in Arrow batches (never a Python object per step kept for
+the whole load); :func:`check_steps` then checks every invariant over the job's rows in
+SQL, inside the load's transaction, naming the file and step of the first violation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from .._errors import LoadError
+
+if TYPE_CHECKING:
+    import duckdb
+
+__all__ = [
+    "KINDS",
+    "ROLES",
+    "STEP_COLUMNS",
+    "StepWriter",
+    "check_steps",
+    "has_steps",
+    "steps_relation",
+]
+
+#: What a step row is.
+KINDS = (
+    "message", "reasoning", "tool_call", "tool_result", "error", "context_summary", "subagent",
+)  # fmt: skip
+#: Who wrote it: ``environment`` is the harness itself (a parser error, a timeout).
+ROLES = ("system", "user", "assistant", "tool", "environment")
+
+#: The columns a reader fills (``job_id`` is the writer's), with their Arrow types.
+STEP_COLUMNS: dict[str, pa.DataType] = {
+    "task": pa.string(),
+    "attempt": pa.int32(),
+    "step": pa.int32(),
+    "turn": pa.int32(),
+    "parent_step": pa.int32(),
+    "agent": pa.string(),
+    "role": pa.string(),
+    "kind": pa.string(),
+    "tool": pa.string(),
+    "call_id": pa.string(),
+    "arguments": pa.string(),  # JSON text
+    "content": pa.string(),
+    "is_error": pa.bool_(),
+    "tokens_in": pa.int64(),
+    "tokens_out": pa.int64(),
+    "tokens_cached": pa.int64(),
+    "cost_usd": pa.float64(),
+    "model": pa.string(),
+    "started_at": pa.timestamp("us", tz="UTC"),
+    "duration_s": pa.float64(),
+    "copied": pa.bool_(),
+    "extra": pa.string(),  # JSON text
+    "source_place": pa.string(),
+}
+_DEFAULTS: dict[str, Any] = {"is_error": False, "copied": False}
+_BATCH = 65_536
+
+
+@dataclass
+class StepWriter:
+    """Streams one load's step rows into ``steps``, ``batch`` rows at a time.
+
+    ``add`` takes a row as a mapping of :data:`STEP_COLUMNS` names (absent ones are
+    null; ``is_error`` and ``copied`` default to false); ``close`` writes what is left.
+    Rows go straight into the table inside the load's transaction.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> ws = enb.open()
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> w = StepWriter(ws.con, job.id)
+    >>> w.add({"task": "A", "attempt": 1, "step": 1, "role": "user", "kind": "message",
+    ...        "content": "hi"})
+    >>> w.close()
+    1
+    """
+
+    con: duckdb.DuckDBPyConnection
+    job_id: str
+    batch: int = _BATCH
+    written: int = 0
+    _cols: dict[str, list[Any]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._cols = {name: [] for name in STEP_COLUMNS}
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        """Queue one row (unknown column names are a programming error)."""
+        extra = row.keys() - STEP_COLUMNS.keys()
+        if extra:
+            raise KeyError(f"not step columns: {sorted(extra)}")
+        for name, values in self._cols.items():
+            values.append(row.get(name, _DEFAULTS.get(name)))
+        if len(self._cols["task"]) >= self.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the queued rows."""
+        n = len(self._cols["task"])
+        if not n:
+            return
+        table = pa.table(
+            {name: pa.array(values, type=STEP_COLUMNS[name]) for name, values in self._cols.items()}
+        )
+        for values in self._cols.values():
+            values.clear()
+        self.con.register("_steps_batch", table)
+        try:
+            self.con.execute(
+                "INSERT INTO steps BY NAME SELECT $job_id AS job_id, * REPLACE "
+                "(arguments::JSON AS arguments, extra::JSON AS extra) FROM _steps_batch",
+                {"job_id": self.job_id},
+            )
+        finally:
+            self.con.unregister("_steps_batch")
+        self.written += n
+
+    def close(self) -> int:
+        """Write what is left; returns the number of rows written."""
+        self.flush()
+        return self.written
+
+
+# Each check: the first violating row (its place, task, attempt, step) and what is wrong.
+_CHECKS: tuple[tuple[str, str], ...] = (
+    (
+        "SELECT source_place, task, attempt, step, kind FROM steps "
+        "WHERE job_id = $job AND kind NOT IN (SELECT unnest($kinds)) LIMIT 1",
+        "unknown step kind {4!r}",
+    ),
+    (
+        "SELECT source_place, task, attempt, step, role FROM steps "
+        "WHERE job_id = $job AND role NOT IN (SELECT unnest($roles)) LIMIT 1",
+        "unknown step source {4!r}",
+    ),
+    (
+        "SELECT source_place, task, attempt, step FROM steps "
+        "WHERE job_id = $job AND kind = 'tool_call' AND tool IS NULL LIMIT 1",
+        "a tool call without a tool name",
+    ),
+    (
+        """SELECT any_value(source_place), task, attempt, min(step), max(step), count(*),
+                  count(DISTINCT step)
+           FROM steps WHERE job_id = $job GROUP BY task, attempt
+           HAVING min(step) <> 1 OR max(step) <> count(*) OR count(DISTINCT step) <> count(*)
+           LIMIT 1""",
+        "steps must be numbered 1..n without gaps or repeats (found {3}..{4} in {5} rows)",
+    ),
+    (
+        """SELECT r.source_place, r.task, r.attempt, r.step, r.call_id FROM steps r
+           WHERE r.job_id = $job AND r.kind = 'tool_result' AND r.call_id IS NOT NULL
+             AND NOT EXISTS (
+                 SELECT 1 FROM steps c
+                 WHERE c.job_id = r.job_id AND c.task = r.task AND c.attempt = r.attempt
+                   AND c.kind = 'tool_call' AND c.call_id = r.call_id AND c.step < r.step)
+           ORDER BY r.task, r.attempt, r.step LIMIT 1""",
+        "a tool result for call {4!r}, which no earlier tool call of the attempt made",
+    ),
+    (
+        """SELECT s.source_place, s.task, s.attempt, min(s.step) FROM steps s
+           WHERE s.job_id = $job AND NOT EXISTS (
+               SELECT 1 FROM attempts a
+               WHERE a.job_id = s.job_id AND a.task = s.task AND a.attempt = s.attempt)
+           GROUP BY ALL LIMIT 1""",
+        "steps of an attempt the job does not have",
+    ),
+)
+
+
+def check_steps(con: duckdb.DuckDBPyConnection, job_id: str, source: str) -> None:
+    """Check the job's step rows; raise :class:`LoadError` naming the first bad one.
+
+    Kinds and sources are known ones, a tool call names its tool, each attempt's steps
+    run ``1..n`` without gaps, a result that names a call answers an earlier call of its
+    attempt, and every attempt with steps is one of the job's attempts.
+    """
+    params = {"job": job_id, "kinds": list(KINDS), "roles": list(ROLES)}
+    for sql, problem in _CHECKS:
+        used = {k: v for k, v in params.items() if f"${k}" in sql}
+        row = con.execute(sql, used).fetchone()
+        if row is not None:
+            place, task, attempt = row[0], row[1], row[2]
+            where = place or f"task {task!r}, attempt {attempt}"
+            raise LoadError(source, where, problem.format(*row))
+
+
+def has_steps(con: duckdb.DuckDBPyConnection, job_id: str) -> bool:
+    """Whether the workspace holds any step of the job."""
+    return (
+        con.execute("SELECT 1 FROM steps WHERE job_id = ? LIMIT 1", [job_id]).fetchone() is not None
+    )
+
+
+def steps_relation(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    *,
+    task: str | None = None,
+    attempt: int | None = None,
+) -> duckdb.DuckDBPyRelation:
+    """The job's steps (one attempt's, one task's, or all), in order.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> ws = enb.open()
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> w = StepWriter(ws.con, job.id)
+    >>> for n, kind in enumerate(["message", "tool_call"], 1):
+    ...     w.add({"task": "A", "attempt": 1, "step": n, "role": "assistant", "kind": kind,
+    ...            "tool": "ls" if kind == "tool_call" else None})
+    >>> w.close()
+    2
+    >>> steps_relation(ws.con, job.id, task="A").select("step, kind, tool").fetchall()
+    [(1, 'message', None), (2, 'tool_call', 'ls')]
+    """
+    return con.sql(
+        """SELECT * EXCLUDE (job_id) FROM steps
+           WHERE job_id = $job AND ($task IS NULL OR task = $task)
+             AND ($attempt IS NULL OR attempt = $attempt)
+           ORDER BY task, attempt, step""",
+        params={"job": job_id, "task": task, "attempt": attempt},
+    )
