@@ -1986,3 +1986,27 @@ def test_large_legit_rewards_load_exactly(
     row = counts.column("task").to_pylist().index(task)
     assert counts.column("reward_sum")[row].as_py() == want
     assert counts.column("reward_max" if reward > 0 else "reward_min")[row].as_py() == reward
+
+
+def test_every_loader_refuses_a_claimed_k_far_beyond_its_attempts(tmp_path: Path) -> None:
+    """The load's own check, whatever the source: a τ-bench k= or a Harbor job's
+    n_attempts of 2e9 (curve() and the views would count up to it) is refused, nothing
+    changed; a plausible k beyond the attempts present still loads."""
+    import shutil
+
+    from tests.conftest import HARBOR, TAU_BENCH
+
+    ws = enb.open()
+    with pytest.raises(
+        enb.LoadError,
+        match=r"gpt-4o-airline\.json, job: k=20000 is far beyond the attempts present \(the highest is 4\)",
+    ):
+        ws.load(TAU_BENCH, k=20_000)
+    job = next(p for p in sorted(HARBOR.iterdir()) if (p / "config.json").is_file())
+    shutil.copytree(job, tmp_path / "job")
+    config = tmp_path / "job" / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "n_attempts": 2_000_000_000}))
+    with pytest.raises(enb.LoadError, match=r"k=2000000000 is far beyond the attempts present"):
+        ws.load(tmp_path / "job")
+    assert ws.jobs().empty
+    assert ws.load(TAU_BENCH, k=400).k == 400

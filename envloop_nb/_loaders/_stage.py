@@ -30,6 +30,7 @@ from .._store.attempt_sources import in_place, rebuild
 from .._store.memory import release_memory
 from .._store.schema import JOB_TABLES
 from .._store.steps import check_steps, has_steps
+from ._common import K_FLOOR, check_claimed_k
 from .._store.sql import number
 from .._store.task_counts import (
     COUNT_NAMES,
@@ -266,6 +267,9 @@ def validate_stage(con: duckdb.DuckDBPyConnection, source: str) -> str:
     if k is None or k < 1:
         raise LoadError(source, "job", f"attempts per task must be an integer >= 1, got {k!r}")
     jid = {"jid": job_id}
+    if k > K_FLOOR:  # every loader: a claimed k far beyond the attempts present is refused
+        top = _first(con, "SELECT max(attempt) FROM attempts WHERE job_id = $jid", jid)
+        check_claimed_k(source, "job", int(k), top[0] if top else None, name="k")
     scales = _record_reward_stats(con, source, str(job_id))
     if not _first(con, _KEPT, {"name": _COUNTS}):  # else the loader counted in its own pass
         con.execute(
