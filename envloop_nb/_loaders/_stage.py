@@ -29,9 +29,8 @@ from .._errors import LoadError
 from .._store.attempt_sources import in_place, rebuild
 from .._store.memory import release_memory
 from .._store.schema import JOB_TABLES
-from .._store.steps import check_steps, has_steps
-from ._common import K_FLOOR, check_claimed_k
 from .._store.sql import number
+from .._store.steps import check_steps, has_steps
 from .._store.task_counts import (
     COUNT_NAMES,
     MAX_ABS_REWARD,
@@ -41,6 +40,7 @@ from .._store.task_counts import (
     scales,
     stage_counts_sql,
 )
+from ._common import K_FLOOR, check_claimed_k
 
 __all__ = [
     "REWARD_STATS",
