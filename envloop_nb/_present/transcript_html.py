@@ -122,7 +122,7 @@ def arguments_html(arguments: Any) -> str:
     Examples
     --------
     >>> out = arguments_html('{"code": "x = 1\\\\nprint(x)", "timeout": 30}')
-    >>> "x = 1\\nprint(x)" in out and "'"timeout": 30' in outquot;timeout'"timeout": 30' in outquot;: 30" in out and "code" in out
+    >>> "x = 1\\nprint(x)" in out and "timeout&quot;: 30" in out and "code" in out
     True
     >>> arguments_html(None)
     '<div class="enb-label">no arguments</div>'
@@ -261,7 +261,7 @@ def _head(row: Mapping[str, Any], uid: str | None, extra: str = "") -> str:
     return f'<div class="enb-step-head">{"".join(parts)}</div>'
 
 
-def _card(call: Mapping[str, Any], results: list[Mapping[str, Any]], uid: str) -> str:
+def _card(call: Mapping[str, Any], results: Sequence[Mapping[str, Any]], uid: str) -> str:
     cid = _v(call.get("call_id"))
     head = (
         f'<div class="enb-card-head"><span class="enb-tool">{_esc(call.get("tool") or "?")}</span>'
@@ -288,7 +288,9 @@ def _card(call: Mapping[str, Any], results: list[Mapping[str, Any]], uid: str) -
     return f'<div class="enb-card">{head}<div class="enb-card-grid">{"".join(cells)}</div></div>'
 
 
-def _block(row: Mapping[str, Any], results: list[Mapping[str, Any]], depth: int, uid: str) -> str:
+def _block(
+    row: Mapping[str, Any], results: Sequence[Mapping[str, Any]], depth: int, uid: str
+) -> str:
     n, kind = int(row["step"]), str(row.get("kind"))
     err = is_error_step(row) or any(is_error_step(r) for r in results)
     cls = ["enb-step", "enb-block", f"enb-k-{_esc(kind)}", f"enb-r-{_esc(row.get('role'))}"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._metrics.step_alignment import align_actions
+from .._present.cases_html import attempt_detail_html
 from .._present.side_by_side_html import SideBySide, side_by_side_html
 from .._present.transcript_html import Transcript, transcript_html
 from .._store.steps import steps_relation
@@ -20,7 +21,7 @@ from .cases_detail import attempt_detail
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["attempt_steps", "side_by_side_of", "transcript_of"]
+__all__ = ["attempt_steps", "attempt_view_html", "side_by_side_of", "transcript_of"]
 
 
 def attempt_steps(
@@ -47,6 +48,22 @@ def transcript_of(
     detail = attempt_detail(con, job_id, task, attempt)
     rows = attempt_steps(con, job_id, task, attempt)
     return transcript_html(rows, detail, page_size=page_size)
+
+
+def attempt_view_html(con: duckdb.DuckDBPyConnection, job_id: str, task: str, attempt: int) -> str:
+    """The Cases tab's detail of one attempt: its transcript when it has steps (with the
+    attempt's figures, input, output and reference folded below it), else the attempt's
+    detail as it always was."""
+    detail = attempt_detail(con, job_id, task, attempt)
+    rows = attempt_steps(con, job_id, task, attempt)
+    if not rows:
+        return attempt_detail_html(detail)
+    shown = transcript_html(rows, detail).html
+    return (
+        f'<div class="enb-detail enb-detail-steps">{shown}<details><summary>the attempt\'s '
+        f"figures, input, output and reference</summary>{attempt_detail_html(detail)}"
+        "</details></div>"
+    )
 
 
 def side_by_side_of(
