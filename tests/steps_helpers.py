@@ -17,7 +17,11 @@ import envloop_nb as enb
 from envloop_nb._store.steps import StepWriter, check_steps
 from tests.conftest import THREE_TASKS
 
-HOSTILE = ("<script>alert('x')</script>", "'); DROP TABLE steps; --", '=HYPERLINK("http://evil.example","click")')
+HOSTILE = (
+    "<script>alert('x')</script>",
+    "'); DROP TABLE steps; --",
+    '=HYPERLINK("http://evil.example","click")',
+)
 TOOLS = ("bash", "python", "sql", "read_file")
 
 
@@ -87,13 +91,17 @@ def trajectory(
     for n, r in enumerate(rows, 1):
         if r["kind"] == "tool_result" and r.get("call_id") not in called | {None}:
             continue  # its call fell past the cut
-        out.append({"task": task, "attempt": attempt, **r, "source_place": f"{place}, steps[{n - 1}]"})
+        out.append(
+            {"task": task, "attempt": attempt, **r, "source_place": f"{place}, steps[{n - 1}]"}
+        )
     for n, r in enumerate(out, 1):
         r["step"] = n
     return out
 
 
-def job_with_steps(*attempts: list[dict[str, Any]], job_id: str | None = None, ws: Any = None) -> enb.Job:
+def job_with_steps(
+    *attempts: list[dict[str, Any]], job_id: str | None = None, ws: Any = None
+) -> enb.Job:
     """The three-task example job with these attempts' rows written and checked."""
     ws = ws if ws is not None else enb.open()
     job = ws.load(THREE_TASKS, job_id=job_id) if job_id else ws.load(THREE_TASKS)

@@ -53,10 +53,12 @@ SIDE_CSS = """
 """
 
 
-def _action(row: Mapping[str, Any] | None) -> str:
+def _action(row: Mapping[str, Any] | None, *, ended: bool = False) -> str:
     """A step's action in words for the divergence banner."""
     if row is None:
-        return "(no step: this attempt had ended)"
+        return "(no more steps: this attempt had ended)" if ended else (
+            "(no step facing the other's: the other attempt took steps this one did not)"
+        )  # fmt: skip
     kind = str(row.get("kind"))
     if kind == "tool_call":
         args = " ".join(pretty_arguments(row.get("arguments")).split())
@@ -186,8 +188,8 @@ def side_by_side_html(
         banner = (
             f'<div class="enb-sbs-div"><b>First divergence at row {row:,}</b> '
             f'<a class="enb-go" href="#{uid}-s{row}" data-go="{row}">⤓ go there</a>'
-            f"<br>{_esc(label_a)}: <code>{_esc(_action(ra))}</code>"
-            f"<br>{_esc(label_b)}: <code>{_esc(_action(rb))}</code></div>"
+            f"<br>{_esc(label_a)}: <code>{_esc(_action(ra, ended=_ended(pairs, 0, first_divergence)))}</code>"
+            f"<br>{_esc(label_b)}: <code>{_esc(_action(rb, ended=_ended(pairs, 1, first_divergence)))}</code></div>"
         )
         jump = f'<a class="enb-go" href="#{uid}-s{row}" data-go="{row}">⚠ first divergence (row {row:,})</a>'
     else:
@@ -214,6 +216,11 @@ def side_by_side_html(
     html_out = PAGED_CSS + TRANSCRIPT_CSS + SIDE_CSS + out
     return SideBySide(label_a, label_b, len(pairs), None if first_divergence is None else first_divergence + 1,
                       step_a, step_b, html_out)  # fmt: skip
+
+
+def _ended(pairs: Sequence[tuple[int | None, int | None]], side: int, start: int) -> bool:
+    """Whether one side has no step from ``start`` on."""
+    return all(p[side] is None for p in pairs[start:])
 
 
 def _marks(same: Sequence[bool], first_divergence: int | None) -> list[tuple[int, int, str, str]]:
