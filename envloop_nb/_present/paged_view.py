@@ -57,8 +57,8 @@ PAGED_CSS = """
   font-family:var(--jp-code-font-family,ui-monospace,monospace);font-size:11.5px;
   background:var(--jp-layout-color2,#8881);border-radius:4px;max-height:none}
 .enb-tr .enb-dim{color:var(--jp-ui-font-color2,#888)}
-.enb-tr-bar{display:flex;flex-wrap:wrap;gap:6px 10px;align-items:center;margin:0 0 6px 0;
-  position:sticky;top:0;z-index:2;background:var(--jp-layout-color1,Canvas);padding:4px 0}
+.enb-tr-sticky{position:sticky;top:0;z-index:2;background:var(--jp-layout-color0,Canvas);padding-top:4px}
+.enb-tr-bar{display:flex;flex-wrap:wrap;gap:6px 10px;align-items:center;margin:0 0 6px 0}
 .enb-tr-bar input[type=search]{font:inherit;padding:2px 6px;width:220px;color:inherit;
   background:var(--jp-layout-color1,Canvas);border:1px solid var(--jp-border-color1,#8888);border-radius:4px}
 .enb-tr-bar button{font:inherit;padding:1px 7px;cursor:pointer;color:inherit;
@@ -154,7 +154,7 @@ function enbWirePaged(root) {
       if (d.tagName === "DETAILS") d.open = true;
     }
     el.scrollIntoView({ block: "center" });
-    el.classList.remove("enb-flash");
+    view.querySelectorAll(".enb-flash").forEach((f) => f.classList.remove("enb-flash"));
     void el.offsetWidth;
     el.classList.add("enb-flash");
   }
@@ -324,7 +324,8 @@ def paged_html(
     templates = "".join(f'<template class="enb-tr-page">{"".join(p)}</template>' for p in pages)
     aside = f'<aside class="enb-tr-side">{side}</aside>' if side else ""
     return (
-        f'<div class="enb-tr" id="{uid}"><div class="enb-tr-main">{title}{bar}{above}'
+        f'<div class="enb-tr" id="{uid}"><div class="enb-tr-main">{title}'
+        f'<div class="enb-tr-sticky">{bar}{above}</div>'
         f'<div class="enb-tr-view">{"".join(pages[0])}</div>{templates}</div>{aside}'
         f'<script type="application/json" class="enb-tr-data">{data}</script>'
         f"<script>(function(){{{PAGED_JS}\nenbWirePaged(document.currentScript"

@@ -35,16 +35,16 @@ SIDE_CSS = """
   background:color-mix(in srgb,var(--enb-err) 9%,transparent)}
 .enb-sbs-div.enb-same{border-left-color:var(--enb-assistant);background:color-mix(in srgb,var(--enb-assistant) 9%,transparent)}
 .enb-sbs-div code{font-family:var(--jp-code-font-family,ui-monospace,monospace);font-size:11px;overflow-wrap:anywhere}
-.enb-sbs-row{display:grid;grid-template-columns:44px minmax(0,1fr) minmax(0,1fr);gap:6px;
+.enb-sbs-row{display:grid;grid-template-columns:64px minmax(0,1fr) minmax(0,1fr);gap:6px;
   border-radius:4px;padding:0 2px}
 .enb-sbs-row>.enb-sbs-n{font-size:10.5px;color:var(--jp-ui-font-color2,#888);padding-top:8px;text-align:right;
   font-variant-numeric:tabular-nums}
 .enb-sbs-row.enb-diff{background:color-mix(in srgb,var(--enb-tool) 10%,transparent)}
 .enb-sbs-row.enb-first{outline:2px solid var(--enb-err);outline-offset:-1px}
-.enb-sbs-row.enb-first>.enb-sbs-n{color:var(--enb-err);font-weight:700}
+.enb-sbs-row.enb-first>.enb-sbs-n{color:var(--enb-err);font-weight:700;line-height:1.2}
 .enb-sbs-gap{margin:4px 0;border:1px dashed var(--jp-border-color2,#8886);border-radius:5px;
   color:var(--jp-ui-font-color3,#888);font-size:11px;padding:4px 8px}
-.enb-sbs-cols{display:grid;grid-template-columns:44px minmax(0,1fr) minmax(0,1fr);gap:6px;font-weight:700;
+.enb-sbs-cols{display:grid;grid-template-columns:64px minmax(0,1fr) minmax(0,1fr);gap:6px;font-weight:700;
   font-size:11px;color:var(--jp-ui-font-color2,#888);margin-bottom:2px}
 .enb-tl a.enb-same{background:var(--enb-system);opacity:.45}
 .enb-tl a.enb-diff{background:var(--enb-tool)}

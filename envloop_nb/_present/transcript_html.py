@@ -76,10 +76,10 @@ TRANSCRIPT_CSS = """
 .enb-card-grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr))}
 .enb-card-grid>div{padding:4px 8px;min-width:0}
 .enb-card-grid>div+div{border-left:1px solid var(--jp-border-color2,#8884)}
-.enb-card .enb-label{font-size:10.5px;color:var(--jp-ui-font-color2,#888);margin:2px 0}
+.enb-step .enb-label{font-size:10.5px;color:var(--jp-ui-font-color2,#888);margin:2px 0}
 .enb-result.enb-e{background:color-mix(in srgb,var(--enb-err) 9%,transparent)}
 .enb-result.enb-e .enb-label,.enb-step.enb-k-error .enb-role{color:var(--enb-err);font-weight:700}
-.enb-result.enb-e pre,.enb-step.enb-k-error pre{color:var(--enb-err)}
+.enb-result.enb-e pre,.enb-step.enb-k-error pre,.enb-step.enb-k-tool_result.enb-e pre{color:var(--enb-err)}
 .enb-side-big{font-size:24px;font-weight:600;font-variant-numeric:tabular-nums;line-height:1.2}
 .enb-side-kv{border-collapse:collapse;margin-top:4px}
 .enb-side-kv th{text-align:left;font-weight:400;color:var(--jp-ui-font-color2,#888);padding:0 10px 0 0;white-space:nowrap;vertical-align:top}
@@ -115,7 +115,7 @@ def pretty_arguments(arguments: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def arguments_html(arguments: Any) -> str:
+def arguments_html(arguments: Any, *, chars: int = FOLD_CHARS, lines: int = FOLD_LINES) -> str:
     """A tool call's arguments: the JSON pretty-printed, and each text value that runs
     over several lines (a script, a file) shown as it reads, under its key. Escaped.
 
@@ -139,17 +139,19 @@ def arguments_html(arguments: Any) -> str:
     elif isinstance(arguments, dict):
         value = arguments
     if not isinstance(value, dict):
-        return f'<div class="enb-label">arguments</div>{fold_text(text)}'
+        return f'<div class="enb-label">arguments</div>{fold_text(text, chars=chars, lines=lines)}'
     long = {k: v for k, v in value.items() if isinstance(v, str) and "\n" in v}
     rest = {k: v for k, v in value.items() if k not in long}
     parts = []
     if rest or not long:
         parts.append(
             f'<div class="enb-label">arguments</div>'
-            f"{fold_text(json.dumps(rest, indent=2, ensure_ascii=False))}"
+            f"{fold_text(json.dumps(rest, indent=2, ensure_ascii=False), chars=chars, lines=lines)}"
         )
     for key, body in long.items():
-        parts.append(f'<div class="enb-label">{_esc(key)}</div>{fold_text(body)}')
+        parts.append(
+            f'<div class="enb-label">{_esc(key)}</div>{fold_text(body, chars=chars, lines=lines)}'
+        )
     return "".join(parts)
 
 
@@ -345,10 +347,9 @@ def compact_step_html(row: Mapping[str, Any]) -> str:
     content = _v(row.get("content"))
     text = None if content is None else str(content)
     if kind == "tool_call":
-        args = pretty_arguments(row.get("arguments"))
         tool = _esc(row.get("tool") or "?")
         body = f'<div class="enb-compact-tool"><span class="enb-tool">{tool}</span></div>'
-        body += fold_text(args, chars=300, lines=6) if args else ""
+        body += arguments_html(row.get("arguments"), chars=300, lines=6)
     elif kind == "reasoning":
         body = (
             f'<details class="enb-fold"><summary>▸ reasoning · {len(text or ""):,} characters'
