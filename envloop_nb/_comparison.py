@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 
     from ._export.html_report import HtmlReport
     from ._metrics.summary import JobSummary
+    from ._present.side_by_side_html import SideBySide
     from ._ui.compare_panel import ComparisonPanel
 
 __all__ = [
@@ -512,6 +513,33 @@ class Comparison:
     ) -> pd.DataFrame | pl.DataFrame:
         """Those tasks' attempts in every compared job: task, job, attempt, status, reward, output."""
         return _as_frame(_paired.attempts_of(self.state, tasks, snippet=snippet), frame)
+
+    def side_by_side(
+        self,
+        task: str,
+        *,
+        jobs: tuple[Job | str, Job | str] | None = None,
+        attempts: tuple[int, int] = (1, 1),
+        page_size: int = 200,
+    ) -> SideBySide:
+        """One task's attempts in two of the compared jobs, aligned step by step, the
+        first divergence marked, rewards and scorer verdicts on top (see
+        :meth:`envloop_nb.Job.compare_attempts`). ``jobs`` defaults to the baseline and
+        the first other job; ``attempts`` are the attempt numbers in each."""
+        from ._ui.steps_view import side_by_side_of
+
+        pair = jobs if jobs is not None else (self.baseline, self.others[0])
+        ids = [j.id if isinstance(j, Job) else j for j in pair]
+        unknown = [j for j in ids if j not in self.state.job_ids]
+        if unknown:
+            raise ValueError(f"not a job of this comparison: {', '.join(unknown)}; its jobs: "
+                             f"{', '.join(self.state.job_ids)}")  # fmt: skip
+        return side_by_side_of(
+            self.state.con,
+            (ids[0], task, attempts[0]),
+            (ids[1], task, attempts[1]),
+            page_size=page_size,
+        )
 
     # -- charts -------------------------------------------------------------------------
     def radar(self, by: By = "subset", *, tag: str | None = None) -> alt.LayerChart:

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from ._metrics.inference import InferenceConfig
     from ._metrics.summary import JobSummary
     from ._metrics.uncertainty import Interval
+    from ._present.side_by_side_html import SideBySide
+    from ._present.transcript_html import Transcript
     from ._store.ref import WorkspaceRef
     from ._ui.panel import JobPanel
 
@@ -123,6 +125,47 @@ class Job:
 
         out: Frame = to_frame(steps_relation(self.con, self.id, task=task, attempt=attempt), frame)
         return out
+
+    def transcript(self, task: str, attempt: int, *, page_size: int = 200) -> Transcript:
+        """One attempt's steps as a transcript people can read; a notebook shows it.
+
+        Roles as blocks, each tool call a card with its arguments and its result, errors
+        in red, reasoning and long text folded, a timeline strip, a search box, "jump to
+        first error", the reward and the judge's reasoning beside it; pages of
+        ``page_size`` steps (see :mod:`envloop_nb._present.transcript_html`). An attempt
+        whose source recorded no steps says so. ``KeyError`` for an attempt the job lacks.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> job.transcript("A", 1)
+        <Transcript task 'A' · attempt 1 · 0 steps · 0 pages>
+        """
+        from ._ui.steps_view import transcript_of
+
+        return transcript_of(self.con, self.id, task, attempt, page_size=page_size)
+
+    def compare_attempts(
+        self, task: str, attempt_a: int, attempt_b: int, *, page_size: int = 200
+    ) -> SideBySide:
+        """Two attempts of one task side by side, aligned step by step, with the first
+        divergence (the first step whose tool call or action differs) marked and both
+        rewards and scorer verdicts on top; a notebook shows it. See
+        :mod:`envloop_nb._metrics.step_alignment` for what counts as the same action.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> job.compare_attempts("A", 1, 2)
+        <SideBySide job_abc0001 · A · attempt 1 | job_abc0001 · A · attempt 2 · 0 rows · no divergence>
+        """
+        from ._ui.steps_view import side_by_side_of
+
+        return side_by_side_of(
+            self.con, (self.id, task, attempt_a), (self.id, task, attempt_b), page_size=page_size
+        )
 
     @overload
     def dimensions(self, frame: Literal["pandas"] = "pandas") -> pd.DataFrame: ...

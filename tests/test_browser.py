@@ -594,3 +594,61 @@ def test_the_browser_timing_benchmark_runs(browser: Any) -> None:
     by = {r["what"]: r for r in results}  # the cards come up before the panel is done
     assert by["cards: sample job"]["median_ms"] <= by["whole panel built: sample job"]["median_ms"]
     assert "| cards: sample job |" in bench_browser.markdown(results)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_transcript_and_side_by_side_page_search_and_jump_offline(
+    browser: Any, tmp_path: Path, scheme: str
+) -> None:
+    """A 10,000-step transcript and a side-by-side view, as a notebook shows them (their
+    own inline script, no network): the first page only, pages, search across pages,
+    a timeline mark and "jump to first error" / "first divergence" reaching their step."""
+    from tests.steps_helpers import job_with_steps, trajectory
+
+    job = job_with_steps(
+        trajectory("A", 1, 10_000, seed=1), trajectory("A", 2, 120, seed=1, diverge_at=9)
+    )
+    views = {"transcript": job.transcript("A", 1), "side": job.compare_attempts("A", 1, 2)}
+    for name, view in views.items():
+        (tmp_path / f"{name}.html").write_text(
+            f"<!DOCTYPE html><meta charset='utf-8'><body>{view.html}</body>", encoding="utf-8"
+        )
+    context = browser.new_context(viewport={"width": 1300, "height": 1400}, color_scheme=scheme)
+    outside: list[str] = []
+    context.route(
+        "**/*",
+        lambda r: (
+            r.continue_()
+            if r.request.url.startswith("file://")
+            else (outside.append(r.request.url), r.abort())
+        ),
+    )
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((tmp_path / "transcript.html").as_uri())
+    assert page.locator(".enb-tr").get_attribute("data-wired") == "1"
+    assert page.locator(".enb-tr-view .enb-block").count() <= 200
+    page.locator(".enb-tr-next").click()
+    assert page.locator(".enb-tr-pageno").inner_text() == "2 / 50"
+    page.locator(".enb-tl a").nth(250).click()  # a mark far on: its page opens
+    assert page.locator(".enb-tr-pageno").inner_text() != "2 / 50"
+    assert page.locator(".enb-tr-view .enb-flash").count() == 1
+    page.locator(".enb-tr-search").fill("PermissionError")
+    page.locator(".enb-tr-search").press("Enter")
+    page.wait_for_function("document.querySelector('.enb-tr-count').textContent.includes(' of ')")
+    assert page.locator(".enb-tr-view mark").count() >= 1
+    assert page.locator(".enb-tl a.enb-hit").count() > 1
+    page.locator("a.enb-go").first.click()  # jump to first error
+    first_error = views["transcript"].first_error
+    assert page.locator(".enb-flash").get_attribute("data-step") == str(first_error)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"transcript-{scheme}.png"))
+    page.goto((tmp_path / "side.html").as_uri())
+    page.locator(".enb-sbs-div a.enb-go").click()
+    row = views["side"].first_divergence
+    assert page.locator(".enb-flash").get_attribute("data-step") == str(row)
+    assert "enb-first" in (page.locator(".enb-flash").get_attribute("class") or "")
+    page.screenshot(path=str(ARTIFACTS / f"side-by-side-{scheme}.png"))
+    assert outside == [] and errors == []
+    context.close()

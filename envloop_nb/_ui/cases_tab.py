@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from .._annotations.manual import define, manual_dimensions
 from .._metrics.facts import reward_range
-from .._present.cases_html import attempt_detail_html, error_box, ok_box, task_detail_html
+from .._present.cases_html import error_box, ok_box, task_detail_html
 from .._types import Policy
 from .annotate import QuickAnnotation, parse_manual_spec
-from .cases_detail import attempt_detail, task_detail
+from .cases_detail import task_detail
 from .cases_query import CasePage, CaseQuery, CaseSource, page_html
 from .state import Guard
+from .steps_view import attempt_view_html
 
 if TYPE_CHECKING:
     from .state import PanelState
@@ -117,14 +118,16 @@ class CasesTab:
 
         self.table = ClickableTable()  # click a row to open its detail
         self.row = w.Dropdown(description="details", layout=w.Layout(width="420px"))
-        self.detail = w.HTML()
+        from .html_view import HtmlView
+
+        self.detail = HtmlView()  # an attempt with steps shows its transcript (paged, searchable)
         # a task's detail lists its attempts; choosing one opens that attempt below it
         self.task_attempt = w.ToggleButtons(
             options=[], description="open attempt", layout=w.Layout(display="none"),
             style={"description_width": "initial"},
         )  # fmt: skip
         self.task_attempt.style.button_width = "48px"
-        self.attempt_detail = w.HTML()
+        self.attempt_detail = HtmlView()
         self.error = w.HTML()
         self.guard = Guard(self.error)
         self._page: CasePage | None = None
@@ -426,8 +429,8 @@ class CasesTab:
         task = str(self.page.frame.iloc[self.selected]["task"])
 
         def show() -> None:
-            detail = attempt_detail(self.state.con, self.state.job_id, task, int(attempt))
-            self.attempt_detail.value = attempt_detail_html(detail)
+            con, job_id = self.state.con, self.state.job_id
+            self.attempt_detail.value = attempt_view_html(con, job_id, task, int(attempt))
 
         self.guard.run(show)
 
@@ -455,8 +458,7 @@ class CasesTab:
             record = self.page.frame.iloc[int(index)]
             con, job_id = self.state.con, self.state.job_id
             if self.query.view == "attempt":
-                detail = attempt_detail(con, job_id, str(record["task"]), int(record["attempt"]))
-                text = attempt_detail_html(detail)
+                text = attempt_view_html(con, job_id, str(record["task"]), int(record["attempt"]))
             else:
                 detail = task_detail(
                     con, job_id, str(record["task"]),

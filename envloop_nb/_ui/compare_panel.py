@@ -7,8 +7,11 @@ the panel (``panel.message``), never as a traceback.
 
 Drive it from Python (tests do): ``panel.baseline.value = "job_b"`` recomputes against
 another baseline (``panel.state`` becomes the state with that baseline); ``panel.transition_buttons[("job_b", "fixed")].click()`` shows those
-tasks' attempts in every job in ``panel.detail``; ``panel.export_button.click()``
-writes the XLSX named in ``panel.export_path``.
+tasks' attempts in every job in ``panel.detail`` and one button per task in
+``panel.side_task_buttons``: ``panel.side_task_buttons["t1"].click()`` shows that task's
+attempts in the baseline and that job side by side, aligned step by step with the first
+divergence marked (``panel.side_by_side``; ``panel.side_attempts`` picks the attempts);
+``panel.export_button.click()`` writes the XLSX named in ``panel.export_path``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from .._export.compare_xlsx import export_compare_xlsx
 from .._present.compare_html import guard_html
 from .._present.display import format_metric, format_pct
 from .._present.render import chart_widget
+from .html_view import HtmlView
+from .steps_view import side_by_side_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -219,6 +224,16 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
         self.bucket_buttons: dict[tuple[str, str], widgets.Button] = {}
         self.detail_title = widgets.HTML()
         self.detail = widgets.HTML()
+        # a task of the detail opens its two attempts side by side (baseline | other job)
+        self.side_task_buttons: dict[str, widgets.Button] = {}
+        self.side_tasks = widgets.HBox(layout={"flex_flow": "row wrap"})
+        self.side_attempts = (
+            widgets.BoundedIntText(value=1, min=1, max=10_000, description="attempts",
+                                   layout={"width": "150px"}),
+            widgets.BoundedIntText(value=1, min=1, max=10_000, layout={"width": "70px"}),
+        )  # fmt: skip
+        self.side_by_side = HtmlView()
+        self._side: tuple[str, str] | None = None  # (task, other job) shown side by side
         self.export_path = widgets.Text(
             value=export_path, description="XLSX path", layout={"width": "420px"}
         )
@@ -237,6 +252,8 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
                         self.bucket_matrix,
                         self.detail_title,
                         self.detail,
+                        self.side_tasks,
+                        self.side_by_side,
                     ]
                 ),
                 widgets.VBox(
@@ -261,6 +278,8 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
         self.by.observe(self._on_by, names="value")
         self.bucket_other.observe(self._on_bucket_other, names="value")
         self.export_button.on_click(self._on_export)
+        for box in self.side_attempts:
+            box.observe(lambda _: self._safely(self._refresh_side), names="value")
         self._safely(self._refresh_all)
 
     def __repr__(self) -> str:
@@ -335,7 +354,7 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
                 tasks = list(r["tasks"])
                 b.on_click(
                     lambda _b, t=tasks, j=job, n=r["transition"]: self._safely(
-                        self._show, f"{j}: {n}", t
+                        self._show, f"{j}: {n}", t, str(j)
                     )
                 )
                 self.transition_buttons[(str(job), str(r["transition"]))] = b
@@ -386,7 +405,9 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
                     tooltip=f"{r} → {c}: {len(tasks)} task(s)",
                 )
                 b.on_click(
-                    lambda _b, t=tasks, rr=r, cc=c: self._safely(self._show, f"{rr} → {cc}", t)
+                    lambda _b, t=tasks, rr=r, cc=c: self._safely(
+                        self._show, f"{rr} → {cc}", t, str(other)
+                    )
                 )
                 self.bucket_buttons[(str(r), str(c))] = b
                 grid.append(b)
@@ -399,7 +420,7 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
             )
         ]
 
-    def _show(self, title: str, tasks: list[str]) -> None:
+    def _show(self, title: str, tasks: list[str], other: str | None = None) -> None:
         shown = tasks[:_MAX_DETAIL_TASKS]
         frame = attempts_of(self.state, shown)
         more = f" (first {_MAX_DETAIL_TASKS} of {len(tasks)})" if len(tasks) > len(shown) else ""
@@ -408,6 +429,38 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
             "their attempts in every job</div>"
         )
         self.detail.value = _frame_html(frame, max_rows=120) if len(frame) else "<i>no attempts</i>"
+        self._side = None
+        self.side_by_side.value = ""
+        self.side_task_buttons = {}
+        if other is None or other == self.state.baseline or not shown:
+            self.side_tasks.children = []
+            return
+        for task in shown:
+            b = widgets.Button(
+                description=f"⇆ {task}",
+                tooltip=f"{task}: {self.state.baseline} and {other} side by side, step by step",
+                layout={"width": "auto"},
+            )
+            b.on_click(lambda _b, t=task, o=other: self._safely(self.show_side_by_side, t, o))
+            self.side_task_buttons[task] = b
+        label = widgets.HTML(
+            f'<div style="{_FONT};margin-right:6px">side by side with the baseline:</div>'
+        )
+        self.side_tasks.children = [label, *self.side_task_buttons.values(), *self.side_attempts]
+
+    def show_side_by_side(self, task: str, other: str) -> None:
+        """Show ``task``'s attempts in the baseline and ``other`` side by side (the
+        attempts chosen in ``side_attempts``) in ``side_by_side``."""
+        self._side = (task, other)
+        self._refresh_side()
+
+    def _refresh_side(self) -> None:
+        if self._side is None:
+            return
+        task, other = self._side
+        a, b = (int(box.value) for box in self.side_attempts)
+        view = side_by_side_of(self.state.con, (self.state.baseline, task, a), (other, task, b))
+        self.side_by_side.value = view.html
 
     # -- events -------------------------------------------------------------------------
     def _on_baseline(self, change: dict[str, Any]) -> None:
