@@ -105,7 +105,7 @@ class Tail:
         if start_at_end and path.exists():
             with path.open("rb") as f:
                 data = f.read()
-                self._file = _identity(f)
+                self._file = _file_key(f)
             end = data.rfind(b"\n") + 1
             self.offset, self.line = end, data[:end].count(b"\n")
             self._seen = data[max(0, end - self.SEEN) : end]
@@ -127,7 +127,7 @@ class Tail:
         except FileNotFoundError:
             return 0  # rotated away and not made again yet: waited for
         with f:
-            file = _identity(f)
+            file = _file_key(f)
             if self._replaced(f, file):
                 self.offset, self.line, self._seen = 0, 0, b""
                 self.restarts += 1
@@ -169,7 +169,7 @@ class Tail:
             self._thread.join(timeout)
 
 
-def _identity(f: BinaryIO) -> tuple[int, int]:
+def _file_key(f: BinaryIO) -> tuple[int, int]:
     """The open file's (device, inode): another file at the path has another."""
     st = os.fstat(f.fileno())
     return st.st_dev, st.st_ino
