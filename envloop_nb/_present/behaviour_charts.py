@@ -81,7 +81,9 @@ def pass_by_steps_chart(frame: pd.DataFrame, *, title: str = "pass rate by numbe
     )  # fmt: skip
     order = list(data["bin"])
     x = alt.X("bin:N", sort=order, title="steps per attempt", axis=alt.Axis(labelAngle=0))
-    y = alt.Y("pass_rate:Q", title=None, scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format=".0%"))
+    y = alt.Y(
+        "pass_rate:Q", title=None, scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format=".0%")
+    )
     base = alt.Chart(data, title=title, width=WIDTH, height=HEIGHT)
     tooltip = [alt.Tooltip("bin:N", title="steps"), alt.Tooltip("pass_rate:Q", format=".1%"),
                alt.Tooltip("passed:Q"), alt.Tooltip("scored:Q"),
@@ -125,9 +127,7 @@ def tool_pass_chart(
     y = alt.Y("tool:N", sort=order, title=None, axis=alt.Axis(labelLimit=140))
     offset = alt.YOffset("attempts:N", sort=["used it", "did not"])
     base = alt.Chart(long, title=title, width=WIDTH, height=alt.Step(11))
-    rules = base.mark_rule().encode(
-        y=y, yOffset=offset, x=alt.X("low:Q"), x2="high:Q", color=color
-    )
+    rules = base.mark_rule().encode(y=y, yOffset=offset, x=alt.X("low:Q"), x2="high:Q", color=color)
     points = base.mark_point(filled=True, size=40).encode(
         y=y, yOffset=offset, color=color,
         x=alt.X("rate:Q", title="pass rate", scale=alt.Scale(domain=[0, 1]),

@@ -170,9 +170,7 @@ def turn_summary_html(summary: Mapping[str, Any], steps: pd.DataFrame, *, note: 
          f"{_num(summary.get('with_error'))} ({format_pct(summary.get('error_share'))})"),
         ("median first error step", _num(summary.get("median_first_error"), 1)),
     ]  # fmt: skip
-    head = "".join(
-        f'<div>{html.escape(k)}<br><b>{html.escape(v)}</b></div>' for k, v in items
-    )
+    head = "".join(f"<div>{html.escape(k)}<br><b>{html.escape(v)}</b></div>" for k, v in items)
     rows = []
     for r in steps.to_dict("records") if len(steps) else []:
         length = f"{r['low']:,}" if r["low"] == r["high"] else f"{r['low']:,}–{r['high']:,}"
@@ -239,7 +237,7 @@ def patterns_html(
         parts.append(_table(["attempt", "tool", "arguments", "steps", "repeats", "outcome"],
                             rows, {3, 4}) + more)  # fmt: skip
     else:
-        parts.append("<h4>Loops</h4><div class=\"enb-dim\">no loops</div>")
+        parts.append('<h4>Loops</h4><div class="enb-dim">no loops</div>')
     if len(after):
         rows = [
             [html.escape(str(r["outcome"])), _num(r["attempts"]), _num(r["with_success"]),
@@ -272,7 +270,7 @@ def behaviour_html(
     made (every argument a plain value; ``basis`` and ``method`` are plain text)."""
     return (
         turn_summary_html(summary, steps, note=html.escape(basis))
-        + f"{PANEL_CSS}<div class=\"enb-panel\"><h4>Tools</h4></div>"
+        + f'{PANEL_CSS}<div class="enb-panel"><h4>Tools</h4></div>'
         + tool_table_html(tools)
         + patterns_html(ngrams, loops, after)
         + _wrap(f'<div class="enb-dim">intervals: {html.escape(method)}</div>')
@@ -308,7 +306,5 @@ def compare_behaviour_html(turns: pd.DataFrame, tools: pd.DataFrame, *, mark: st
     head = ["job", "attempts with steps", "passed/scored", "not scored", "median steps",
             "attempts with an error", "median first error", "attempts with a loop"]  # fmt: skip
     table = _table(head, rows, set(range(1, 8)))
-    tool_part = (
-        "<h4>Tools</h4>" + _tool_rows(tools, job=True) if len(tools) else ""
-    )
+    tool_part = "<h4>Tools</h4>" + _tool_rows(tools, job=True) if len(tools) else ""
     return _wrap(top + table + tool_part)
