@@ -80,7 +80,8 @@ def pass_by_steps_chart(frame: pd.DataFrame, *, title: str = "pass rate by numbe
                                                                    strict=True)]
     )  # fmt: skip
     order = list(data["bin"])
-    x = alt.X("bin:N", sort=order, title="steps per attempt", axis=alt.Axis(labelAngle=0))
+    x = alt.X("bin:N", sort=order, title="steps per attempt",
+              axis=alt.Axis(labelAngle=-45, labelOverlap=True))  # fmt: skip
     y = alt.Y(
         "pass_rate:Q", title=None, scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format=".0%")
     )

@@ -40,6 +40,7 @@ BEHAVIOUR_CSS = """<style>
 .enb-behaviour .enb-headline{display:flex;flex-wrap:wrap;gap:6px 18px;margin:4px 0 8px}
 .enb-behaviour .enb-headline b{font-size:15px;font-variant-numeric:tabular-nums}
 .enb-behaviour h4{margin:12px 0 4px}
+.enb-behaviour th{white-space:normal;vertical-align:bottom}
 .enb-behaviour .enb-mark{color:var(--jp-error-color1,#c62828);font-weight:600;margin:4px 0}
 </style>"""
 
@@ -211,7 +212,7 @@ def patterns_html(
             [str(r["n"]), f'<span class="enb-pattern">{html.escape(str(r["pattern"]))}</span>',
              f"{_num(r['attempts_failed'])} ({format_pct(r['share_failed'])})",
              f"{_num(r['attempts_passed'])} ({format_pct(r['share_passed'])})",
-             "-" if _missing(r["difference"]) else f"{r['difference'] * 100:+.0f} pts"]
+             _points(r["difference"])]
             for r in ngrams.to_dict("records")
         ]  # fmt: skip
         parts.append("<h4>Tool-call n-grams: attempts containing them</h4>")
@@ -248,6 +249,20 @@ def patterns_html(
         parts.append(_table(["outcome", "attempts", "with a successful call", "mean", "median",
                              "max"], rows, {1, 2, 3, 4, 5}))  # fmt: skip
     return _wrap("".join(parts), note)
+
+
+def _points(value: Any) -> str:
+    """A difference of shares in percentage points: ``+12 pts``, ``0 pts`` (never ``-0``).
+
+    Examples
+    --------
+    >>> _points(0.123), _points(-0.001), _points(None)
+    ('+12 pts', '0 pts', '-')
+    """
+    if _missing(value):
+        return "-"
+    points = round(float(value) * 100)
+    return f"{points:+d} pts" if points else "0 pts"
 
 
 def _short(value: Any, limit: int = 80) -> str:
