@@ -541,6 +541,39 @@ class Comparison:
             page_size=page_size,
         )
 
+    # -- behaviour (from steps) -----------------------------------------------------------
+    def tool_stats(self, *, frame: FrameKind = "pandas") -> pd.DataFrame | pl.DataFrame:
+        """Each job's :meth:`envloop_nb.Job.tool_stats` side by side: one row per (job,
+        tool), ``job`` and ``comparable`` (no blocking difference with the baseline) first.
+        ``frame.attrs["mark"]`` is the incomparability mark and ``attrs["without_steps"]``
+        the jobs that recorded no steps (no rows)."""
+        from ._compare.behaviour import tool_table
+
+        return _as_frame(tool_table(self.state), frame)
+
+    def turn_stats(self, *, frame: FrameKind = "pandas") -> pd.DataFrame | pl.DataFrame:
+        """One row per job: attempts with steps and their outcomes, median steps, attempts
+        with an error, median first error step, attempts with a loop (``note``: ``no steps
+        recorded`` for a job without steps); ``comparable`` and the mark as
+        :meth:`tool_stats`."""
+        from ._compare.behaviour import turn_table
+
+        return _as_frame(turn_table(self.state), frame)
+
+    def survival(self, *, frame: FrameKind = "pandas") -> pd.DataFrame | pl.DataFrame:
+        """Each job's survival curve (share of attempts with no error up to step t):
+        ``job, step, no_error, share``."""
+        from ._compare.behaviour import survival_table
+
+        return _as_frame(survival_table(self.state), frame)
+
+    def action_patterns(self, *, frame: FrameKind = "pandas") -> pd.DataFrame | pl.DataFrame:
+        """Each job's most frequent tool-call n-grams in failed versus passed attempts
+        (:meth:`envloop_nb.Job.action_patterns`): one row per (job, n-gram)."""
+        from ._compare.behaviour import pattern_table
+
+        return _as_frame(pattern_table(self.state), frame)
+
     # -- charts -------------------------------------------------------------------------
     def radar(self, by: By = "subset", *, tag: str | None = None) -> alt.LayerChart:
         """Radar chart of the jobs over subsets (or dimensions): an altair chart.

@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     import polars as pl
 
     from ._annotations.manual import AnnotationProgress, ManualDimension
+    from ._behaviour.findings import StepCheckOptions
+    from ._behaviour.patterns import ActionPatterns
+    from ._behaviour.tools import ToolStats
+    from ._behaviour.turns import TurnStats
     from ._buckets.apply import BucketResult
     from ._buckets.rules import BucketRules
     from ._datasets.dataset import Dataset
@@ -166,6 +170,110 @@ class Job:
         return side_by_side_of(
             self.con, (self.id, task, attempt_a), (self.id, task, attempt_b), page_size=page_size
         )
+
+    # -- behaviour (from steps; see envloop_nb._behaviour) ---------------------------
+    def tool_stats(
+        self,
+        *,
+        threshold: float | None = None,
+        resamples: int = 2000,
+        seed: int = 0,
+        confidence: float = 0.95,
+    ) -> ToolStats:
+        """Per tool: calls, attempts using it, calls per attempt, error rate, and the pass
+        rate of attempts that used it versus not, with task-bootstrap intervals.
+
+        A pass is ``reward = 1`` (or ``>= threshold``); an attempt without a reward is in
+        no pass rate. Definitions: ``envloop_nb._behaviour.tools``. A job without steps
+        gives an empty table.
+        """
+        from ._behaviour.tools import tool_stats
+
+        return tool_stats(self.con, self.id, threshold=threshold, resamples=resamples,
+                          seed=seed, confidence=confidence)  # fmt: skip
+
+    def turn_stats(
+        self,
+        *,
+        threshold: float | None = None,
+        bins: int = 12,
+        resamples: int = 2000,
+        seed: int = 0,
+        confidence: float = 0.95,
+    ) -> TurnStats:
+        """Steps per attempt, pass rate by number of steps (binned), the step of the first
+        error and the survival curve (share of attempts with no error up to step t).
+
+        Definitions: ``envloop_nb._behaviour.turns``.
+        """
+        from ._behaviour.turns import turn_stats
+
+        return turn_stats(self.con, self.id, threshold=threshold, bins=bins,
+                          resamples=resamples, seed=seed, confidence=confidence)  # fmt: skip
+
+    def action_patterns(
+        self, *, threshold: float | None = None, top: int = 10, min_repeat: int = 3
+    ) -> ActionPatterns:
+        """The most frequent tool-call n-grams (n = 1..3) in failed versus passed attempts,
+        loops (the same call with the same arguments ``min_repeat`` or more times in a
+        row) and the steps after the last successful tool call.
+
+        Definitions: ``envloop_nb._behaviour.patterns``.
+        """
+        from ._behaviour.patterns import action_patterns
+
+        return action_patterns(self.con, self.id, threshold=threshold, top=top,
+                               min_repeat=min_repeat)  # fmt: skip
+
+    @overload
+    def find_steps(
+        self,
+        *,
+        tool: str | None = ...,
+        kind: str | None = ...,
+        error: bool | None = ...,
+        contains: str | None = ...,
+        frame: Literal["pandas"] = ...,
+    ) -> pd.DataFrame: ...
+    @overload
+    def find_steps(
+        self,
+        *,
+        tool: str | None = ...,
+        kind: str | None = ...,
+        error: bool | None = ...,
+        contains: str | None = ...,
+        frame: Literal["polars"],
+    ) -> pl.DataFrame: ...
+    def find_steps(
+        self,
+        *,
+        tool: str | None = None,
+        kind: str | None = None,
+        error: bool | None = None,
+        contains: str | None = None,
+        frame: FrameKind = "pandas",
+    ) -> Frame:
+        """The attempts with a step matching every given condition: ``task, attempt,
+        first_step, matches``, in task order (one DuckDB query).
+
+        ``tool`` (exact name), ``kind`` (a step kind), ``error`` (an error step or not),
+        ``contains`` (a case-insensitive substring of the content or the arguments;
+        ``%`` and ``_`` are plain characters).
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> job.find_steps(contains="anything").empty  # this job has no steps
+        True
+        """
+        from ._behaviour.find import find_steps_relation
+
+        found = find_steps_relation(self.con, self.id, tool=tool, kind=kind, error=error,
+                                    contains=contains)  # fmt: skip
+        out: Frame = to_frame(found, frame)
+        return out
 
     @overload
     def dimensions(self, frame: Literal["pandas"] = "pandas") -> pd.DataFrame: ...
@@ -507,16 +615,20 @@ class Job:
         self,
         against: Job | None = None,
         options: DiagnosisOptions | None = None,
+        steps: StepCheckOptions | None = None,
         **overrides: Any,
     ) -> Findings:
         """Flag suspicious patterns with their evidence: a list of :class:`envloop_nb.Finding`.
 
         ``options`` is a :class:`envloop_nb.DiagnosisOptions`; keyword ``overrides`` replace
-        single thresholds (``job.diagnose(looping_min_turns=50)``).
+        single thresholds (``job.diagnose(looping_min_turns=50)``). A job with steps also
+        gets the step checks (a looping agent, a tool that always fails, an agent that
+        stops after a tool error; ``envloop_nb._behaviour.findings``, thresholds in
+        ``steps``), each naming its steps as evidence.
         """
-        from ._metrics.diagnosis import diagnose
+        from ._behaviour.findings import diagnose
 
-        return diagnose(self, against=against, options=options, **overrides)
+        return diagnose(self, against=against, options=options, steps=steps, **overrides)
 
     @overload
     def intervals(

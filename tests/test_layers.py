@@ -5,7 +5,7 @@ names Job, Workspace or Comparison, and only the UI imports widget libraries.
 The floors, low to high (ARCHITECTURE.md explains each):
 ``_types``/``_errors``/``_files`` → ``_present`` → ``_store`` → ``_annotations`` → ``_loaders`` →
 ``_metrics`` →
-``_buckets`` → ``_compare`` → ``_datasets`` → ``_export`` → ``_ui`` → the facades
+``_behaviour`` → ``_buckets`` → ``_compare`` → ``_datasets`` → ``_export`` → ``_ui`` → the facades
 ``_job`` → ``_comparison`` → ``_workspace`` → ``__init__``.
 """
 
@@ -28,6 +28,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("_annotations",),
     ("_loaders",),
     ("_metrics",),
+    ("_behaviour",),
     ("_buckets",),
     ("_compare",),
     ("_datasets",),

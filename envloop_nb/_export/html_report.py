@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._behaviour.findings import diagnose
 from .._buckets.apply import job_buckets
 from .._buckets.rules import BucketRules
 from .._compare.state import CompareState
 from .._experiments import stats as exp_stats
 from .._files import written_whole
 from .._metrics.consumption import consumption_rows
-from .._metrics.diagnosis import diagnose
 from .._metrics.facts import dimension_names, noted_summary, shown_info
 from .._metrics.groups import group_summaries
 from .._metrics.inference import inference_config
@@ -45,6 +45,7 @@ from .._present.report_html import ReportSection, frame_table_html, report_html
 from .._store.ref import JobRef, job_k, summarised
 from .._store.schema import written_by
 from .._types import Policy
+from .behaviour_report import behaviour_section, compare_behaviour_section
 
 __all__ = [
     "HtmlReport",
@@ -195,6 +196,9 @@ def export_job_html(
     if tables:
         sections.append(ReportSection("By subset and dimension", tables))
     sections.append(ReportSection("Diagnosis", findings_html(diagnose(job))))
+    behaviour = behaviour_section(job, threshold)
+    if behaviour is not None:  # a job without steps has no behaviour to show
+        sections.append(behaviour)
     if rules is not None:
         result = job_buckets(job, rules, policy=policy, threshold=threshold, allow_partial=True)
         what = "tasks" if rules.level == "task" else "attempts"
@@ -294,6 +298,9 @@ def export_compare_html(state: CompareState, path: str | Path) -> HtmlReport:
             ReportSection("Strengths and weaknesses", frame_table_html(words, columns=["sentence"]))
         )
     sections.append(ReportSection("Paired statistics", frame_table_html(paired(state)), note=note))
+    behaviour = compare_behaviour_section(state)
+    if behaviour is not None:
+        sections.append(behaviour)
     meta = [f"{len(state.job_ids)} jobs", f"baseline {state.baseline}", f"policy {state.policy}"]
     text = report_html(
         "Comparison " + " vs ".join(state.job_ids), sections, meta=meta, written_by=written_by()

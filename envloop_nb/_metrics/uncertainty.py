@@ -35,6 +35,7 @@ __all__ = [
     "Interval",
     "bootstrap_mean_ci",
     "bootstrap_ratio_ci",
+    "bootstrap_ratio_cis",
     "job_intervals",
     "paired_bootstrap_diff",
     "wilson_interval",
@@ -204,6 +205,29 @@ def bootstrap_ratio_ci(
         [(numerator, denominator, what)], resamples=resamples, seed=seed, confidence=confidence
     )
     return iv
+
+
+def bootstrap_ratio_cis(
+    pairs: Sequence[tuple[ArrayLike, ArrayLike, str]],
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> list[Interval]:
+    """Several :func:`bootstrap_ratio_ci` over the same tasks, drawn once and shared.
+
+    Each pair is ``(numerator, denominator, what)``, one value per task; every pair's
+    interval is the one :func:`bootstrap_ratio_ci` gives it alone with the same seed.
+
+    Examples
+    --------
+    >>> a, b = bootstrap_ratio_cis([([2, 1, 0], [2, 2, 1], "x"), ([1, 1, 1], [2, 2, 1], "y")],
+    ...                            resamples=300, seed=1)
+    >>> a == bootstrap_ratio_ci([2, 1, 0], [2, 2, 1], resamples=300, seed=1, what="x")
+    True
+    """
+    _check_resampling(resamples, confidence)
+    return _ratio_cis(pairs, resamples=resamples, seed=seed, confidence=confidence)
 
 
 def _ratio_cis(

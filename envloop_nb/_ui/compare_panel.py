@@ -31,6 +31,7 @@ from .._export.compare_xlsx import export_compare_xlsx
 from .._present.compare_html import guard_html
 from .._present.display import format_metric, format_pct
 from .._present.render import chart_widget
+from .._store.steps import has_steps
 from .html_view import HtmlView
 from .steps_view import side_by_side_of
 
@@ -261,7 +262,14 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
                 ),
             ]
         )
-        for i, title in enumerate(["Table", "Paired vs baseline", "Transitions", "Export"]):
+        titles = ["Table", "Paired vs baseline", "Transitions", "Export"]
+        # the jobs' behaviour side by side, when any of them recorded steps
+        self.behaviour: widgets.VBox | None = None
+        if any(has_steps(state.con, j) for j in state.job_ids):
+            self.behaviour = widgets.VBox()
+            tabs.children = [*tabs.children, self.behaviour]
+            titles.append("Behaviour")
+        for i, title in enumerate(titles):
             tabs.set_title(i, title)
         self.tabs = tabs
         super().__init__(
@@ -328,6 +336,24 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
         self._refresh_tables()
         self.paired.value = paired_html(paired(state))
         self._refresh_transitions()
+        if self.behaviour is not None:
+            self._refresh_behaviour()
+
+    def _refresh_behaviour(self) -> None:
+        """The jobs' turns and tools side by side, each marked against the baseline."""
+        from .._compare.behaviour import survival_table, tool_table, turn_table
+        from .._present.behaviour_charts import survival_chart
+        from .._present.behaviour_html import compare_behaviour_html
+
+        assert self.behaviour is not None
+        turns = turn_table(self.state)
+        survival = survival_table(self.state)
+        shown = {j: c for j, c in colors(self.state).items() if j in set(survival["job"])}
+        body = compare_behaviour_html(turns, tool_table(self.state), mark=turns.attrs["mark"])
+        self.behaviour.children = [
+            chart_widget(survival_chart(survival, colors=shown)),
+            widgets.HTML(body),
+        ]
 
     def _refresh_transitions(self) -> None:
         state = self.state

@@ -317,8 +317,8 @@ class OverviewTab:
                 self.chart_widgets[name].chart = chart
 
     def _diagnosis(self) -> str:
-        try:
-            from .._metrics.diagnosis import diagnose
+        try:  # the attempt checks, and the step checks of a job with steps
+            from .._behaviour.findings import diagnose
         except ImportError:
             return note_html("Diagnosis is not available in this version.")
         return findings_html(diagnose(self.state.ref))

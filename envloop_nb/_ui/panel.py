@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._present.panel_html import PANEL_CSS, summarised_note_html
 from .._store.ref import job_info, summarised
+from .._store.steps import has_steps
 from .._types import Policy
+from .behaviour_tab import BehaviourTab
 from .buckets_tab import BucketsTab
 from .cases_tab import CasesTab
 from .overview import OverviewTab
@@ -52,6 +54,8 @@ BUILD_STEPS = (
 )
 #: The tab each step builds: the Overview is shown (cards first) before its charts.
 STEP_TABS = (0, 0, 1, 2)
+#: A job with steps has one tab more, built last.
+BEHAVIOUR = ("Behaviour", "measuring behaviour…", 3)
 
 
 class JobPanel:
@@ -92,14 +96,20 @@ class JobPanel:
         self._overview: OverviewTab | None = None
         self._cases: CasesTab | None = None
         self._buckets: BucketsTab | None = None
-        self._built = 0  # how many of the BUILD_STEPS are done
+        self._behaviour: BehaviourTab | None = None
+        self._built = 0  # how many of the build steps are done
+        # a job with steps gets the Behaviour tab (a job without: no tab at all)
+        stepped = has_steps(job.con, job.id)
+        self.titles = TAB_TITLES + ((BEHAVIOUR[0],) if stepped else ())
+        self._steps = BUILD_STEPS + ((BEHAVIOUR[1],) if stepped else ())
+        self._step_tabs = STEP_TABS + ((BEHAVIOUR[2],) if stepped else ())
         # a note per tab until it is built (then the tab's own widget takes its place)
         self._tab = w.Tab(
             children=[
-                w.HTML(self._note(BUILD_STEPS[STEP_TABS.index(tab)]))
-                for tab in range(len(TAB_TITLES))
+                w.HTML(self._note(self._steps[self._step_tabs.index(tab)]))
+                for tab in range(len(self.titles))
             ],
-            titles=list(TAB_TITLES),
+            titles=list(self.titles),
         )
         self._tab.add_class("enb-job-panel")
         self._tab.layout.display = "none"  # shown once the Overview is there
@@ -114,7 +124,7 @@ class JobPanel:
             f'<span class="enb-dim">· {html.escape(" · ".join(t for t in what if t))}</span></div>'
         )
         self.progress = w.IntProgress(
-            value=0, min=0, max=len(BUILD_STEPS), bar_style="info", layout=w.Layout(width="220px")
+            value=0, min=0, max=len(self._steps), bar_style="info", layout=w.Layout(width="220px")
         )
         self.progress_label = w.HTML(self._note(BUILD_STEPS[0]))
         self.progress_box = w.HBox(
@@ -129,15 +139,16 @@ class JobPanel:
     @property
     def built(self) -> bool:
         """True once every tab is built."""
-        return self._built == len(BUILD_STEPS)
+        return self._built == len(self._steps)
 
-    def build(self, upto: int = len(BUILD_STEPS)) -> JobPanel:
-        """Do the first ``upto`` BUILD_STEPS not done yet (all by default), moving the
+    def build(self, upto: int | None = None) -> JobPanel:
+        """Do the first ``upto`` build steps not done yet (all by default), moving the
         progress line along; an error is shown in the frame and raised."""
-        while self._built < min(upto, len(BUILD_STEPS)):
+        last = len(self._steps) if upto is None else min(upto, len(self._steps))
+        while self._built < last:
             step = self._built
             self.progress.value, self.progress.bar_style = step, "info"
-            self.progress_label.value = self._note(BUILD_STEPS[step])
+            self.progress_label.value = self._note(self._steps[step])
             try:
                 self._build_step(step)
             except Exception as exc:
@@ -145,7 +156,7 @@ class JobPanel:
 
                 self.progress.bar_style = "danger"
                 self.progress_label.value = self._note(
-                    f"could not build the {TAB_TITLES[STEP_TABS[step]]} tab: {describe_error(exc)}"
+                    f"could not build the {self.titles[self._step_tabs[step]]} tab: {describe_error(exc)}"
                 )
                 raise
             self._built = step + 1
@@ -155,7 +166,7 @@ class JobPanel:
         if self.built:
             self.progress_box.layout.display = "none"
         else:
-            self.progress_label.value = self._note(BUILD_STEPS[self._built])
+            self.progress_label.value = self._note(self._steps[self._built])
         return self
 
     @staticmethod
@@ -181,9 +192,12 @@ class JobPanel:
                 where = str(reduced.get("where") or reduced.get("engine"))
                 widget = w.HTML(summarised_note_html(where))
             self._put(1, widget)
-        else:
+        elif step == 3:
             self._buckets = BucketsTab(self.state)
             self._put(2, self._buckets.widget)
+        else:
+            self._behaviour = BehaviourTab(self.state)
+            self._put(BEHAVIOUR[2], self._behaviour.widget)
 
     def _put(self, index: int, widget: Any) -> None:
         """Show ``widget`` as tab ``index`` (same number of children: titles stay)."""
@@ -214,6 +228,13 @@ class JobPanel:
         return self._buckets
 
     @property
+    def behaviour(self) -> BehaviourTab | None:
+        """The Behaviour tab (built on first read, after the others); None for a job
+        without steps, which has no such tab."""
+        self.build(5)
+        return self._behaviour
+
+    @property
     def widget(self) -> Any:
         """The ``ipywidgets.Tab`` of the panel, every tab built."""
         self.build()
@@ -226,6 +247,8 @@ class JobPanel:
             self._overview.guard.run(self._overview._recompute)
         if self._cases is not None:
             self._cases.refresh()
+        if self._behaviour is not None:
+            self._behaviour.guard.run(self._behaviour._recompute)
 
     def follow(self, *, interval: float = 1.0) -> JobPanel:
         """Redraw whenever the job is reloaded (``ws.watch`` on its export does that as
@@ -264,7 +287,7 @@ class JobPanel:
             self.cases.refresh()
 
     def __repr__(self) -> str:
-        return f"<JobPanel {self.job.id}: {' · '.join(TAB_TITLES)}>"
+        return f"<JobPanel {self.job.id}: {' · '.join(self.titles)}>"
 
     def _ipython_display_(self) -> None:
         """Show the frame first, then compute the tabs into it (the notebook sees the

@@ -1,0 +1,1 @@
+"""Behaviour measured from an attempt's steps: tools, turns, action patterns, search."""
