@@ -251,12 +251,14 @@ def read_chat_messages(
     place: str,
     is_error: Callable[[str | None], bool] | None = None,
     first_turn: int = 1,
+    model: str | None = None,
 ) -> None:
     """Write an OpenAI-style chat message list as steps (the module docstring says how).
 
     ``place`` names the list in ``source`` (``"traj"``): a message's place is
     ``place[i]``, its ``turn`` ``first_turn + i``. ``is_error`` decides from a tool
-    result's text whether the call failed (the format has no flag; default: never).
+    result's text whether the call failed (the format has no flag; default: never);
+    ``model`` is set on the assistant's rows.
     """
     for i, message in enumerate(messages):
         where = f"{place}[{i}]"
@@ -271,7 +273,11 @@ def read_chat_messages(
                 "(system, developer, user, assistant, tool or function)",
             )
         rows.out.messages += 1
-        common = {"turn": first_turn + i, "source_place": f"{source}, {where}"}
+        common = {
+            "turn": first_turn + i,
+            "model": model if role == "assistant" else None,
+            "source_place": f"{source}, {where}",
+        }
         extra = {"role": message["role"]} if message["role"] != role else {}
         turn = rows.turn(common, {"extra": json_text(extra or None)})
         text = chat_text(message.get("content"))
