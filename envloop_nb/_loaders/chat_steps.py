@@ -39,6 +39,7 @@ __all__ = [
     "json_text",
     "read_chat_messages",
     "token_count",
+    "tool_arguments",
     "usd",
 ]
 
@@ -218,8 +219,9 @@ def _part_text(part: Any) -> str:
     return f"[{kind or 'part'}]"
 
 
-def _arguments(value: Any) -> tuple[Any, dict[str, Any]]:
-    """Tool-call arguments as JSON: a JSON string parsed; text that is not JSON kept."""
+def tool_arguments(value: Any) -> tuple[Any, dict[str, Any]]:
+    """Tool-call arguments: a JSON string parsed; text that is not JSON kept as it is
+    (with ``{"arguments_not_json": True}`` as the second value, for ``extra``)."""
     if not isinstance(value, str):
         return value, {}
     try:
@@ -238,7 +240,7 @@ def _chat_call(
     name = fn.get("name")
     if not isinstance(name, str) or not name:
         raise LoadError(source, place, "a tool call without a function name")
-    args, extra = _arguments(fn.get("arguments"))
+    args, extra = tool_arguments(fn.get("arguments"))
     cid = call.get("id")
     return (str(cid) if cid not in (None, "") else None), name, args, extra
 

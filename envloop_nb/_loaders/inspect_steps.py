@@ -50,7 +50,7 @@ from typing import Any
 from .._errors import LoadError
 from .._store.steps import StepWriter
 from ._common import duration_s, is_number, parse_time
-from .chat_steps import StepRows, StepsRead, Turn, json_text, token_count, usd
+from .chat_steps import StepRows, StepsRead, Turn, json_text, token_count, tool_arguments, usd
 
 __all__ = ["InspectStepsRead", "read_inspect_steps"]
 
@@ -179,15 +179,6 @@ def _parts(content: Any) -> tuple[list[Mapping[str, Any]], str | None, list[Mapp
     return reasoning, "\n".join(texts) if texts else None, uses
 
 
-def _arguments(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
 @dataclass
 class _Sample:
     rows: StepRows
@@ -230,7 +221,7 @@ class _Sample:
                 role="assistant",
                 tool=str(part.get("name") or part.get("tool_type") or "tool_use"),
                 call_id=cid,
-                arguments=json_text(_arguments(part.get("arguments"))),
+                arguments=json_text(tool_arguments(part.get("arguments"))[0]),
                 extra=json_text({"server_side": True, "tool_type": part.get("tool_type")}),
             )
             error = _error_text(part.get("error"))
