@@ -173,8 +173,14 @@ def test_attempts_are_the_generators_in_order(loaded: Any) -> None:
     """The loader's attempt n of a task (trials by start time) is the plan's attempt n."""
     gen = _generator()
     tasks = {t.name: t for t in gen.TASKS}
+    _, jobs = loaded
     for name in JOBS:
-        for (task, attempt), (result, traj) in _by_attempt(name).items():
+        trials = _by_attempt(name)
+        loader = jobs[name].attempts().set_index("source_place")
+        for (task, attempt), (result, _) in trials.items():
+            row = loader.loc[result["trial_name"]]
+            assert (row["task"], row["attempt"]) == (task, attempt)
+        for (task, attempt), (result, traj) in trials.items():
             recipe, outcome = gen.PLANS[task][name][attempt - 1]
             steps = gen.agent_steps(tasks[task], recipe)
             assert [s.say for s in steps] == [s["message"] for s in traj["steps"][2:]]

@@ -36,7 +36,7 @@ one task share their steps up to the first token that differs: the first diverge
 Random draws (timings, trial names) come from a seeded ``numpy.random.Generator``;
 timestamps are offsets from fixed instants.
 
-What is built in (``README.md`` beside ``generate.py`` one folder up says it too):
+What is built in (``sample_data/README.md`` says it too):
 
 - loops (the same ``bash`` call with the same arguments 3+ times in a row): 8 base
   attempts, 1 SFT attempt; the base timeout trial loops 22 times.
