@@ -18,7 +18,9 @@ How a trajectory becomes rows (``envloop_nb._store.steps``):
   (from ``trajectory_path`` beside the parent, or the root's ``subagent_trajectories`` by
   ``trajectory_id``) follow it with ``agent`` set and ``parent_step`` pointing at it. A
   referenced sub-agent file that is absent leaves the parent whole: the row says so
-  (``extra.missing``). ATIF states no error flag; ``is_error`` stays false.
+  (``extra.missing``). ATIF has no error flag of its own: a result is an error only when
+  its ``extra.is_error`` is ``true`` (v1.7's free-form ``extra``, as EnvLoop's agents and
+  the sample runs write it); nothing is guessed from the text.
 
 Refused with a :class:`LoadError` naming the file and step (``lenient=True``: the file's
 steps are skipped and counted instead): a document that is not ATIF, an unknown
@@ -106,6 +108,12 @@ def _text(value: Any) -> str | None:
                 parts.append(str(part))
         return "\n".join(parts)
     return json.dumps(value, ensure_ascii=False)
+
+
+def _flagged(result: Mapping[str, Any]) -> bool:
+    """A result's own error flag: ``extra.is_error`` is ``true`` (never guessed from text)."""
+    extra = result.get("extra")
+    return isinstance(extra, dict) and extra.get("is_error") is True
 
 
 def _json(value: Any) -> str | None:
@@ -275,11 +283,17 @@ def _steps(
                     tool=tool,
                     call_id=result.get("source_call_id"),
                     content=_text(result.get("content")),
+                    is_error=_flagged(result),
                 )
         for result in loose:
             refs = result.get("subagent_trajectory_ref") or []
             if not refs:
-                emit(role="environment", kind="tool_result", content=_text(result.get("content")))
+                emit(
+                    role="environment",
+                    kind="tool_result",
+                    content=_text(result.get("content")),
+                    is_error=_flagged(result),
+                )
             for ref in refs:
                 _subagent(r, name, place, ref, here=here, root=root, depth=depth, emit=emit)
 
