@@ -414,8 +414,8 @@ def test_property_repeats_show_in_the_distinct_number(attempts: list[int], top: 
     bit string, DISTINCT)."""
     import duckdb
 
-    from envloop_nb._loaders._stage import _distinct_sql
-    from envloop_nb._loaders.table_inplace import _distinct
+    from envloop_nb._loaders.common.stage import _distinct_sql
+    from envloop_nb._loaders.tables.inplace import _distinct
 
     top = max(top, *attempts)
     con = duckdb.connect()
