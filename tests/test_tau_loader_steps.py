@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 import envloop_nb as enb
-from tests.conftest import FIXTURES, ROOT, TAU_BENCH
+from envloop_nb._loaders.taubench.trial_steps import TrialSteps
+from tests.conftest import FIXTURES, ROOT, TAU_BENCH, THREE_TASKS
 
 EXCERPT = FIXTURES / "trajectories" / "tau-bench" / "gpt-4o-airline.excerpt-task13-trials.json"
 TAU2_REAL = FIXTURES / "trajectories" / "tau2-bench" / "ironshell_ironforge_v3_deepseek.json"
@@ -333,3 +334,33 @@ def test_reload_replaces_the_steps(path: Path, tmp_path: Path) -> None:
     others = first[(first["task"] != key[0]) | (first["attempt"] != key[1])]
     assert len(job.steps()) == len(others) + 1
     assert ws.jobs()["job_id"].tolist().count(again.id) == 1
+
+
+def test_a_turn_disagreement_is_recorded_with_its_attempt() -> None:
+    """Real files cannot make one (each assistant message is at least one row), so the
+    check is driven directly: attempt A/1 says 6 turns, its steps hold 2."""
+    ws = enb.open()
+    job = ws.load(THREE_TASKS)
+    steps = TrialSteps(ws.con, job.id, Path("t.json"), "read_tau_steps", lenient=False)
+
+    def two_turns(w: Any) -> None:
+        for n in (1, 2):
+            w.add({"task": "A", "attempt": 1, "step": n, "turn": n, "role": "assistant",
+                   "kind": "message", "content": "x"})  # fmt: skip
+
+    steps.add([{}, {}], two_turns, trial="task_id A, trial 0")
+    info = steps.finish()
+    assert (info["turns_differ"], info["attempts_with_steps"]) == (1, 1)
+    assert info["first_turns_differ"] == {"place": "trials[0] (id tr_1)", "attempt": 6, "steps": 2}
+
+
+def test_a_trial_without_messages_has_no_steps_and_is_counted(tmp_path: Path) -> None:
+    results = json.loads(EXCERPT.read_text())
+    results[0]["traj"] = None
+    path = tmp_path / "no-traj.json"
+    path.write_text(json.dumps(results))
+    job = enb.open().load(path)
+    assert job.steps(task="13", attempt=1).empty
+    assert len(job.steps(task="13", attempt=2)) > 0
+    info = job.info["extra"]["steps"]
+    assert (info["attempts_with_steps"], info["attempts_without"]) == (1, 1)
