@@ -14,7 +14,7 @@ Spark session, i.e. the JVM, is started inside the timed body; imports are setup
   job_id=..., k=32)`` into a fresh file workspace, ``job.summary()``, ``job.curve()``:
   the public API, with time spans around the calls.
 - ``spark_phases``: the same work split into phases by calling the private functions
-  of ``envloop_nb/_loaders/spark.py`` in the order ``reduce_spark`` calls them: session
+  of ``envloop_nb/_loaders/tables/spark.py`` in the order ``reduce_spark`` calls them: session
   start; ``read.parquet`` (listing, schema); the checks/scales query (``_job_stats``);
   the per-task query (materialized with ``persist()`` + ``count()``, so that the
   ``toArrow`` transfer that follows is timed apart: one deviation from
@@ -205,7 +205,7 @@ def setup(name: str, s: Shape, ws_dir: Path) -> tuple[Any, int, Any]:
 
     def body_phases() -> Any:
         from envloop_nb._loaders import load_sources
-        from envloop_nb._loaders import spark as sp
+        from envloop_nb._loaders.tables import spark as sp
 
         t = time.perf_counter()
         spark = _session()

@@ -177,7 +177,7 @@ def _setup(
         src = s.hive if name == "ingest_table_hive" else s.parquet
         ensure(s, ("hive",) if name == "ingest_table_hive" else ("parquet",))
         if not table_loader_available():
-            raise SystemExit("SKIP: envloop_nb/_loaders/table.py does not exist yet")
+            raise SystemExit("SKIP: envloop_nb/_loaders/tables/job.py does not exist yet")
         via = {"ingest_table": "table", "ingest_table_hive": "hive"}.get(name, "table1gb")
         ws = _fresh_ws(s, via)
         if name == "ingest_table_1gb":
@@ -540,7 +540,7 @@ def run(
     have_table = table_loader_available()
     if not have_table:
         report["notes"].append(
-            "envloop_nb/_loaders/table.py did not exist at run time: Parquet ingest not "
+            "envloop_nb/_loaders/tables/job.py did not exist at run time: Parquet ingest not "
             "measured; stages 2-4 ran on workspaces ingested from EnvLoop JSONL.gz."
         )
     # -- stage 1a: Parquet ingest (builds the workspaces of stages 2-4) -----------------

@@ -17,15 +17,14 @@ from ._job import Job
 from ._metrics.counts import job_list_sql
 from ._store import attempt_sources
 from ._store.frames import to_frame
+from ._store.migrate import migrate, read_only_shims
 from ._store.schema import (
     ANNOTATION_TABLES,
     EXPERIMENT_TABLES,
     JOB_TABLES,
     SCHEMA_SQL,
     SCHEMA_VERSION,
-    migrate,
     missing_tables_sql,
-    read_only_shims,
     written_by,
 )
 from ._store.workspace_file import check_schema_version, connect
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
     from ._experiment import Experiment
     from ._experiments.runner import Evaluator
     from ._experiments.watch import Watch
-    from ._loaders.object_store import S3Options
+    from ._loaders.tables.object_store import S3Options
 
 __all__ = ["Workspace", "open"]
 
@@ -237,7 +236,7 @@ class Workspace:
         """
         options: dict[str, Any] = {} if k is None else {"k": k}
         if isinstance(source, str) and source.startswith("s3://"):  # one job per log there
-            from ._loaders.object_store import load_all_url
+            from ._loaders import load_all_url
 
             ids = load_all_url(self.con, source, options, lenient=lenient, s3=self._s3)
         else:
@@ -273,7 +272,7 @@ class Workspace:
         per job id (its per-task counts only; the attempts stay in Spark).
 
         The attempt-of-record resolution and the per-task counts run on Spark with
-        native functions (:mod:`envloop_nb._loaders.spark`); summary, samples, curve,
+        native functions (:mod:`envloop_nb._loaders.tables.spark`); summary, samples, curve,
         groups by tag, intervals, buckets by task and comparisons of the job are exactly
         those of the same attempts loaded with :meth:`load`, for ``reward = 1`` and each
         of ``thresholds``. Attempt-level views say that the attempts stayed in Spark.
@@ -289,7 +288,7 @@ class Workspace:
         >>> jobs = enb.open().load_spark(df, mapping={"job_id": "run"})  # doctest: +SKIP
         """
         from ._loaders import load_sources
-        from ._loaders.spark import reduce_spark
+        from ._loaders.tables.spark import reduce_spark
 
         reduced = reduce_spark(
             df,
@@ -329,7 +328,7 @@ class Workspace:
             Where the run is; None: MLflow's default (``MLFLOW_TRACKING_URI``...).
         job_id
             The job's id; default ``<original job id or run name>@mlflow-<run id[:8]>``
-            (:mod:`envloop_nb._loaders.mlflow_run`). Loading the run again replaces it.
+            (:mod:`envloop_nb._loaders.mlflow.run`). Loading the run again replaces it.
 
         Examples
         --------
@@ -344,7 +343,7 @@ class Workspace:
         (True, True)
         """
         from ._loaders import load_sources
-        from ._loaders.mlflow_run import read_run
+        from ._loaders.mlflow.run import read_run
 
         reduced = read_run(run, tracking_uri=tracking_uri, job_id=job_id)
         [loaded] = load_sources(self.con, [(reduced, {"format": "summary"})])
@@ -400,7 +399,7 @@ class Workspace:
         ``.jsonl``), an Inspect AI log read as one (samples × epochs are cases, scorers
         are evaluators, Inspect's score edits are corrections), or any long results table
         (a file or frame with one row per trace × evaluator; ``mapping`` names its
-        columns, see :mod:`envloop_nb._loaders.experiment_table`). Reloading a newer export
+        columns, see :mod:`envloop_nb._loaders.experiments.table`). Reloading a newer export
         merges: rows are replaced by (trace, evaluator, run), corrections made here are
         kept. One transaction: a bad file changes nothing.
 
@@ -413,13 +412,13 @@ class Workspace:
         """
         from ._experiment import Experiment
         from ._loaders import detect_format
-        from ._loaders.experiment_store import write_experiment
+        from ._loaders.experiments.store import write_experiment
 
         is_path = isinstance(source, str | os.PathLike)
         fmt = format or (detect_format(Path(source)) if is_path else "table")
         if fmt == "table":
-            from ._loaders.experiment_doc import check_doc
-            from ._loaders.experiment_table import table_experiment_doc
+            from ._loaders.experiments.doc import check_doc
+            from ._loaders.experiments.table import table_experiment_doc
 
             label = str(source) if is_path else f"<{type(source).__name__}>"
             eid = experiment_id or (f"table:{Path(source).stem}" if is_path else None)
@@ -441,13 +440,13 @@ class Workspace:
             return Experiment(self, eid)
         path = Path(source)
         if fmt == "experiment":
-            from ._loaders.experiment import read_experiment_export
+            from ._loaders.envloop.experiment import read_experiment_export
 
             doc = read_experiment_export(path)
             src = "envloop"
         elif fmt == "inspect":
-            from ._loaders.experiment_doc import check_doc
-            from ._loaders.experiment_inspect import inspect_experiment_doc
+            from ._loaders.experiments.doc import check_doc
+            from ._loaders.inspect.experiment import inspect_experiment_doc
 
             doc = check_doc(inspect_experiment_doc(path), path)
             src = "inspect"
@@ -465,9 +464,9 @@ class Workspace:
         experiment (traces are cases, feedback names evaluators, ``override_feedback``
         chains corrections with the overridden score kept). Needs ``mlflow``."""
         from ._experiment import Experiment
-        from ._loaders.experiment_doc import check_doc
-        from ._loaders.experiment_store import write_experiment
-        from ._loaders.mlflow_traces import mlflow_experiment_doc
+        from ._loaders.experiments.doc import check_doc
+        from ._loaders.experiments.store import write_experiment
+        from ._loaders.mlflow.traces import mlflow_experiment_doc
 
         raw = mlflow_experiment_doc(
             experiment=experiment, tracking_uri=tracking_uri, max_traces=max_traces
@@ -532,9 +531,9 @@ class Workspace:
             old.stop()
         fmt = detect_format(p)
         if fmt == "experiment":
-            from ._loaders.experiment import StreamState
-            from ._loaders.experiment_doc import check_doc
-            from ._loaders.experiment_store import write_experiment
+            from ._loaders.envloop.experiment import StreamState
+            from ._loaders.experiments.doc import check_doc
+            from ._loaders.experiments.store import write_experiment
 
             if not p.name.lower().endswith((".jsonl", ".ndjson")):
                 raise LoadError(
@@ -605,7 +604,7 @@ class Workspace:
 
         See :func:`envloop_nb.export_dataset`; returns a :class:`envloop_nb.Dataset`.
         """
-        from ._datasets.dataset import load_dataset
+        from ._datasets.load import load_dataset
 
         return load_dataset(self, Path(path))
 
@@ -865,7 +864,7 @@ def open(
     """
     s3_settings = None
     if s3 is not None:
-        from ._loaders.object_store import s3_options
+        from ._loaders.tables.object_store import s3_options
 
         s3_settings = s3_options(s3)  # an unknown key is refused before anything opens
     # DuckDB's allocator keeps what a query freed until it is purged; its background

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._loaders.atif import read_atif
+from envloop_nb._loaders.harbor.atif import read_atif
 from envloop_nb._store.steps import StepWriter, check_steps
 from tests.conftest import SHARED, THREE_TASKS
 
@@ -72,7 +72,7 @@ def test_every_fixture_reads_with_its_steps(path: Path) -> None:
     assert kinds.get("subagent", 0) == want["subagents"]
     assert steps["tokens_in"].sum() == want["tokens_in"]
     assert steps["step"].tolist() == list(range(1, len(steps) + 1))
-    assert not steps["is_error"].any()  # ATIF states no error flag
+    assert not steps["is_error"].any()  # no fixture flags an error (extra.is_error)
     assert got.schema_version == json.loads(path.read_text())["schema_version"]
 
 
@@ -197,3 +197,14 @@ def test_hostile_content_is_data() -> None:
     assert s["content"].iloc[0] == "<script>alert(1)</script>"
     args = json.loads(s[s["kind"] == "tool_call"]["arguments"].iloc[0])
     assert args["cmd"] == "'); DROP TABLE steps; --"
+
+
+def test_a_result_flagged_in_its_extra_is_an_error() -> None:
+    doc = _doc()
+    step = next(s for s in doc["steps"] if (s.get("observation") or {}).get("results"))
+    step["observation"]["results"][0]["extra"] = {"is_error": True}
+    other = _doc()
+    step2 = next(s for s in other["steps"] if (s.get("observation") or {}).get("results"))
+    step2["observation"]["results"][0]["extra"] = {"is_error": "yes"}  # not a flag
+    assert _read(doc=doc)[0].steps()["is_error"].sum() == 1
+    assert _read(doc=other)[0].steps()["is_error"].sum() == 0

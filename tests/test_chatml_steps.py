@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._loaders.chatml_steps import read_chatml_steps
+from envloop_nb._loaders.envloop.steps import read_chatml_steps
 from envloop_nb._store.steps import StepWriter, check_steps
 from tests.conftest import THREE_TASKS
 

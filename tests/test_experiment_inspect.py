@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from envloop_nb import LoadError
-from envloop_nb._loaders.experiment_inspect import inspect_experiment_doc
-from envloop_nb._loaders.inspect_read import central_directory, mapped, member_bytes
+from envloop_nb._loaders.inspect.experiment import inspect_experiment_doc
+from envloop_nb._loaders.inspect.read import central_directory, mapped, member_bytes
 
 from .conftest import FIXTURES
 

@@ -34,7 +34,7 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 mlflow = pytest.importorskip("mlflow")
 
 from envloop_nb import LoadError  # noqa: E402
-from envloop_nb._loaders.mlflow_traces import mlflow_experiment_doc  # noqa: E402
+from envloop_nb._loaders.mlflow.traces import mlflow_experiment_doc  # noqa: E402
 
 # Warnings MLflow emits on its own and nothing here can avoid (pytest makes warnings errors):
 # - its first trace imports mlflow.pyfunc, whose loaders warn that an ``Any`` type hint is
@@ -414,7 +414,7 @@ def test_two_overrides_of_one_feedback_and_a_broken_chain() -> None:
     """Pure mapping: a feedback overridden twice directly (both overrides valid) keeps
     only the newer live; an override whose link was deleted still corrects the row; an
     override without a numeric value undoes the one before but is no correction."""
-    from envloop_nb._loaders.mlflow_traces import experiment_doc_from_dicts
+    from envloop_nb._loaders.mlflow.traces import experiment_doc_from_dicts
 
     trace = {
         "trace_id": "tr-1",

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._loaders.harbor_version import missing_rule, summary_note
+from envloop_nb._loaders.harbor.version import missing_rule, summary_note
 from envloop_nb._metrics.harbor import check
 from envloop_nb._ui.overview import harbor_agreement_html
 from tests.conftest import HARBOR, THREE_TASKS

@@ -1,4 +1,4 @@
-"""The fast paths of ``inspect_read``: the numpy read of an ``.eval`` archive's central
+"""The fast paths of ``_loaders.inspect.read``: the numpy read of an ``.eval`` archive's central
 directory, and the ``.json`` log's samples split as text (and its header read) without
 parsing the samples. Each must agree exactly with the exact path it shortcuts, and fall
 back to it whenever its assumptions do not hold."""
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from envloop_nb import LoadError
-from envloop_nb._loaders import inspect_read as ir
-from envloop_nb._loaders import inspect_zip as iz
+from envloop_nb._loaders.inspect import read as ir
+from envloop_nb._loaders.inspect import zip as iz
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "inspect"
 EVAL_LOGS = sorted((FIXTURES / "eval").glob("*.eval"))

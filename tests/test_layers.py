@@ -1,6 +1,9 @@
-"""The package's imports run one way: each module imports only from its own subpackage
-and lower floors (at runtime and under TYPE_CHECKING alike), nothing below the facades
-names Job, Workspace or Comparison, and only the UI imports widget libraries.
+"""The package's imports run one way: each module imports only from its own room (a
+top-level subpackage, with its own subpackages: ``_loaders/inspect/``, ...) and lower
+floors (at runtime and under TYPE_CHECKING alike), nothing below the facades names Job,
+Workspace or Comparison, and only the UI imports widget libraries. Inside a room the
+imports run one way too: no two modules, and no two of its subpackages, import each other
+(through any chain).
 
 The floors, low to high (ARCHITECTURE.md explains each):
 ``_types``/``_errors``/``_files`` → ``_present`` → ``_store`` → ``_annotations`` → ``_loaders`` →
@@ -51,7 +54,8 @@ ONLY_IN = {"ipywidgets": {"_ui"}, "anywidget": {"_ui", "_present"}, "openpyxl": 
 
 
 def _room(path: Path) -> str:
-    """The top-level module or subpackage a file belongs to."""
+    """The top-level module or subpackage a file belongs to (a file of a subpackage of a
+    room, ``_loaders/inspect/zip.py``, belongs to the room: ``_loaders``)."""
     rel = path.relative_to(PACKAGE)
     return rel.parts[0].removesuffix(".py")
 
@@ -189,3 +193,108 @@ def test_the_rule_catches_an_upward_import(tmp_path: Path, monkeypatch: pytest.M
     assert any("names the facade ['Job']" in v for v in found)
     assert any("imports openpyxl" in v for v in found)
     assert not any("_ui/ok.py" in v for v in found)
+
+
+#: Import circles inside a room that are known and not yet ended (each a set of modules):
+#: a summary or an interval of an lm-eval results job is made by ``lm_eval_results`` on
+#: ``JobSummary`` and ``Interval``, which dispatch to it.
+KNOWN_CIRCLES: list[set[str]] = [
+    {
+        "envloop_nb._metrics.lm_eval_results",
+        "envloop_nb._metrics.summary",
+        "envloop_nb._metrics.uncertainty",
+    },
+]
+
+
+def _graph(depth: int | None = None) -> dict[str, set[str]]:
+    """Imports between the package's modules within one room, every import counted (at
+    the top, inside a function, under TYPE_CHECKING). With ``depth``, modules are merged
+    into their package of that many parts (3: ``envloop_nb._loaders.inspect``)."""
+    paths = {".".join(_module(p)): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+    def node(module: str) -> str:
+        return module if depth is None else ".".join(module.split(".")[:depth])
+
+    graph: dict[str, set[str]] = {}
+    for here, path in paths.items():
+        room = _room(path)
+        edges = graph.setdefault(node(here), set())
+        for _, module, names in _imports(path):
+            # ``from . import zip`` imports a module; ``from . import load_sources`` a name
+            targets = [t for t in (f"{module}.{n}" for n in names) if t in paths]
+            for target in targets or ([module] if module in paths else []):
+                if _room(paths[target]) == room and node(target) != node(here):
+                    edges.add(node(target))
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected groups of more than one node (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        group.add(member)
+                        if member == node:
+                            break
+                    if len(group) > 1:
+                        found.append(group)
+    return found
+
+
+def import_circles() -> list[str]:
+    """Modules of one room importing each other (directly or through others), then
+    subpackages of one room doing so (``_loaders/inspect`` ↔ ``_loaders/tables``)."""
+    found = _circles(_graph()) + _circles(_graph(depth=3))
+    unique = {" <-> ".join(sorted(c)) for c in found if c not in KNOWN_CIRCLES}
+    return sorted(unique)
+
+
+def test_no_import_circle_inside_a_room() -> None:
+    assert _in_fresh_process("import_circles") == []
+
+
+def test_the_circle_check_catches_a_circle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checker itself: two modules of a room importing each other, one of them inside
+    a function, are reported; so are two subpackages of a room through their modules."""
+    fake = tmp_path / "envloop_nb"
+    (fake / "_store").mkdir(parents=True)
+    (fake / "_store" / "a.py").write_text("from .b import x\n")
+    (fake / "_store" / "b.py").write_text("def x() -> None:\n    from .a import y\n")
+    for sub, other in (("one", "two"), ("two", "one")):
+        (fake / "_loaders" / sub).mkdir(parents=True)
+        (fake / "_loaders" / sub / "m.py").write_text(f"from ..{other} import n\n")
+        (fake / "_loaders" / sub / "n.py").write_text("")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
+    found = import_circles()
+    assert "envloop_nb._store.a <-> envloop_nb._store.b" in found
+    assert "envloop_nb._loaders.one <-> envloop_nb._loaders.two" in found

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._loaders.harbor import evals_key, harbor_splits
+from envloop_nb._loaders.harbor.job import evals_key, harbor_splits
 from envloop_nb._metrics.harbor import check
 from tests.conftest import HARBOR
 from tests.test_loaders_envloop import load_job

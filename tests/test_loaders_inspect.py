@@ -15,7 +15,7 @@ import pytest
 
 import envloop_nb as enb
 from envloop_nb._loaders import detect_format
-from envloop_nb._loaders.inspect_map import Rows, value_to_float
+from envloop_nb._loaders.inspect.map import Rows, value_to_float
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "inspect"
 EVAL_LOGS = sorted((FIXTURES / "eval").glob("*.eval"))
@@ -46,7 +46,7 @@ def _raw_samples(log: Path) -> list[dict]:
 def _header(log: Path) -> dict:
     if log.suffix == ".json":
         return json.loads(log.read_text())
-    from envloop_nb._loaders.inspect_read import open_inspect_log
+    from envloop_nb._loaders.inspect.read import open_inspect_log
 
     return open_inspect_log(log).header
 
@@ -292,7 +292,7 @@ def test_a_log_still_running_has_missing_slots(tmp_path: Path) -> None:
 
 
 def _member(src: Path, info: zipfile.ZipInfo) -> bytes:
-    from envloop_nb._loaders.inspect_read import mapped, member_bytes
+    from envloop_nb._loaders.inspect.read import mapped, member_bytes
 
     with mapped(src) as data:
         return member_bytes(src, data, info)
@@ -300,10 +300,10 @@ def _member(src: Path, info: zipfile.ZipInfo) -> bytes:
 
 @pytest.mark.parametrize("log", ALL_LOGS, ids=lambda p: p.parent.name + "/" + p.name[20:40])
 def test_the_sql_mapping_equals_the_python_reference(log: Path) -> None:
-    """The loader maps samples in DuckDB SQL; ``inspect_map.Rows`` is the same mapping in
+    """The loader maps samples in DuckDB SQL; ``inspect.map.Rows`` is the same mapping in
     plain Python. Both must give the same rows, field by field."""
-    from envloop_nb._loaders.inspect_map import reward_name
-    from envloop_nb._loaders.inspect_read import open_inspect_log
+    from envloop_nb._loaders.inspect.map import reward_name
+    from envloop_nb._loaders.inspect.read import open_inspect_log
 
     parsed = open_inspect_log(log)
     ref = Rows()
@@ -433,7 +433,7 @@ def test_a_log_read_in_many_chunks_equals_one_read_whole(
     """The samples are mapped chunk by chunk (each chunk's rows written while the next
     is mapped): a log split into chunks of 7 samples gives exactly the rows of one
     chunk, including tasks whose first sample is in an earlier chunk."""
-    from envloop_nb._loaders import inspect_sql
+    from envloop_nb._loaders.inspect import sql as inspect_sql
 
     whole = enb.open()
     job = whole.load(log)
@@ -449,7 +449,7 @@ def test_a_duplicate_across_chunks_and_a_bad_sample_in_a_later_chunk_change_noth
 ) -> None:
     """Errors found after earlier chunks were written (a duplicate across chunks, a bad
     sample in the last chunk) still roll the whole load back, naming the place."""
-    from envloop_nb._loaders import inspect_sql
+    from envloop_nb._loaders.inspect import sql as inspect_sql
 
     monkeypatch.setattr(inspect_sql, "_CHUNK", 7)
     doc = json.loads(JSON_LOGS[0].read_text())
@@ -516,7 +516,7 @@ def test_a_2024_json_log_without_eval_id_is_detected_and_agrees() -> None:
     ],
 )
 def test_an_inspect_json_head_is_recognised_without_eval_id(head: bytes) -> None:
-    from envloop_nb._loaders.inspect_read import is_inspect_json_head
+    from envloop_nb._loaders.inspect.read import is_inspect_json_head
 
     assert is_inspect_json_head(head[:4096])
 
@@ -532,7 +532,7 @@ def test_an_inspect_json_head_is_recognised_without_eval_id(head: bytes) -> None
     ],
 )
 def test_other_json_heads_are_not_inspect(head: bytes) -> None:
-    from envloop_nb._loaders.inspect_read import is_inspect_json_head
+    from envloop_nb._loaders.inspect.read import is_inspect_json_head
 
     assert not is_inspect_json_head(head)
 
@@ -546,7 +546,7 @@ def _header_only(log: Path, out: Path) -> Path:
         out = out / log.name
         out.write_text(json.dumps(doc, indent=2))
         return out
-    from envloop_nb._loaders import inspect_zip as iz
+    from envloop_nb._loaders.inspect import zip as iz
 
     entries = {m.filename: m for m in iz.central_directory(log)}
     out = out / log.name
@@ -601,7 +601,7 @@ def _zip(members: list[tuple[str, int, bytes, int, int]]) -> bytes:
 
 
 def _header_json() -> bytes:
-    from envloop_nb._loaders import inspect_zip as iz
+    from envloop_nb._loaders.inspect import zip as iz
 
     entries = {m.filename: m for m in iz.central_directory(EVAL_LOGS[0])}
     with iz.mapped(EVAL_LOGS[0]) as data:
@@ -639,7 +639,7 @@ def _bomb_log(tmp_path: Path, method: int, *, stated: int | None = None) -> Path
 @pytest.fixture
 def small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     """The limits scaled down (1 MiB floor) so a 4 MiB bomb stands for a 3 GiB one."""
-    from envloop_nb._loaders import zip_inflate
+    from envloop_nb._loaders.inspect import inflate as zip_inflate
 
     monkeypatch.setattr(zip_inflate, "MEMBER_RATIO_FLOOR", 1 << 20)
 
@@ -677,7 +677,7 @@ def test_a_member_inflating_past_its_stated_size_stops_there(method: int, tmp_pa
 def test_a_member_over_the_absolute_cap_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from envloop_nb._loaders import zip_inflate
+    from envloop_nb._loaders.inspect import inflate as zip_inflate
 
     monkeypatch.setattr(zip_inflate, "MEMBER_MAX_BYTES", 1 << 20)
     with pytest.raises(
@@ -713,7 +713,7 @@ def test_a_bomb_header_is_refused_by_name(tmp_path: Path, monkeypatch: pytest.Mo
 
     import zstandard
 
-    from envloop_nb._loaders import zip_inflate
+    from envloop_nb._loaders.inspect import inflate as zip_inflate
 
     monkeypatch.setattr(zip_inflate, "MEMBER_RATIO_FLOOR", 1 << 20)
     header = json.loads(_header_json())

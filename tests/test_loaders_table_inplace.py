@@ -414,8 +414,8 @@ def test_property_repeats_show_in_the_distinct_number(attempts: list[int], top: 
     bit string, DISTINCT)."""
     import duckdb
 
-    from envloop_nb._loaders._stage import _distinct_sql
-    from envloop_nb._loaders.table_inplace import _distinct
+    from envloop_nb._loaders.common.stage import _distinct_sql
+    from envloop_nb._loaders.tables.inplace import _distinct
 
     top = max(top, *attempts)
     con = duckdb.connect()
@@ -502,7 +502,7 @@ def test_a_version_2_workspace_is_read_and_migrated(tmp_path: Path) -> None:
             "SELECT count(source_place), count(source_row) FROM attempt_rows WHERE job_id = 'new'"
         ).fetchone() == (0, 24)
         version = ws.sql("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert version == ("3",)
+    assert version == ("4",)  # migrated to this schema (4: the steps table)
 
 
 def test_rewards_beyond_one_with_k_given(ws: enb.Workspace, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 import envloop_nb as enb
 from envloop_nb import LoadError
-from envloop_nb._loaders.mlflow_run import from_metrics, safe_uri
+from envloop_nb._loaders.mlflow.run import from_metrics, safe_uri
 
 from .conftest import SAMPLE_DATA, THREE_TASKS
 

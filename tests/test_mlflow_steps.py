@@ -27,7 +27,7 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 mlflow = pytest.importorskip("mlflow")
 
 import envloop_nb as enb  # noqa: E402
-from envloop_nb._loaders.mlflow_steps import read_mlflow_steps  # noqa: E402
+from envloop_nb._loaders.mlflow.steps import read_mlflow_steps  # noqa: E402
 from envloop_nb._store.steps import StepWriter, check_steps  # noqa: E402
 from tests.conftest import THREE_TASKS  # noqa: E402
 

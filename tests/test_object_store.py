@@ -259,7 +259,7 @@ def test_local_loads_never_import_the_object_store() -> None:
         "import json, sys, envloop_nb as enb\n"
         f"enb.open().load({str(SAMPLES / 'base.json')!r}).summary()\n"
         "print(json.dumps(sorted(m for m in sys.modules if m in "
-        "('envloop_nb._loaders.object_store',))))"
+        "('envloop_nb._loaders.tables.object_store',))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []

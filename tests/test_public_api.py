@@ -52,7 +52,7 @@ def test_a_first_question_loads_only_what_it_uses() -> None:
     assert set(loaded["heavy"]) == {"duckdb", "numpy", "pyarrow", "pandas"}
     assert loaded["heavy"] == sorted(loaded["heavy"])
     assert not [m for m in loaded["ours"] if m.startswith(("envloop_nb._ui", "envloop_nb._export"))]
-    assert "envloop_nb._loaders.inspect_read" not in loaded["ours"]  # other formats wait too
+    assert "envloop_nb._loaders.inspect.read" not in loaded["ours"]  # other formats wait too
 
 
 def test_notebooks_use_only_the_public_api() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._loaders.atif import read_atif
+from envloop_nb._loaders.harbor.atif import read_atif
 from envloop_nb._metrics.harbor import check
 from envloop_nb._store.steps import StepWriter, check_steps, has_steps
 from tests.conftest import SAMPLE_DATA

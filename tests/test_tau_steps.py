@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._loaders.tau_steps import is_tau_error, read_tau2_steps, read_tau_steps
+from envloop_nb._loaders.taubench.steps import is_tau_error, read_tau2_steps, read_tau_steps
 from envloop_nb._store.steps import StepWriter, check_steps
 from tests.conftest import FIXTURES, TAU_BENCH, THREE_TASKS
 

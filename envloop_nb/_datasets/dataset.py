@@ -4,8 +4,9 @@ The folder holds ``rows.jsonl`` or ``rows.parquet`` (one row per task) and
 ``manifest.json`` (provenance). The content hash is the sha256 of a canonical
 serialization of the rows (one compact JSON object per row, keys sorted, joined by
 newlines), so the same rows give the same hash whatever the file format or export time.
-Loading a dataset folder verifies the hash, registers the dataset in the workspace
-(tables ``datasets`` and ``dataset_rows``) and returns a :class:`Dataset` handle.
+Loading a dataset folder (:func:`.load.load_dataset`) verifies the hash, registers the
+dataset in the workspace (tables ``datasets`` and ``dataset_rows``) and returns a
+:class:`Dataset` handle.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ __all__ = [
     "commit_registration",
     "content_hash",
     "is_dataset_folder",
-    "load_dataset",
     "read_rows",
     "register_dataset",
     "registration_table",
@@ -323,55 +323,3 @@ class Dataset:
             f"<envloop_nb.Dataset {self.ref} · {self.row_count:,} rows{purpose}{partial} · "
             f"{self.content_hash[:19]}…>"
         )
-
-
-def load_dataset(ws: WorkspaceRef, source: str | Path) -> Dataset:
-    """Load a dataset folder: verify its content hash, register it, return its handle.
-
-    A dataset marked ``purpose="train"`` whose inputs are task inputs of jobs in the
-    workspace (or an eval dataset sharing inputs with a train dataset) warns
-    :class:`envloop_nb.HeldOutWarning`, as its export did.
-    """
-    path = Path(source)
-    folder = path.parent if path.name == "manifest.json" else path
-    manifest_path = folder / "manifest.json"
-    if not manifest_path.is_file():
-        raise EnvloopError(f"{folder}: not a dataset folder (no manifest.json)")
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise EnvloopError(f"{manifest_path}: not valid JSON ({err.msg})") from None
-    if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
-        raise EnvloopError(
-            f"{manifest_path}: expected schema {MANIFEST_SCHEMA!r}, "
-            f"got {manifest.get('schema') if isinstance(manifest, dict) else manifest!r}"
-        )
-    for key in ("name", "version", "content_hash", "row_count"):
-        if key not in manifest:
-            raise EnvloopError(f"{manifest_path}: missing {key!r}")
-    rows = read_rows(folder, manifest)
-    digest = content_hash(rows)
-    if digest != manifest["content_hash"]:
-        raise EnvloopError(
-            f"{folder}: content hash {digest} does not match the manifest's "
-            f"{manifest['content_hash']}: the rows changed after export"
-        )
-    if len(rows) != manifest["row_count"]:
-        raise EnvloopError(
-            f"{folder}: {len(rows)} rows, but the manifest says {manifest['row_count']}"
-        )
-    register_dataset(ws, manifest, rows, folder)
-    ds = Dataset(
-        name=manifest["name"],
-        version=manifest["version"],
-        path=folder,
-        manifest=manifest,
-        content_hash=digest,
-        purpose=manifest.get("purpose"),
-        row_count=len(rows),
-        workspace=ws,
-    )
-    from .heldout import warn_dataset_overlaps
-
-    warn_dataset_overlaps(ws, ds)  # a train set over loaded jobs: HeldOutWarning
-    return ds

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import EnvloopError
 from .._store.attempt_sources import in_place
+from .dataset import Dataset
 
 if TYPE_CHECKING:
     from .._store.ref import JobRef, WorkspaceRef
-    from .dataset import Dataset
 
 __all__ = [
     "HeldOutResult",
@@ -288,8 +288,6 @@ class ReferenceFill:
 
 
 def _dataset_key(ws: WorkspaceRef, dataset: Any) -> tuple[str, str]:
-    from .dataset import Dataset
-
     if isinstance(dataset, Dataset):
         name, version = dataset.name, dataset.version
     elif isinstance(dataset, str) and "@" in dataset:

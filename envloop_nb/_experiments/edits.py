@@ -19,8 +19,8 @@ from typing import Any
 import duckdb
 
 from .._errors import EnvloopError
-from .._loaders.experiment_doc import check_doc
-from .._loaders.experiment_store import (
+from .._loaders.experiments.doc import check_doc
+from .._loaders.experiments.store import (
     CASE_COLUMNS,
     CORRECTION_COLUMNS,
     RESULT_COLUMNS,

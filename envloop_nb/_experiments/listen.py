@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .._loaders.experiment import complete_lines
+from .._loaders.envloop.experiment import complete_lines
 
 __all__ = ["Tail", "eligible"]
 

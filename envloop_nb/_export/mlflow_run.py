@@ -112,7 +112,7 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 
-from .._loaders.mlflow_run import mlflow_client
+from .._loaders.mlflow.run import mlflow_client
 from .._metrics.counts import check_options, task_counts
 from .._metrics.passk_views import curve, samples
 from .._metrics.rollouts import rollout_stats

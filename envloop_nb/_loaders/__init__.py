@@ -1,7 +1,7 @@
 """Loaders: each knows one source format and writes one job into the workspace.
 
 ``load_source`` picks the loader and runs it inside one transaction
-(:mod:`envloop_nb._loaders._stage`): the loader claims its job id (old rows deleted),
+(:mod:`envloop_nb._loaders.common.stage`): the loader claims its job id (old rows deleted),
 writes the rows straight into the tables, the workspace validates the job's new rows
 with SQL and commits, or rolls back on any error, so a failed load leaves the
 workspace exactly as it was. Nothing is copied twice.
@@ -17,8 +17,8 @@ import duckdb
 
 from .._errors import LoadError
 from .._store.sql import ident
-from ._read import check_path_name
-from ._stage import batch, commit_stage, stage_name, staging, validate_stage
+from .common.read import check_path_name
+from .common.stage import batch, commit_stage, stage_name, staging, validate_stage
 
 __all__ = [
     "LOADERS",
@@ -27,6 +27,7 @@ __all__ = [
     "detect_format",
     "job_loads",
     "job_sources",
+    "load_all_url",
     "load_source",
     "load_sources",
 ]
@@ -36,55 +37,55 @@ Loader = Callable[..., None]
 
 
 def _envloop(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
-    from .envloop import load_envloop
+    from .envloop.job import load_envloop
 
     load_envloop(con, source, **kw)
 
 
 def _harbor(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
-    from .harbor import load_harbor
+    from .harbor.job import load_harbor
 
     load_harbor(con, source, **kw)
 
 
 def _tau(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
-    from .taubench import load_tau_bench
+    from .taubench.job import load_tau_bench
 
     load_tau_bench(con, source, **kw)
 
 
 def _tau2(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
-    from .taubench import load_tau2_bench
+    from .taubench.job import load_tau2_bench
 
     load_tau2_bench(con, source, **kw)
 
 
 def _inspect(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
-    from .inspect_log import load_inspect
+    from .inspect.job import load_inspect
 
     load_inspect(con, source, **kw)
 
 
 def _terminal_bench(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
-    from .terminal_bench import load_terminal_bench
+    from .harbor.terminal_bench import load_terminal_bench
 
     load_terminal_bench(con, source, **kw)
 
 
 def _lm_eval(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
-    from .lm_eval import load_lm_eval
+    from .lm_eval.job import load_lm_eval
 
     load_lm_eval(con, source, **kw)
 
 
 def _table(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
-    from .table import load_table
+    from .tables.job import load_table
 
     load_table(con, source, **kw)
 
 
 def _summary(con: duckdb.DuckDBPyConnection, source: Any, **kw: Any) -> None:
-    from .summary import load_summary
+    from .tables.summary import load_summary
 
     load_summary(con, source, **kw)
 
@@ -192,7 +193,7 @@ def detect_format(source: Any) -> str:
         head = _sniff(path).lstrip()
     except (OSError, EOFError) as err:
         if name.endswith(".gz"):
-            from ._read import check_gzip
+            from .common.read import check_gzip
 
             check_gzip(path)  # says where the stream is cut or corrupt
         raise LoadError(path, None, f"cannot be read ({err})") from None
@@ -200,11 +201,11 @@ def detect_format(source: Any) -> str:
         raise LoadError(path, None, "empty file: nothing to load")
     if b'"schema_version"' in head and b"envloop.job-result" in head:
         return "envloop"
-    from .experiment import is_experiment_head
+    from .envloop.experiment import is_experiment_head
 
     if is_experiment_head(head):
         return "experiment"  # not a job: ws.load hands it to ws.load_experiment
-    from .inspect_read import is_inspect_json_head
+    from .inspect.read import is_inspect_json_head
 
     if is_inspect_json_head(head):
         return "inspect"
@@ -220,7 +221,7 @@ def detect_format(source: Any) -> str:
         head.startswith(b"{") and b'"results"' in head and any(k in head for k in _LM_EVAL_KEYS)
     ):
         return "lm-eval"
-    from .tau2_layout import is_submission_head, submission_alone
+    from .taubench.tau2_layout import is_submission_head, submission_alone
 
     if is_submission_head(head):  # τ²'s leaderboard numbers: no job by themselves
         raise submission_alone(path)
@@ -330,7 +331,7 @@ def _is_one_job_folder(path: Path) -> bool:
 def _runs(path: Path) -> list[Path]:
     """A one-job folder, or the results files of an lm-eval folder of several runs."""
     if _folder_format(path) == "lm-eval":
-        from .lm_eval_files import run_files
+        from .lm_eval.files import run_files
 
         found = run_files(path)
         if len(found) > 1:
@@ -344,7 +345,7 @@ def job_loads(source: str | Path, options: dict[str, Any]) -> list[tuple[Path, d
     loads: list[tuple[Path, dict[str, Any]]] = []
     for path in job_sources(source):
         if path.is_dir() and (path / "config.json").is_file():
-            from .harbor import harbor_splits
+            from .harbor.job import harbor_splits
 
             splits = harbor_splits(path)
             if len(splits) > 1:
@@ -371,6 +372,34 @@ def load_sources(
     return ids
 
 
+def load_all_url(
+    con: duckdb.DuckDBPyConnection,
+    url: str,
+    options: dict[str, Any],
+    *,
+    lenient: bool,
+    s3: Any,
+) -> list[str]:
+    """``ws.load_all`` over an ``s3://`` prefix: one job per log, run or job folder it
+    holds, in one transaction (Parquet and CSV objects are tables, never gathered, so
+    they are not fetched).
+
+    Returns
+    -------
+    list of str
+        The job ids, in the order of the objects' names; each job's ``source_path`` is
+        its object's (or folder's) URL.
+    """
+    from .tables.object_store import fetch_prefix
+
+    with fetch_prefix(url, s3) as fetched:
+        local = fetched.local(url)
+        loads = [(p, {**o, "shown": fetched.url(p)}) for p, o in job_loads(local, options)]
+        if not loads:
+            raise LoadError(url, None, "no job found (Inspect logs, Harbor jobs, runs, exports)")
+        return load_sources(con, loads, lenient=lenient)
+
+
 def load_source(
     con: duckdb.DuckDBPyConnection,
     source: Any,
@@ -385,11 +414,11 @@ def load_source(
     """Load ``source`` into the workspace on ``con``; return the job id.
 
     An ``s3://`` URL is read with the object storage settings ``s3``
-    (:mod:`~envloop_nb._loaders.object_store`); ``shown`` is the name the job records as
+    (:mod:`~envloop_nb._loaders.tables.object_store`); ``shown`` is the name the job records as
     its ``source_path`` and errors give (the URL of a fetched copy).
     """
     if shown is None and isinstance(source, str) and source.startswith("s3://"):
-        from .object_store import object_source
+        from .tables.object_store import object_source
 
         with object_source(source, s3) as (local, fmt):
             return load_source(

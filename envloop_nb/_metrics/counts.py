@@ -177,7 +177,7 @@ def reward_scales(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, floa
                 FROM jobs WHERE job_id = ?""",
             [job_id],
         ).fetchone()
-        if known is not None and known[3]:  # recorded at load (see _loaders._stage)
+        if known is not None and known[3]:  # recorded at load (see _loaders.common.stage)
             k, top, top_sq = known[0], known[1], known[2]
         else:  # a workspace written before the load recorded them
             row = con.execute(

@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._loaders.harbor_version import SKIPPED_FROM, detect_version, missing_rule, summary_note
+from .._loaders.harbor.version import SKIPPED_FROM, detect_version, missing_rule, summary_note
 from .._store.ref import job_info, job_k
 from .._types import Policy
 from .passk_views import curve

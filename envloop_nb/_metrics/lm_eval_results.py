@@ -1,6 +1,6 @@
 """The views of an lm-eval results file loaded without samples: the file's own numbers.
 
-Such a job (:mod:`envloop_nb._loaders.lm_eval_results`) holds one row per number the file
+Such a job (:mod:`envloop_nb._loaders.lm_eval.results`) holds one row per number the file
 states (``jobs.extra.lm_eval_results``: lm-eval task or group, ``metric[,filter]``,
 value, stderr, docs ``n``, primary or not) and no doc at all. So:
 

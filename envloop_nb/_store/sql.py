@@ -182,7 +182,7 @@ def fixed_point_scale(top: float | None, k: int | None) -> float:
     The scale of an exact per-task sum of at most ``k`` values of magnitude at most
     ``top``: each value times ``2^s``, rounded to an integer (half to even), summed as a
     64-bit integer, divided back (:func:`envloop_nb._metrics.counts.fixed_sum`). The
-    Spark reduction (:mod:`envloop_nb._loaders.spark`) uses the same scale, so both give
+    Spark reduction (:mod:`envloop_nb._loaders.tables.spark`) uses the same scale, so both give
     the same bits.
 
     Examples
@@ -199,7 +199,7 @@ def fixed_point_scale(top: float | None, k: int | None) -> float:
 def spark_ident(name: str) -> str:
     """``name`` as a Spark SQL identifier: in backquotes, an embedded backquote doubled.
 
-    Spark's dialect, for the reduction on Spark (:mod:`envloop_nb._loaders.spark`); the
+    Spark's dialect, for the reduction on Spark (:mod:`envloop_nb._loaders.tables.spark`); the
     same refusals as :func:`ident`.
 
     Examples

@@ -1,0 +1,1 @@
+"""EnvLoop exports: a job (``job``) and an experiment (``experiment``)."""

@@ -1,0 +1,1 @@
+"""lm-evaluation-harness output folders (``job``; ``files``, ``results``, ``text``)."""

@@ -1,0 +1,1 @@
+"""τ-bench and τ²-bench results (``job``; τ²'s layouts in ``tau2_layout``)."""
