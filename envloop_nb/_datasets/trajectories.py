@@ -33,13 +33,16 @@ model saw and wrote, ready for SFT.
   (``source_call_id`` where the result named its call); an ``environment`` row is a
   ``system`` step whose observation holds it. Usage is the step's ``metrics`` (the sum
   of its rows'), ``copied`` is ``is_copied_context``; an error is the result's
-  ``extra.is_error``, a duration its ``extra.duration_s``.
+  ``extra.is_error``, a duration its ``extra.duration_s``; the usage of a row that is
+  not the agent's (rare) is its step's ``extra.metrics`` (ATIF has ``metrics`` on agent
+  steps only). A row's ``extra`` goes to its step's (``reasoning_effort`` and
+  ``llm_call_count`` to the step's own fields).
 - a call without an id gets ``call_<step>`` (ATIF's ``tool_call_id`` is required); a
   result keeps no id it did not have (``source_call_id`` is optional: it pairs by order).
 - a sub-agent's rows are an embedded trajectory in the root's ``subagent_trajectories``
   (v1.7), referenced by ``trajectory_id`` from the hand-off (an observation result).
 
-Read back with :func:`envloop_nb._loaders.atif.read_atif`, an exported trajectory gives
+Read back with :func:`envloop_nb._loaders.harbor.atif.read_atif`, an exported trajectory gives
 the same rows except: ``turn`` is renumbered (the ATIF step id), a result follows the
 call it answers, a ``kind`` of ``error`` or ``context_summary`` reads back as a
 ``tool_result`` / ``message``, a sub-agent hand-off's role is ``system``, synthesized
@@ -219,9 +222,7 @@ def chat_messages(rows: Sequence[Mapping[str, Any]]) -> ChatConversation:
             elif cid is None and open_calls:
                 answer = open_calls.pop(0)
             if answer is not None:
-                out.messages.append(
-                    {"role": "tool", "tool_call_id": answer, "content": text or ""}
-                )
+                out.messages.append({"role": "tool", "tool_call_id": answer, "content": text or ""})
                 answered_since = True
                 continue
             out.results_without_call += 1
@@ -241,7 +242,8 @@ def _iso(value: Any) -> str | None:
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.UTC)
-        return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+        text: str = value.astimezone(dt.UTC).isoformat()
+        return text.replace("+00:00", "Z")
     return str(value)
 
 
@@ -280,6 +282,8 @@ class _Step:
             return not any(r.get("_loose") for r in self.results)  # loose ones come last
         if kind == "reasoning":
             return self.message is None and not self.calls and not self.results
+        if kind == "ref":  # a hand-off: a loose result, read after the calls and results
+            return True
         return not self.calls and not self.results  # text comes before the calls
 
 
@@ -311,7 +315,11 @@ class _Atif:
                     self._plain(built, r, role, kind, text, copied)
                     cur = built[-1]
                 ref = self._child(r, summary=text if kind == "subagent" else None)
-                if cur is None or cur.source != "agent" or cur.copied != copied:
+                if role == "assistant" and kind == "subagent":  # the agent's own hand-off
+                    if cur is None or not cur.takes(r, "ref"):
+                        cur = _Step("agent", _v(r, "turn"), copied)
+                        built.append(cur)
+                elif cur is None or cur.source != "agent" or cur.copied != copied:
                     cur = _Step("system", _v(r, "turn"), copied)
                     built.append(cur)
                 cur.rows.append(r)
@@ -393,7 +401,8 @@ class _Atif:
             ref["extra"] = {"summary": summary}
         if not rows:  # a hand-off whose trajectory the source did not have
             extra = _extra(row)
-            old = extra.get("ref") if isinstance(extra.get("ref"), dict) else {}
+            found = extra.get("ref")
+            old: dict[str, Any] = found if isinstance(found, dict) else {}
             ref["trajectory_path"] = str(
                 old.get("trajectory_path") or old.get("trajectory_id") or f"missing-{n}"
             )
@@ -401,7 +410,7 @@ class _Atif:
         tid = f"{self.trajectory_id}/sub-{n}"
         ref["trajectory_id"] = tid
         name = next((str(r["agent"]) for r in rows if _v(r, "agent") is not None), f"sub-{n}")
-        doc = {
+        doc: dict[str, Any] = {
             "schema_version": ATIF_VERSION,
             "trajectory_id": tid,
             "agent": {"name": name, "version": "unknown"},
@@ -436,6 +445,8 @@ class _Atif:
                 metrics[name] = sum(values)
         if metrics and s.source == "agent":
             out["metrics"] = metrics
+        elif metrics:  # ATIF has usage on agent steps only: kept beside, in extra
+            out.setdefault("extra", {})["metrics"] = metrics
         extra = _extra(first)
         for key in ("reasoning_effort", "llm_call_count"):
             if key in extra and s.source == "agent":
@@ -443,7 +454,7 @@ class _Atif:
         inner = extra.pop("extra", None)
         extra.pop("ref", None)
         extra.pop("missing", None)
-        merged = {**(inner if isinstance(inner, dict) else {}), **extra}
+        merged = {**(inner if isinstance(inner, dict) else {}), **extra, **out.get("extra", {})}
         if merged:
             out["extra"] = merged
         if s.copied:
@@ -508,9 +519,7 @@ def _text(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, list):
-        return "\n".join(
-            str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value
-        )
+        return "\n".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value)
     return json.dumps(value, ensure_ascii=False)
 
 

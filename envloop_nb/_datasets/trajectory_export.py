@@ -82,7 +82,9 @@ def _chunks(attempts: Sequence[dict[str, Any]]) -> Generator[list[dict[str, Any]
         yield run
 
 
-def _steps_of(con: Any, job_id: str, chunk: Sequence[dict[str, Any]]) -> dict[tuple[str, int], list[dict[str, Any]]]:
+def _steps_of(
+    con: Any, job_id: str, chunk: Sequence[dict[str, Any]]
+) -> dict[tuple[str, int], list[dict[str, Any]]]:
     """The chunk's attempts' step rows, by ``(task, attempt)``, in step order."""
     with_steps = [a for a in chunk if a["n_steps"]]
     if not with_steps:
