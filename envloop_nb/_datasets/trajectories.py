@@ -30,8 +30,10 @@ model saw and wrote, ready for SFT.
   source; a model turn's ``assistant`` rows are one ``agent`` step (reasoning as
   ``reasoning_content``, text as ``message``, calls as ``tool_calls`` with ``arguments``
   an object) and the results answering its calls are that step's ``observation``
-  (``source_call_id`` where the result named its call); an ``environment`` row is a
-  ``system`` step whose observation holds it. Usage is the step's ``metrics`` (the sum
+  (``source_call_id`` where the result named its call); an ``environment`` row (a result
+  of no call) joins its turn's agent step as a result without a call when no call of
+  that step is open (as Harbor writes a parser error), else it is a ``system`` step
+  whose observation holds it. Usage is the step's ``metrics`` (the sum
   of its rows'), ``copied`` is ``is_copied_context``; an error is the result's
   ``extra.is_error``, a duration its ``extra.duration_s``; the usage of a row that is
   not the agent's (rare) is its step's ``extra.metrics`` (ATIF has ``metrics`` on agent
@@ -46,7 +48,8 @@ Read back with :func:`envloop_nb._loaders.harbor.atif.read_atif`, an exported tr
 the same rows except: ``turn`` is renumbered (the ATIF step id), a result follows the
 call it answers, a ``kind`` of ``error`` or ``context_summary`` reads back as a
 ``tool_result`` / ``message``, a sub-agent hand-off's role is ``system``, synthesized
-call ids are kept, durations and ``source_place`` are not read back.
+call ids are kept, durations and ``source_place`` are not read back. Harbor's own
+trajectories (``fixtures/trajectories/harbor-atif``) read back row for row.
 """
 
 from __future__ import annotations
@@ -57,12 +60,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._present.cases_html import is_missing
+
 __all__ = [
     "ATIF_VERSION",
     "ChatConversation",
     "atif_document",
     "chat_messages",
-    "chatml_rows",
     "is_missing_value",
 ]
 
@@ -76,8 +80,8 @@ _USAGE = (
 
 
 def is_missing_value(value: Any) -> bool:
-    """``None`` or a float NaN (what a frame row holds for a missing value)."""
-    return value is None or (isinstance(value, float) and value != value)
+    """``None``, NaN, ``pd.NA`` or ``NaT`` (what a frame row holds for a missing value)."""
+    return is_missing(value)
 
 
 def _v(row: Mapping[str, Any], key: str) -> Any:
@@ -287,6 +291,14 @@ class _Step:
         return not self.calls and not self.results  # text comes before the calls
 
 
+def _holds_ref(cur: _Step, row: Mapping[str, Any], copied: bool) -> bool:
+    """Whether a hand-off that is not the agent's own joins step ``cur``: an agent step,
+    or the system step of its turn (Harbor's summarization: a message and its refs)."""
+    if cur.copied != copied:
+        return False
+    return cur.source == "agent" or (cur.source == "system" and cur.turn == _v(row, "turn"))
+
+
 class _Atif:
     """Builds one document: the root's steps and every sub-agent's embedded trajectory."""
 
@@ -319,7 +331,7 @@ class _Atif:
                     if cur is None or not cur.takes(r, "ref"):
                         cur = _Step("agent", _v(r, "turn"), copied)
                         built.append(cur)
-                elif cur is None or cur.source != "agent" or cur.copied != copied:
+                elif cur is None or not _holds_ref(cur, r, copied):
                     cur = _Step("system", _v(r, "turn"), copied)
                     built.append(cur)
                 cur.rows.append(r)
@@ -384,6 +396,14 @@ class _Atif:
                 cur.rows.append(r)
                 cur.results.append(result)
                 return
+        if (
+            role == "environment"
+            and cur is not None
+            and (cur.source, cur.turn, cur.copied, cur.free) == ("agent", turn, copied, 0)
+        ):  # joins its turn's agent step: no open call there it could pair with
+            cur.rows.append(r)
+            cur.results.append({**result, "_loose": True})
+            return
         if role in ("tool", "environment"):  # a result of no call: the harness's step
             step = _Step("system", turn, copied, rows=[r], message="")
             step.results.append({**result, "_loose": True})
@@ -403,6 +423,8 @@ class _Atif:
             extra = _extra(row)
             found = extra.get("ref")
             old: dict[str, Any] = found if isinstance(found, dict) else {}
+            if old.get("trajectory_path"):  # read from ATIF: the reference as it was
+                return dict(old)
             ref["trajectory_path"] = str(
                 old.get("trajectory_path") or old.get("trajectory_id") or f"missing-{n}"
             )
@@ -510,66 +532,3 @@ def atif_document(
     if extra:
         doc["extra"] = dict(extra)
     return doc
-
-
-# -- ChatML fallback ----------------------------------------------------------------------
-
-
-def _text(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "\n".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value)
-    return json.dumps(value, ensure_ascii=False)
-
-
-def chatml_rows(input: str | None, input_is_chat: bool, output: str | None) -> list[dict[str, Any]]:
-    """Step rows of an attempt that has no steps, from its ChatML ``input`` (a message
-    list as JSON text, or a plain prompt: one user message) and ``output`` (one assistant
-    message); empty when it has no ``output`` (no answer: nothing to train on).
-
-    Examples
-    --------
-    >>> [(r["role"], r["content"]) for r in chatml_rows("2+2?", False, "4")]
-    [('user', '2+2?'), ('assistant', '4')]
-    >>> chatml_rows("2+2?", False, None)
-    []
-    """
-    if output is None:
-        return []
-    messages: list[Any] = []
-    if input is not None:
-        parsed: Any = None
-        if input_is_chat:
-            try:
-                parsed = json.loads(input)
-            except ValueError:
-                parsed = None
-        messages = parsed if isinstance(parsed, list) else [{"role": "user", "content": input}]
-    messages = [*messages, {"role": "assistant", "content": output}]
-    rows: list[dict[str, Any]] = []
-
-    def add(**values: Any) -> None:
-        rows.append({"step": len(rows) + 1, **values})
-
-    for turn, m in enumerate(messages, 1):
-        m = m if isinstance(m, dict) else {"role": "user", "content": str(m)}
-        role = {"developer": "system", "function": "tool"}.get(str(m.get("role")), m.get("role"))
-        role = role if role in ("system", "user", "assistant", "tool") else "user"
-        if role == "tool":
-            add(turn=turn, role="tool", kind="tool_result", tool=m.get("name"),
-                call_id=m.get("tool_call_id"), content=_text(m.get("content")))  # fmt: skip
-            continue
-        reasoning = m.get("reasoning_content") or m.get("reasoning")
-        if role == "assistant" and reasoning:
-            add(turn=turn, role=role, kind="reasoning", content=_text(reasoning))
-        text = _text(m.get("content"))
-        calls = [c for c in m.get("tool_calls") or [] if isinstance(c, dict)]
-        if text or not calls:
-            add(turn=turn, role=role, kind="message", content=text or "")
-        for c in calls:
-            fn = c.get("function") or {}
-            args = fn.get("arguments")
-            add(turn=turn, role=role, kind="tool_call", tool=str(fn.get("name")),
-                call_id=c.get("id"), arguments=args if isinstance(args, str) else json.dumps(args))  # fmt: skip
-    return rows

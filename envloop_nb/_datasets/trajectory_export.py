@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._store.ref import job_info
-from .trajectories import atif_document, chat_messages, chatml_rows
+from .trajectories import atif_document, chat_messages
 
 if TYPE_CHECKING:
     from .._store.ref import JobRef
@@ -32,6 +32,7 @@ __all__ = [
     "STEP_BUDGET",
     "TRAJECTORY_FORMATS",
     "TrajectoryCounts",
+    "chatml_rows",
     "trajectory_lines",
 ]
 
@@ -227,3 +228,63 @@ def _line(
             )
         }
     return line
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def chatml_rows(input: str | None, input_is_chat: bool, output: str | None) -> list[dict[str, Any]]:
+    """Step rows of an attempt that has no steps, from its ChatML ``input`` (a message
+    list as JSON text, or a plain prompt: one user message) and ``output`` (one assistant
+    message); empty when it has no ``output`` (no answer: nothing to train on).
+
+    Examples
+    --------
+    >>> [(r["role"], r["content"]) for r in chatml_rows("2+2?", False, "4")]
+    [('user', '2+2?'), ('assistant', '4')]
+    >>> chatml_rows("2+2?", False, None)
+    []
+    """
+    if output is None:
+        return []
+    messages: list[Any] = []
+    if input is not None:
+        parsed: Any = None
+        if input_is_chat:
+            try:
+                parsed = json.loads(input)
+            except ValueError:
+                parsed = None
+        messages = parsed if isinstance(parsed, list) else [{"role": "user", "content": input}]
+    messages = [*messages, {"role": "assistant", "content": output}]
+    rows: list[dict[str, Any]] = []
+
+    def add(**values: Any) -> None:
+        rows.append({"step": len(rows) + 1, **values})
+
+    for turn, m in enumerate(messages, 1):
+        m = m if isinstance(m, dict) else {"role": "user", "content": str(m)}
+        role = {"developer": "system", "function": "tool"}.get(str(m.get("role")), m.get("role"))
+        role = role if role in ("system", "user", "assistant", "tool") else "user"
+        if role == "tool":
+            add(turn=turn, role="tool", kind="tool_result", tool=m.get("name"),
+                call_id=m.get("tool_call_id"), content=_text(m.get("content")))  # fmt: skip
+            continue
+        reasoning = m.get("reasoning_content") or m.get("reasoning")
+        if role == "assistant" and reasoning:
+            add(turn=turn, role=role, kind="reasoning", content=_text(reasoning))
+        text = _text(m.get("content"))
+        calls = [c for c in m.get("tool_calls") or [] if isinstance(c, dict)]
+        if text or not calls:
+            add(turn=turn, role=role, kind="message", content=text or "")
+        for c in calls:
+            fn = c.get("function") or {}
+            args = fn.get("arguments")
+            add(turn=turn, role=role, kind="tool_call", tool=str(fn.get("name")),
+                call_id=c.get("id"), arguments=args if isinstance(args, str) else json.dumps(args))  # fmt: skip
+    return rows
