@@ -339,3 +339,14 @@ def test_atif_fixtures_round_trip(name: str) -> None:
                 s("tokens_in"), s("tokens_out"), s("tokens_cached"), s("cost_usd"), s("model"))  # fmt: skip
 
     assert [key(r) for r in back] == [key(r) for r in rows]
+
+
+def test_experiment_rows_are_not_trajectories(tmp_path: Path) -> None:
+    """An experiment's export has no attempts' steps: a trajectory format is refused,
+    not written as task rows under a trajectory label."""
+    exp = enb.open().load(
+        Path(__file__).resolve().parent.parent / "sample_data/experiments/ops-helper.json"
+    )
+    with pytest.raises(ValueError, match="only a job's export_dataset"):
+        exp.export_dataset(tmp_path, name="x", version="1", format="atif")  # type: ignore[arg-type]
+    assert not list(tmp_path.iterdir())

@@ -367,6 +367,14 @@ def write_dataset(
     check_new_dataset(
         ref, folder, name, version, overwrite=overwrite, format=format, purpose=purpose
     )
+    if (format in TRAJECTORY_FORMATS) != (counts is not None):
+        batches.close()
+        raise ValueError(
+            f"format {format!r} writes attempts' trajectories: only a job's export_dataset "
+            "has them (an experiment's rows are 'jsonl' or 'parquet')"
+            if counts is None
+            else f"trajectory lines need format 'openai_chat' or 'atif', got {format!r}"
+        )
     root = Path(folder)
     target = root / f"{name}@{version}"
     root.mkdir(parents=True, exist_ok=True)
