@@ -281,13 +281,8 @@ def test_trajectory_format_refused_names(tmp_path: Path) -> None:
         job.export_dataset(tmp_path, name="x", version="1", format="chatml", allow_partial=True)  # type: ignore[arg-type]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="reader bug (_loaders/harbor/atif.py _Turn.emit): a step whose first row is a "
-    "sub-agent hand-off (empty message, only a subagent_trajectory_ref) passes 'extra' twice",
-)
 def test_atif_reader_reads_a_step_of_only_a_hand_off() -> None:
+    """A step whose first row is a sub-agent hand-off keeps the step's extra and the ref."""
     rows = [r for r in _rows() if r["step"] <= 3]
     rows += [
         {"task": "A", "attempt": 1, "step": 4, "turn": 3, "role": "assistant", "kind": "subagent",

@@ -112,7 +112,12 @@ class _Turn:
     first: dict[str, Any]
 
     def emit(self, **values: Any) -> int:
-        n = self.reader.row(**self.common, **self.first, **values)
+        row = {**self.common, **self.first}
+        if row.get("extra") and values.get("extra"):  # the step's extra and the row's own
+            values["extra"] = json.dumps(
+                {**json.loads(row["extra"]), **json.loads(values["extra"])}, ensure_ascii=False
+            )
+        n = self.reader.row(**{**row, **values})
         self.first = {}
         return n
 
