@@ -9,9 +9,9 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from envloop_nb._loaders.inspect.read import open_inspect_log
 
 import envloop_nb as enb
+from envloop_nb._loaders.inspect.read import open_inspect_log
 from envloop_nb._loaders.inspect.steps import read_inspect_steps
 from envloop_nb._store.steps import StepWriter, check_steps
 from tests.conftest import FIXTURES, THREE_TASKS

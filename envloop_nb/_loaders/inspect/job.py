@@ -14,7 +14,8 @@ The facts (Inspect's ``EvalLog`` / ``EvalSample``, read from its source):
   message and type (``RuntimeError`` from ``"RuntimeError('...')"``); an empty message
   is no message;
 * metadata → task tags (nested keys dotted, values as text), target → reference,
-  messages → the ChatML input, ``output.completion`` → the output, the reward scorer's
+  messages → the ChatML input, ``output.completion`` → the output (in logs before 2025,
+  which did not store it, the first choice's message text), the reward scorer's
   ``explanation`` → judge summary, model usage → tokens (cache reads as cache tokens)
   and cost, ``total_time`` → duration (``working_time`` kept in ``extra``);
 * Inspect's own ``results.scores`` (per scorer × reducer × metric, with

@@ -65,6 +65,7 @@ _FIELDS = (
     ("completed_at", "$.completed_at", "text"), ("total_time", "$.total_time", "text"),
     ("working_time", "$.working_time", "json"), ("input", "$.input", "json"),
     ("target", "$.target", "json"), ("completion", "$.output.completion", "text"),
+    ("choice", "$.output.choices[0].message.content", "json"),
     ("metadata", "$.metadata", "json"), ("sample_limit", "$.limit", "json"),
     ("error_retries", "$.error_retries", "json"),
 )  # fmt: skip
@@ -474,6 +475,13 @@ def _attempts_sql(reward: str | None) -> str:
         "ELSE {0}::VARCHAR END"
     )
 
+    # logs before 2025 have no output.completion (a property then): what it gave, the
+    # first choice's text (a string, or its text parts joined by newlines)
+    choice_text = """CASE json_type(choice) WHEN 'VARCHAR' THEN choice->>'$'
+        WHEN 'ARRAY' THEN array_to_string(list_transform(
+            list_filter(json_extract(choice, '$[*]'), lambda p: (p->>'type') = 'text'),
+            lambda p: coalesce(p->>'text', '')), chr(10)) END"""
+
     # the fields are compact JSON texts (json_extract writes them so): the object is
     # joined as text, a key left out when its value is missing or null, instead of
     # json_object + json_merge_patch, which parsed and re-wrote every score object
@@ -511,7 +519,7 @@ def _attempts_sql(reward: str | None) -> str:
                TRY_CAST(total_time AS DOUBLE) AS duration_s,
                coalesce({chat}, {text_or_json.format("input")}) AS input,
                ({chat}) IS NOT NULL OR json_type(input) = 'ARRAY' AS input_is_chat,
-               completion AS output,
+               coalesce(completion, {choice_text}) AS output,
                {text_or_json.format("target")} AS reference,
                {extra} AS extra,
                1 AS n_trials, place AS source_place
