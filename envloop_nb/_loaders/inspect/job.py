@@ -36,6 +36,7 @@ import duckdb
 from ..._errors import LoadError, LoadWarning
 from ..common.stage import begin_job, insert_rows, stage_name
 from ..common.values import check_k, parse_time
+from .load_steps import LogSteps
 from .map import STATUS, reward_name, source_numbers, value_to_float
 from .read import InspectLog, open_inspect_log
 from .sql import check_duplicates, epochs_seen, stage_samples
@@ -64,8 +65,10 @@ def load_inspect(
     job_id: str | None = None,
     lenient: bool = False,
     k: int | None = None,
+    steps: bool = True,
 ) -> None:
-    """Stage one Inspect AI log (``.eval`` or ``.json``) as a job.
+    """Stage one Inspect AI log (``.eval`` or ``.json``) as a job, with each attempt's
+    steps (its sample's messages, timed by its events: :mod:`.steps`).
 
     Parameters
     ----------
@@ -75,6 +78,12 @@ def load_inspect(
         Default ``inspect:<task>:<model>:<eval id, 8 characters>``.
     k
         Attempts requested per task; default the log's ``eval.config.epochs``.
+    lenient
+        A sample whose steps cannot be read loses its steps (counted, with a
+        :class:`LoadWarning`) instead of failing the load; every sample's attempt is
+        read or the load fails.
+    steps
+        ``False`` reads no steps (the attempts load faster); ``job.info`` says so.
 
     Examples
     --------
@@ -85,7 +94,6 @@ def load_inspect(
     >>> job.k, job.info["model"], job.summary().total
     (3, 'mockllm/ckpt-a', 60)
     """
-    del lenient  # every sample is read or the load fails: nothing to skip
     path = Path(source)
     check_k(path, k)
     log = open_inspect_log(path)
@@ -93,9 +101,16 @@ def load_inspect(
     jid = job_id or _job_id(log)
     begin_job(con, jid)
     # the samples, chunk by chunk, straight into the attempts; the mapping is SQL (.sql)
-    scratch = stage_samples(con, log, jid=jid, reward=reward)
+    reader = LogSteps(con, jid, path, lenient=lenient) if steps else None
+    scratch = stage_samples(con, log, jid=jid, reward=reward, steps=reader)
     try:
         _finish(con, scratch, log, jid=jid, k=k, reward=reward)
+        said = reader.close() if reader else {"source": None, "why": "not read (steps=False)"}
+        con.execute(
+            f"""UPDATE {stage_name("jobs")}
+                SET extra = json_merge_patch(extra, json_object('steps', ?::JSON))""",
+            [json.dumps(said)],
+        )
     finally:
         scratch.close()
 
