@@ -104,13 +104,8 @@ def load_inspect(
     reader = LogSteps(con, jid, path, lenient=lenient) if steps else None
     scratch = stage_samples(con, log, jid=jid, reward=reward, steps=reader)
     try:
-        _finish(con, scratch, log, jid=jid, k=k, reward=reward)
         said = reader.close() if reader else {"source": None, "why": "not read (steps=False)"}
-        con.execute(
-            f"""UPDATE {stage_name("jobs")}
-                SET extra = json_merge_patch(extra, json_object('steps', ?::JSON))""",
-            [json.dumps(said)],
-        )
+        _finish(con, scratch, log, jid=jid, k=k, reward=reward, steps=said)
     finally:
         scratch.close()
 
@@ -123,8 +118,10 @@ def _finish(
     jid: str,
     k: int | None,
     reward: str | None,
+    steps: dict[str, Any],
 ) -> None:
-    """The checks over the whole log, k, and the job, tasks and dimensions rows."""
+    """The checks over the whole log, k, and the job, tasks and dimensions rows
+    (``steps``: what the steps were read from, for ``extra.steps``)."""
     path = log.path
     ev = log.header["eval"]
     config = ev.get("config") if isinstance(ev.get("config"), Mapping) else {}
@@ -199,6 +196,7 @@ def _finish(
                             "model_roles": ev.get("model_roles") or {},
                             "max_samples": config.get("max_samples"),
                         },
+                        "steps": steps,
                     },
                     default=str,
                 ),
