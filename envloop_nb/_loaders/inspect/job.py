@@ -18,6 +18,9 @@ The facts (Inspect's ``EvalLog`` / ``EvalSample``, read from its source):
   which did not store it, the first choice's message text), the reward scorer's
   ``explanation`` → judge summary, model usage → tokens (cache reads as cache tokens)
   and cost, ``total_time`` → duration (``working_time`` kept in ``extra``);
+* each attempt's steps are its sample's messages with its events' usage and timing
+  (:mod:`.steps`, read as the samples are mapped: :mod:`.load_steps`); the job's
+  ``extra.steps`` says what was read, what was left out and why;
 * Inspect's own ``results.scores`` (per scorer × reducer × metric, with
   ``scored_samples`` / ``unscored_samples``) are kept as source numbers
   (:mod:`envloop_nb._store.source_numbers`): ``job.source_agreement()`` recomputes them.

@@ -10,7 +10,9 @@ Inspect's ``value_to_float``, errors, ChatML, usage, tags, dimensions — is SQL
 chunk's fields ``_el_insp`` (each sample's JSON parsed once, for a list of paths).
 The chunks are mapped on a scratch
 cursor and their rows written into the load's transaction on a writer thread while
-the next chunk is mapped (see :func:`stage_samples` for why).
+the next chunk is mapped (see :func:`stage_samples` for why); that thread then parses
+the chunk's texts in Python, once, for the samples' steps (:mod:`.load_steps`). A chunk
+is at most ``_CHUNK`` samples and ``_CHUNK_BYTES`` of their text.
 
 Only a few small columns of every sample outlive its chunk (``_el_insp_keys``: place,
 id, epoch; ``_el_insp_firsts``: each id's first input, target and metadata), for the
