@@ -76,3 +76,16 @@ def test_reports_have_a_behaviour_section_only_with_steps(tmp_path: Path) -> Non
         tmp_path / "n.html"
     )
     assert "Behaviour" not in none.sections
+
+
+def test_steps_without_a_tool_call_get_no_behaviour_tab_or_section(tmp_path: Path) -> None:
+    """Prompts and answers only (a ChatML job's two steps): nothing to measure, no tab."""
+    ws = enb.open()
+    talk = ws.load(THREE_TASKS, job_id="talk")
+    rows = [{"step": 1, "role": "user", "kind": "message", "content": "q"},
+            {"step": 2, "role": "assistant", "kind": "message", "content": "a"}]  # fmt: skip
+    _write(talk, {("A", 1): rows})
+    assert not talk.steps().empty
+    p = talk.panel()
+    assert "Behaviour" not in repr(p) and p.behaviour is None
+    assert "Behaviour" not in talk.export_html(tmp_path / "r.html").sections

@@ -38,6 +38,7 @@ __all__ = [
     "StepWriter",
     "check_steps",
     "has_steps",
+    "has_tool_calls",
     "steps_relation",
 ]
 
@@ -211,6 +212,15 @@ def has_steps(con: duckdb.DuckDBPyConnection, job_id: str) -> bool:
     return (
         con.execute("SELECT 1 FROM steps WHERE job_id = ? LIMIT 1", [job_id]).fetchone() is not None
     )
+
+
+def has_tool_calls(con: duckdb.DuckDBPyConnection, job_id: str) -> bool:
+    """Whether any step of the job is a tool call: what makes behaviour worth measuring
+    (a job whose steps are only its prompts and answers gets no Behaviour tab)."""
+    row = con.execute(
+        "SELECT 1 FROM steps WHERE job_id = ? AND kind = 'tool_call' LIMIT 1", [job_id]
+    ).fetchone()
+    return row is not None
 
 
 def steps_relation(
