@@ -102,6 +102,8 @@ class StepsLoaded:
 class _Tally:
     atif: int = 0
     chatml: int = 0
+    with_steps: int = 0
+    compared: int = 0
     missing: int = 0
     first_missing: str | None = None
     skipped: list[tuple[str, int]] = field(default_factory=list)
@@ -200,6 +202,7 @@ def _final_metrics(tally: _Tally, row: tuple[Any, ...], got: AtifRead) -> None:
     fm = got.final_metrics or {}
     if not any(isinstance(fm.get(k), int) for k in _FINAL):
         return
+    tally.compared += 1
     for key, value in zip(("ord", "place", "task", "attempt"), row[:4], strict=True):
         tally.final[key].append(value)
     for key in _FINAL:
@@ -267,8 +270,10 @@ def _python_trials(
                 continue
             if isinstance(got, int):
                 tally.chatml += got > 0
+                tally.with_steps += got > 0
                 continue
             tally.atif += 1
+            tally.with_steps += got.rows > 0
             if got.missing_subagents:
                 tally.missing += len(got.missing_subagents)
                 tally.first_missing = tally.first_missing or f"{row[1]}: {got.missing_subagents[0]}"
@@ -309,32 +314,36 @@ def stage_steps(
         _SQL_ROWS.format(place=_place_sql(jsonl), good=good), {"job": job_id, "src": export.name}
     )
     counts = con.execute(
-        f"""SELECT count(*) FILTER (WHERE input IS NOT NULL OR output IS NOT NULL), count(*)
-            FROM {good} WHERE {_PLAIN}"""
+        f"""SELECT count(*) FILTER (WHERE {_PLAIN} AND (input IS NOT NULL OR output IS NOT NULL)),
+                   count(*)
+            FROM {good}"""
     ).fetchone()
     assert counts is not None
     tally = _python_trials(con, export, job_id, good=good, jsonl=jsonl, lenient=lenient)
     tally.chatml += int(counts[0])
-    total, with_steps = con.execute(
-        f"""SELECT (SELECT count(*) FROM {good}),
-                   (SELECT count(*) FROM (SELECT DISTINCT task, attempt FROM steps
-                                          WHERE job_id = $job))""",
-        {"job": job_id},
-    ).fetchone() or (0, 0)
-    differ = con.execute(
-        f"""SELECT count(*), arg_min(f.place, f.ord) FROM _el_fm f JOIN (
-                SELECT task, attempt, {", ".join(f"sum({c}) AS {c}" for c in _FINAL.values())}
-                FROM steps WHERE job_id = $job GROUP BY task, attempt) s USING (task, attempt)
-            WHERE {" OR ".join(f"f.{k} <> s.{c}" for k, c in _FINAL.items())}""",
-        {"job": job_id},
-    ).fetchone() or (0, None)
+    with_steps, total = int(counts[0]) + tally.with_steps, int(counts[1])
+    differ: tuple[Any, ...] = (0, None)
+    if tally.compared:  # the ATIF attempts whose final_metrics state token totals
+        differ = (
+            con.execute(
+                f"""SELECT count(*), arg_min(f.place, f.ord) FROM _el_fm f JOIN (
+                    SELECT task, attempt,
+                           {", ".join(f"sum({c}) AS {c}" for c in _FINAL.values())}
+                    FROM steps WHERE job_id = $job
+                         AND (task, attempt) IN (SELECT (task, attempt) FROM _el_fm)
+                    GROUP BY task, attempt) s USING (task, attempt)
+                WHERE {" OR ".join(f"f.{k} <> s.{c}" for k, c in _FINAL.items())}""",
+                {"job": job_id},
+            ).fetchone()
+            or differ
+        )
     con.execute("DROP TABLE IF EXISTS _el_fm")
     con.execute("DROP TABLE IF EXISTS _el_steps_py")
     readers = [name for name, n in (("atif", tally.atif), ("chatml", tally.chatml)) if n]
     info: dict[str, Any] = {
         "source": "+".join(readers) or None,
-        "attempts_with_steps": int(with_steps),
-        "attempts_without": int(total) - int(with_steps),
+        "attempts_with_steps": with_steps,
+        "attempts_without": total - with_steps,
         "skipped": len(tally.skipped),
         "atif": tally.atif,
         "chatml": tally.chatml,
