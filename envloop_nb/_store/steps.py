@@ -91,7 +91,7 @@ class StepWriter:
     --------
     >>> import envloop_nb as enb
     >>> ws = enb.open()
-    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> w = StepWriter(ws.con, job.id)
     >>> w.add({"task": "A", "attempt": 1, "step": 1, "role": "user", "kind": "message",
     ...        "content": "hi"})
@@ -236,7 +236,7 @@ def steps_relation(
     --------
     >>> import envloop_nb as enb
     >>> ws = enb.open()
-    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> w = StepWriter(ws.con, job.id)
     >>> for n, kind in enumerate(["message", "tool_call"], 1):
     ...     w.add({"task": "A", "attempt": 1, "step": n, "role": "assistant", "kind": kind,
