@@ -81,7 +81,7 @@ def test_reports_have_a_behaviour_section_only_with_steps(tmp_path: Path) -> Non
 def test_steps_without_a_tool_call_get_no_behaviour_tab_or_section(tmp_path: Path) -> None:
     """Prompts and answers only (a ChatML job's two steps): nothing to measure, no tab."""
     ws = enb.open()
-    talk = ws.load(THREE_TASKS, job_id="talk")
+    talk = ws.load(THREE_TASKS, job_id="talk", steps=False)
     rows = [{"step": 1, "role": "user", "kind": "message", "content": "q"},
             {"step": 2, "role": "assistant", "kind": "message", "content": "a"}]  # fmt: skip
     _write(talk, {("A", 1): rows})
