@@ -215,7 +215,7 @@ def test_a_file_named_otherwise_still_finds_its_sub_agents_and_names_them_relati
     beside ``path``); ``relative_to`` names every file by its path under a folder."""
     path = ATIF / "terminus_2" / "context-summarization" / "trajectory.json"
     ws = enb.open()
-    job = ws.load(THREE_TASKS)
+    job = ws.load(THREE_TASKS, steps=False)
     w = StepWriter(ws.con, job.id)
     got = read_atif(w, task="A", attempt=1, path=path, source="trial/agent/trajectory.json")
     w.close()

@@ -99,7 +99,7 @@ def test_report_transcripts_are_bounded(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_report_without_steps_has_no_transcripts(tmp_path: Path) -> None:
-    job = enb.open().load(THREE_TASKS)
+    job = enb.open().load(THREE_TASKS, steps=False)
     html = html_report._hard_cases(job, "unknown", None, 50)
     assert "Hard" not in html or "Transcripts of" not in html
     assert "enb-tr-compact" not in html

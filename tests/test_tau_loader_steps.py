@@ -340,7 +340,7 @@ def test_a_turn_disagreement_is_recorded_with_its_attempt() -> None:
     """Real files cannot make one (each assistant message is at least one row), so the
     check is driven directly: attempt A/1 says 6 turns, its steps hold 2."""
     ws = enb.open()
-    job = ws.load(THREE_TASKS)
+    job = ws.load(THREE_TASKS, steps=False)
     steps = TrialSteps(ws.con, job.id, Path("t.json"), "read_tau_steps", lenient=False)
 
     def two_turns(w: Any) -> None:
