@@ -149,3 +149,12 @@ def test_a_job_without_steps_keeps_its_cases_detail() -> None:
     cases = job.panel().cases
     cases.select_row(0)
     assert "enb-detail" in cases.detail.value and "enb-tr" not in cases.detail.value
+
+
+def test_a_chatml_attempt_keeps_its_cases_detail() -> None:
+    """Steps that are only messages (an EnvLoop prompt and answer) read best as before."""
+    job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    assert set(job.steps()["kind"]) == {"message"}
+    cases = job.panel().cases
+    cases.select_row(0)
+    assert "enb-detail" in cases.detail.value and "enb-tr" not in cases.detail.value

@@ -51,12 +51,13 @@ def transcript_of(
 
 
 def attempt_view_html(con: duckdb.DuckDBPyConnection, job_id: str, task: str, attempt: int) -> str:
-    """The Cases tab's detail of one attempt: its transcript when it has steps (with the
-    attempt's figures, input, output and reference folded below it), else the attempt's
-    detail as it always was."""
+    """The Cases tab's detail of one attempt: its transcript when its steps are more than
+    messages (tool calls, results, reasoning, errors; with the attempt's figures, input,
+    output and reference folded below it), else the attempt's detail as it always was
+    (a ChatML prompt and answer read best there)."""
     detail = attempt_detail(con, job_id, task, attempt)
     rows = attempt_steps(con, job_id, task, attempt)
-    if not rows:
+    if all(row["kind"] == "message" for row in rows):
         return attempt_detail_html(detail)
     shown = transcript_html(rows, detail).html
     return (
