@@ -1,0 +1,662 @@
+"""Steps (issue 35): loading, asking and showing agents' steps, each against a floor.
+
+``python -m benchmarks.bench_steps [--inspect 20k] [--atif 10k,100k] [--scale 1M]
+[--browser] [--repeats 3]`` runs the stages below, each repeat in a fresh process
+(``runner.measure``: imports and setup untimed, median of N, peak RSS of the timed body),
+checks that each stage and its floor read the same things, saves
+``benchmarks/data/steps-results.json`` and writes the section "Steps (issue 35)" into
+``benchmarks/RESULTS.md``. The data: ``benchmarks/steps_data.py``.
+
+Stages (``steps_<what>``; the size is samples, attempts or steps):
+
+- **Inspect** (``20k`` samples, 13 messages each, five tool calls): ``inspect_load``
+  (``ws.load(log.eval)`` into a fresh file workspace: end to end, steps included once the
+  Inspect loader writes them), ``inspect_reader`` (the steps reader alone:
+  ``read_inspect_steps`` over every sample of the log through one ``StepWriter``, then
+  commit), floor ``inspect_messages_df`` (``inspect_ai.analysis.messages_df``).
+- **ATIF** (``10k`` attempts × 20 step rows): ``atif_harbor`` (``ws.load(job folder)``: end
+  to end), ``atif_reader`` (``read_atif`` over every trajectory file through one
+  ``StepWriter``, ``check_steps``, commit; the job's attempts loaded in setup from
+  ``attempts.parquet``), floor ``atif_floor`` (DuckDB ``CREATE TABLE AS SELECT * FROM
+  read_json(the trajectory files)`` in a fresh file).
+- **Asking** (``1M`` attempts, 20M step rows; warm: the call made once, untimed, in setup):
+  ``find_tool`` (``find_steps(tool="edit_file", error=True)``), ``find_contains``
+  (``find_steps(contains="no such file")``), floor ``find_floor`` (the first one's
+  ``GROUP BY`` by hand); ``tool_stats``, ``turn_stats`` (``job.tool_stats()`` /
+  ``job.turn_stats()`` with their defaults), floor ``stats_floor`` (calls / errors per tool
+  and steps per attempt by hand).
+- **Browser** (headless Chromium on an HTML file): ``browser_transcript`` (``10000`` steps:
+  ``job.transcript(...)._repr_html_()``), ``browser_compare`` (``500``: two attempts of
+  500 steps, ``job.compare_attempts(...)``), floors ``browser_floor`` (plain static HTML
+  of the same bytes, one ``<div>`` per step). From ``page.goto`` to the first step block
+  visible and one animation frame after it (painted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import steps_data as sd
+
+Body = Callable[[], Any]
+HERE = Path(__file__).resolve().parent
+RESULTS_JSON = sd.DATA / "steps-results.json"
+BEGIN, END = "<!-- steps:begin -->", "<!-- steps:end -->"
+MB = 1024 * 1024
+
+#: (group, stage names, the floor's stage)
+GROUPS = {
+    "inspect": (("steps_inspect_load", "steps_inspect_reader"), "steps_inspect_messages_df"),
+    "atif": (("steps_atif_harbor", "steps_atif_reader"), "steps_atif_floor"),
+    "find": (("steps_find_tool", "steps_find_contains"), "steps_find_floor"),
+    "stats": (("steps_tool_stats", "steps_turn_stats"), "steps_stats_floor"),
+    "transcript": (("steps_browser_transcript",), "steps_browser_floor"),
+    "compare": (("steps_browser_compare",), "steps_browser_floor"),
+}
+
+
+def _fresh(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for p in (path, Path(str(path) + ".wal")):
+        p.unlink(missing_ok=True)
+    return path
+
+
+def _step_counts(con: Any, job_id: str) -> dict[str, int]:
+    """Rows, tool calls, error results and model turns of a job's steps."""
+    row = con.execute(
+        """SELECT count(*), count(*) FILTER (WHERE kind = 'tool_call'),
+                  count(*) FILTER (WHERE kind = 'tool_result' AND is_error),
+                  count(DISTINCT (task, attempt, turn)), count(DISTINCT (task, attempt))
+           FROM steps WHERE job_id = ?""",
+        [job_id],
+    ).fetchone()
+    keys = ("steps", "tool_calls", "tool_errors", "turns", "attempts_with_steps")
+    return dict(zip(keys, (int(x) for x in row), strict=True))
+
+
+# ======================================================================================
+# Inspect
+# ======================================================================================
+
+
+def _inspect(name: str, size: str, ws_dir: Path) -> tuple[Body, int, Any]:
+    n = sd.parse_count(size)
+    log = sd.ensure_inspect_log(n, sd.ROOT)
+    ws_file = ws_dir / f"steps-inspect-{size}.duckdb"
+    if name == "steps_inspect_messages_df":
+        from inspect_ai.analysis import messages_df
+
+        def floor() -> Any:
+            return messages_df(str(log), quiet=True)
+
+        def counted(df: Any) -> dict[str, Any]:
+            calls = df["tool_calls"].dropna() if "tool_calls" in df else []
+            return {
+                "messages": len(df),
+                "columns": len(df.columns),
+                "tool_calls": int(sum(c.count('"function"') for c in calls)),
+                "tool_errors": int(df["tool_error"].notna().sum()) if "tool_error" in df else None,
+            }
+
+        return floor, n, counted
+
+    import envloop_nb as enb
+
+    if name == "steps_inspect_load":
+
+        def load() -> Any:
+            ws = enb.open(_fresh(ws_file))
+            return ws, ws.load(log)
+
+        def loaded(result: Any) -> dict[str, Any]:
+            ws, job = result
+            out = _step_counts(ws.con, job.id) | {"wired": bool(job.info["extra"].get("steps"))}
+            ws.close()
+            return out
+
+        return load, n, loaded
+
+    from envloop_nb._loaders.inspect.read import open_inspect_log
+    from envloop_nb._loaders.inspect.steps import read_inspect_steps
+    from envloop_nb._store.steps import StepWriter
+
+    def read() -> Any:
+        ws = enb.open(_fresh(ws_file))
+        ws.con.execute("BEGIN")
+        writer = StepWriter(ws.con, "inspect")
+        opened = open_inspect_log(log)
+        for place, sample in opened.samples():
+            read_inspect_steps(writer, task=str(sample["id"]), attempt=int(sample["epoch"]),
+                               sample=sample, source=log.name, place=place)  # fmt: skip
+        writer.close()
+        ws.con.execute("COMMIT")
+        return ws
+
+    def counted_rows(ws: Any) -> dict[str, Any]:
+        out = _step_counts(ws.con, "inspect")
+        ws.close()
+        return out
+
+    return read, n, counted_rows
+
+
+# ======================================================================================
+# ATIF
+# ======================================================================================
+
+
+def _trials(job: Path) -> list[tuple[str, int, Path]]:
+    out = []
+    for entry in os.scandir(job):
+        if entry.is_dir() and "__a" in entry.name:
+            task, attempt = entry.name.split("__a")
+            out.append((task, int(attempt), Path(entry.path) / "agent" / "trajectory.json"))
+    return sorted(out)
+
+
+def _atif(name: str, size: str, ws_dir: Path) -> tuple[Body, int, Any]:
+    n = sd.parse_count(size)
+    job_dir = sd.ensure_atif_job(n, sd.ROOT)
+    ws_file = ws_dir / f"steps-atif-{size}.duckdb"
+    if name == "steps_atif_floor":
+        import duckdb
+
+        pattern = sd.trajectory_glob(n, sd.ROOT)
+
+        def floor() -> Any:
+            con = duckdb.connect(str(_fresh(ws_file)))
+            con.execute("CREATE TABLE t AS SELECT * FROM read_json(?)", [pattern])
+            got = con.execute("SELECT count(*), sum(len(steps)) FROM t").fetchone()
+            con.close()
+            return got
+
+        def counted(got: Any) -> dict[str, Any]:
+            return {"files": int(got[0]), "atif_steps": int(got[1])}
+
+        return floor, n * 20, counted
+
+    import envloop_nb as enb
+
+    if name == "steps_atif_harbor":
+
+        def load() -> Any:
+            ws = enb.open(_fresh(ws_file))
+            return ws, ws.load(str(job_dir))
+
+        def loaded(result: Any) -> dict[str, Any]:
+            ws, job = result
+            out = _step_counts(ws.con, job.id) | {"wired": bool(job.info["extra"].get("steps"))}
+            ws.close()
+            return out
+
+        return load, n * 20, loaded
+
+    from envloop_nb._loaders.harbor.atif import read_atif
+    from envloop_nb._store.steps import StepWriter, check_steps
+
+    ws = enb.open(_fresh(ws_file))
+    ws.load(str(job_dir.parent / "attempts.parquet"), format="table", k=sd.K, job_id="atif")
+    trials = _trials(job_dir)
+
+    def read() -> Any:
+        ws.con.execute("BEGIN")
+        writer = StepWriter(ws.con, "atif")
+        for task, attempt, path in trials:
+            read_atif(writer, task=task, attempt=attempt, path=path)
+        writer.close()
+        check_steps(ws.con, "atif", job_dir.name)
+        ws.con.execute("COMMIT")
+        return ws
+
+    def counted_rows(ws: Any) -> dict[str, Any]:
+        out = _step_counts(ws.con, "atif")
+        ws.close()
+        return out
+
+    return read, n * 20, counted_rows
+
+
+# ======================================================================================
+# asking: find_steps, tool and turn statistics over a generated workspace (warm)
+# ======================================================================================
+
+FIND_FLOOR_SQL = """
+SELECT task, attempt, min(step)::INTEGER AS first_step, count(*)::BIGINT AS matches
+FROM steps WHERE job_id = $job AND tool = 'edit_file' AND is_error
+GROUP BY task, attempt ORDER BY task, attempt
+"""
+STATS_FLOOR_SQL = (
+    """SELECT tool, count(*) FILTER (WHERE kind = 'tool_call') AS calls,
+              count(DISTINCT (task, attempt)) FILTER (WHERE kind = 'tool_call') AS attempts,
+              count(*) FILTER (WHERE kind = 'tool_result' AND is_error) AS errors
+       FROM steps WHERE job_id = $job AND tool IS NOT NULL GROUP BY tool ORDER BY tool""",
+    """SELECT n, count(*) AS attempts FROM (
+           SELECT count(*) AS n FROM steps WHERE job_id = $job GROUP BY task, attempt)
+       GROUP BY n ORDER BY n""",
+)
+
+
+def _asking(name: str, size: str) -> tuple[Body, int, Any]:
+    import envloop_nb as enb
+
+    n = sd.parse_count(size)
+    path = sd.ensure_steps_workspace(n, sd.ROOT)
+    ws = enb.open(path, read_only=True)
+    job = ws.job(sd.steps_job_id(n))
+    job_id = job.id
+    calls: dict[str, Body] = {
+        "steps_find_tool": lambda: job.find_steps(tool="edit_file", error=True),
+        "steps_find_contains": lambda: job.find_steps(contains="no such file"),
+        "steps_find_floor": lambda: ws.con.sql(FIND_FLOOR_SQL, params={"job": job_id}).df(),
+        "steps_tool_stats": lambda: job.tool_stats(),
+        "steps_turn_stats": lambda: job.turn_stats(),
+        "steps_stats_floor": lambda: [
+            ws.con.sql(q, params={"job": job_id}).df() for q in STATS_FLOOR_SQL
+        ],
+    }
+    body = calls[name]
+    body()  # warm: the same call once, untimed
+
+    def facts(result: Any) -> dict[str, Any]:
+        if name.startswith("steps_find"):
+            return {"attempts": len(result), "matches": int(result["matches"].sum())}
+        if name == "steps_stats_floor":
+            tools, hist = result
+            return {
+                "tools": {r.tool: [int(r.calls), int(r.errors)] for r in tools.itertuples()},
+                "steps_per_attempt": {int(r.n): int(r.attempts) for r in hist.itertuples()},
+            }
+        if name == "steps_tool_stats":
+            t = result.tools
+            return {"tools": {r.tool: [int(r.calls), int(r.errors)] for r in t.itertuples()}}
+        return {"repr": repr(result)[:300]}
+
+    return body, n * 20, facts
+
+
+# ======================================================================================
+# browser
+# ======================================================================================
+
+
+def browser_page(steps: int, folder: Path, what: str) -> dict[str, Path]:
+    """Write ``transcript.html`` (one attempt of ``steps`` steps) or ``compare.html`` (two
+    attempts of ``steps`` steps, diverging at a sixth) as a notebook would show them, and
+    ``floor-<what>.html`` of the same bytes: plain static HTML, one block a step."""
+    import envloop_nb as enb
+    from envloop_nb._store.steps import StepWriter
+
+    folder.mkdir(parents=True, exist_ok=True)
+    parquet = folder / "attempts.parquet"
+    import duckdb
+
+    duckdb.sql(
+        "SELECT 'task-000000' AS task, a::INTEGER AS attempt, 'completed' AS status, "
+        "(a = 1)::INT::DOUBLE AS reward FROM range(1, 3) t(a)"
+    ).write_parquet(str(parquet))
+    ws = enb.open()
+    job = ws.load(str(parquet), format="table", k=2, job_id="browser")
+    writer = StepWriter(ws.con, job.id)
+    for attempt in (1, 2):
+        for s in range(1, steps + 1):
+            j, part = divmod(s - 1, 3)
+            tool = sd.TOOLS[sd._h(j, attempt if j >= steps // 6 else 0) % 5]
+            row: dict[str, Any] = {"task": "task-000000", "attempt": attempt, "step": s,
+                                   "turn": j + 1, "model": "acme/coder"}  # fmt: skip
+            if part == 0:
+                row |= {"role": "assistant", "kind": "message", "tokens_in": 1000 + j,
+                        "tokens_out": 40, "content": f"Turn {j + 1}: next I use {tool}."}  # fmt: skip
+            elif part == 1:
+                row |= {"role": "assistant", "kind": "tool_call", "tool": tool,
+                        "call_id": f"c{j}", "arguments": json.dumps({"command": f"ls /app/{j}"})}  # fmt: skip
+            else:
+                error = sd._h(j, 9) % 13 == 0
+                row |= {"role": "tool", "kind": "tool_result", "tool": tool, "call_id": f"c{j}",
+                        "is_error": error,
+                        "content": ("error: no such file" if error else
+                                    "\n".join(f"line {i} of the output of {tool}" for i in range(8)))}  # fmt: skip
+            writer.add(row)
+    writer.close()
+    if what == "transcript":
+        pages = {what: job.transcript("task-000000", 1)._repr_html_()}
+    else:
+        pages = {what: job.compare_attempts("task-000000", 1, 2)._repr_html_()}
+    ws.close()
+    out = {}
+    for what, fragment in pages.items():
+        page = f"<!doctype html><html><head><meta charset='utf-8'></head><body>{fragment}</body></html>"
+        (folder / f"{what}.html").write_text(page)
+        out[what] = folder / f"{what}.html"
+        size = len(page.encode())
+        block = "<div class='floor-step'>step {n}: " + "plain text " * 20 + "</div>\n"
+        parts, total, n = [], 0, 0
+        while total < size:
+            n += 1
+            parts.append(block.format(n=n))
+            total += len(parts[-1])
+        (folder / f"floor-{what}.html").write_text(
+            "<!doctype html><html><head><meta charset='utf-8'></head><body>"
+            + "".join(parts)
+            + "</body></html>"
+        )
+        out[f"floor-{what}"] = folder / f"floor-{what}.html"
+    return out
+
+
+#: the first block of a step in each page
+_FIRST = {
+    "transcript": ".enb-step",
+    "compare": ".enb-sbs-row",
+    "floor-transcript": ".floor-step",
+    "floor-compare": ".floor-step",
+}
+_PAINTED = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+def _browser(name: str, size: str, ws_dir: Path) -> tuple[Body, int, Any]:
+    steps = sd.parse_count(size)
+    what = name.removeprefix("steps_browser_")
+    page_of = "transcript" if steps > 1000 else "compare"  # the floor's page: by size
+    which = f"floor-{page_of}" if what == "floor" else what
+    folder = sd.ROOT / f"browser-{size}"
+    if not (folder / f"{which}.html").exists():
+        browser_page(steps, folder, page_of if what == "floor" else what)
+    pages = {p.stem: p for p in folder.glob("*.html")}
+    from playwright.sync_api import sync_playwright
+
+    from .lab import CHROMIUM, CHROMIUM_ARGS
+
+    pw = sync_playwright().start()
+    browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    warm = browser.new_page()  # the browser's own first page: not the page's time
+    warm.goto("about:blank")
+    url = pages[which].as_uri()
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+
+    def body() -> float:
+        t0 = time.perf_counter()
+        page.goto(url, wait_until="commit")
+        page.locator(_FIRST[which]).first.wait_for(state="visible", timeout=60_000)
+        page.evaluate(_PAINTED)
+        return time.perf_counter() - t0
+
+    def facts(shown: float) -> dict[str, Any]:
+        timing = page.evaluate(
+            """() => { const n = performance.getEntriesByType('navigation')[0];
+                       const p = performance.getEntriesByName('first-contentful-paint')[0];
+                       return {dom_ms: n.domContentLoadedEventEnd, load_ms: n.loadEventEnd,
+                               fcp_ms: p ? p.startTime : null}; }"""
+        )
+        browser.close()
+        pw.stop()
+        return {"shown_s": shown, **timing, "page": which, "bytes": pages[which].stat().st_size}
+
+    return body, steps, facts
+
+
+# ======================================================================================
+# runner glue, checks, the section
+# ======================================================================================
+
+
+def setup(name: str, size: str, ws_dir: Path) -> tuple[Body, int, Any]:
+    """(timed body, rows, after(result) -> facts) for one stage run (``runner._setup``)."""
+    if name.startswith("steps_inspect_"):
+        return _inspect(name, size, ws_dir)
+    if name.startswith("steps_atif_"):
+        return _atif(name, size, ws_dir)
+    if name.startswith("steps_browser_"):
+        return _browser(name, size, ws_dir)
+    return _asking(name, size)
+
+
+def _get(res: list[dict[str, Any]], stage: str, size: str) -> dict[str, Any] | None:
+    for r in res:
+        if r["stage"] == stage and r["size"] == size and "error" not in r:
+            return r
+    return None
+
+
+def check(res: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each stage against its floor: the same messages / calls / errors / rows."""
+    out: list[dict[str, Any]] = []
+
+    def add(what: str, problem: str | None, *rows: dict[str, Any]) -> None:
+        for r in rows:
+            r["agrees"] = problem is None
+        out.append({"what": what, "problem": problem})
+
+    for size in sorted({r["size"] for r in res}):
+        df = _get(res, "steps_inspect_messages_df", size)
+        for name in ("steps_inspect_reader", "steps_inspect_load"):
+            r = _get(res, name, size)
+            if not r or not df or not r["extra"]["steps"]:
+                continue
+            a, b = r["extra"], df["extra"]
+            got = (a["turns"], a["tool_calls"], a["tool_errors"])
+            want = (b["messages"], b["tool_calls"], b["tool_errors"])
+            add(f"{name} {size}: model turns, tool calls, tool errors vs messages_df's "
+                "messages, tool calls, tool errors",
+                None if got == want else f"{got} vs {want}", r, df)  # fmt: skip
+        floor = _get(res, "steps_atif_floor", size)
+        reader = _get(res, "steps_atif_reader", size)
+        if reader:
+            n = sd.parse_count(size)
+            e = reader["extra"]
+            problem = None if e["steps"] == 20 * n and e["attempts_with_steps"] == n else str(e)
+            if floor and (floor["extra"]["files"], floor["extra"]["atif_steps"]) != (n, 8 * n):
+                problem = f"read_json: {floor['extra']}"
+            add(f"steps_atif_reader {size}: 20 rows per trajectory, read_json 8 ATIF steps per "
+                "file", problem, *(x for x in (reader, floor) if x))  # fmt: skip
+        harbor = _get(res, "steps_atif_harbor", size)
+        if harbor and reader and harbor["extra"]["steps"]:
+            keys = ("steps", "tool_calls", "tool_errors", "turns")
+            a = {k: harbor["extra"][k] for k in keys}
+            b = {k: reader["extra"][k] for k in keys}
+            add(f"steps_atif_harbor {size}: the same steps as read_atif",
+                None if a == b else f"{a} vs {b}", harbor)  # fmt: skip
+        ff = _get(res, "steps_find_floor", size)
+        ft = _get(res, "steps_find_tool", size)
+        if ff and ft:
+            add(f"steps_find_tool {size}: attempts and matches vs the floor's GROUP BY",
+                None if ft["extra"] == ff["extra"] else f"{ft['extra']} vs {ff['extra']}",
+                ft, ff)  # fmt: skip
+        sf = _get(res, "steps_stats_floor", size)
+        ts = _get(res, "steps_tool_stats", size)
+        if sf and ts:
+            a, b = ts["extra"]["tools"], sf["extra"]["tools"]
+            add(f"steps_tool_stats {size}: calls and errors per tool vs the floor's",
+                None if a == b else f"{a} vs {b}", ts, sf)  # fmt: skip
+    return out
+
+
+def _fmt(x: float) -> str:
+    return f"{x * 1000:.0f} ms" if x < 1 else f"{x:.2f} s"
+
+
+#: (target text, stage, floor stage or None, test(median, floor median, result))
+TARGETS: tuple[tuple[str, str, str | None, Callable[..., bool]], ...] = (
+    ("Inspect: steps ≥ 10× faster than `messages_df`, peak < 1 GB", "steps_inspect_reader",
+     "steps_inspect_messages_df", lambda m, f, r: f / m >= 10 and r["rss_peak"] < 1e9),
+    ("Inspect, end to end (`ws.load`, attempts and steps): ≥ 10× faster than `messages_df`, "
+     "peak < 1 GB", "steps_inspect_load", "steps_inspect_messages_df",
+     lambda m, f, r: f / m >= 10 and r["rss_peak"] < 1e9),
+    ("ATIF: load ≤ 2× DuckDB `read_json` of the same files", "steps_atif_reader",
+     "steps_atif_floor", lambda m, f, r: m / f <= 2),
+    ("ATIF, end to end (Harbor `ws.load`): ≤ 2× `read_json`", "steps_atif_harbor",
+     "steps_atif_floor", lambda m, f, r: m / f <= 2),
+    ("`find_steps(tool=, error=)` < 1 s warm", "steps_find_tool", "steps_find_floor",
+     lambda m, f, r: m < 1),
+    ("`find_steps(contains=)` < 1 s warm", "steps_find_contains", "steps_find_floor",
+     lambda m, f, r: m < 1),
+    ("`job.tool_stats()` < 2 s warm", "steps_tool_stats", "steps_stats_floor",
+     lambda m, f, r: m < 2),
+    ("`job.turn_stats()` < 2 s warm", "steps_turn_stats", "steps_stats_floor",
+     lambda m, f, r: m < 2),
+    ("browser: 10,000-step transcript, first screen < 1 s", "steps_browser_transcript",
+     "steps_browser_floor", lambda m, f, r: m < 1),
+    ("browser: two 500-step attempts side by side < 1 s", "steps_browser_compare",
+     "steps_browser_floor", lambda m, f, r: m < 1),
+)  # fmt: skip
+
+
+def section(report: dict[str, Any]) -> str:
+    """The "Steps (issue 35)" section of RESULTS.md."""
+    res: list[dict[str, Any]] = report["results"]
+    m = report["machine"]
+    w: list[str] = []
+    w.append("## Steps (issue 35)\n")
+    w.append(
+        f"Run by `{report['command']}` on {m['date']} at commit {m['commit']} "
+        f"({m['cores']} cores, shared: load average {report['load_start'][0]:.2f} at the start, "
+        f"{report['load_end'][0]:.2f} at the end; wall time {report['wall_minutes']:.1f} min). "
+        "Each row: median of N runs, each in a fresh process (`python -m benchmarks stage "
+        "<stage> --size <size>`; imports and setup untimed, the OS file cache warm); peak RSS "
+        "of the timed body. *× floor*: this time / the floor's, measured in the same run. "
+        "What each stage times: `benchmarks/bench_steps.py`'s docstring; the data: "
+        "`benchmarks/steps_data.py`.\n"
+    )
+    for note in report.get("notes", []):
+        w.append(f"- Note: {note}")
+    if report.get("notes"):
+        w.append("")
+    w.append("| stage | size | median | spread (min–max) | N | CPU | peak RSS | × floor | facts |")
+    w.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    for r in res:
+        if "error" in r:
+            w.append(f"| {r['stage']} | {r['size']} | failed: {r['error'][:200]} |")
+            continue
+        floor_name = next((f for s, f in GROUPS.values() if r["stage"] in s), None)
+        floor = _get(res, floor_name, r["size"]) if floor_name else None
+        ratio = f"{r['median'] / floor['median']:.2f}×" if floor else "-"
+        cpu = statistics.median(x["cpu_seconds"] for x in r["runs"])
+        facts = ", ".join(f"{k} {v}" for k, v in r["extra"].items() if k not in ("repr",)
+                          and not isinstance(v, dict))  # fmt: skip
+        if r["stage"].startswith("steps_browser_"):
+            shown = [x["extra"]["shown_s"] for x in r["runs"]]
+            fcp = [x["extra"]["fcp_ms"] for x in r["runs"] if x["extra"]["fcp_ms"]]
+            facts = (f"{r['extra']['page']}.html {r['extra']['bytes'] / MB:.1f} MB; "
+                     f"first contentful paint {statistics.median(fcp):.0f} ms (median)"
+                     if fcp else facts) + f"; shown median {_fmt(statistics.median(shown))}"  # fmt: skip
+        w.append(
+            f"| {r['stage'].removeprefix('steps_')} | {r['size']} | {_fmt(r['median'])} "
+            f"| {_fmt(r['min'])}–{_fmt(r['max'])} | {r['repeats']} | {_fmt(cpu)} "
+            f"| {r['rss_peak'] / MB:.0f} MB | {ratio} | {facts} |"
+        )
+    w.append("")
+    w.append("| target | size | measured | floor | ratio | met |")
+    w.append("|---|---|---:|---:|---:|---|")
+    for text, stage, floor_name, test in TARGETS:
+        for r in res:
+            if r["stage"] != stage or "error" in r:
+                continue
+            floor = _get(res, floor_name, r["size"]) if floor_name else None
+            if floor is None:
+                continue
+            wired = r["extra"].get("wired", True)
+            if not wired:
+                w.append(f"| {text} | {r['size']} | {_fmt(r['median'])} | "
+                         f"{_fmt(floor['median'])} | - | not measured: the loader "
+                         "does not write steps yet |")  # fmt: skip
+                continue
+            fm, mm = floor["median"], r["median"]
+            ratio = f"{fm / mm:.1f}× faster" if "faster" in text else f"{mm / fm:.2f}×"
+            ok = test(mm, fm, r)
+            w.append(f"| {text} | {r['size']} | {_fmt(mm)} (peak {r['rss_peak'] / MB:.0f} MB) "
+                     f"| {_fmt(fm)} | {ratio} | {'yes' if ok else '**no**'} |")  # fmt: skip
+    w.append("")
+    w.append("Agreement checks (before any time is reported):\n")
+    for c in report["checks"]:
+        w.append(
+            f"- {c['what']}: {'agree' if c['problem'] is None else '**' + c['problem'] + '**'}"
+        )
+    w.append("")
+    return "\n".join(w) + "\n"
+
+
+def write_section(report: dict[str, Any], results_md: Path = HERE / "RESULTS.md") -> None:
+    """Replace (or add, before "## Targets") the section between the steps markers."""
+    text = results_md.read_text()
+    block = f"{BEGIN}\n{section(report)}{END}\n"
+    if BEGIN in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1].lstrip("\n")
+    else:
+        head, rest = text.split("## Targets\n", 1)
+        text = head + block + "\n## Targets\n" + rest
+    results_md.write_text(text)
+
+
+def run(plan: list[tuple[str, str, int]], command: str, *, merge: bool = True) -> dict[str, Any]:
+    """Measure each ``(stage, size, repeats)``; save and write the section after each."""
+    from .runner import machine, measure
+
+    report: dict[str, Any] = {"machine": machine(), "command": command, "results": [],
+                              "checks": [], "notes": [], "load_start": os.getloadavg()}  # fmt: skip
+    if merge and RESULTS_JSON.exists():
+        old = json.loads(RESULTS_JSON.read_text())
+        report["results"] = old["results"]
+        report["notes"] = old.get("notes", [])
+    t0 = time.perf_counter()
+    for stage, size, repeats in plan:
+        r = measure(stage, size, repeats, timeout=3600)
+        report["results"] = [
+            x for x in report["results"] if (x["stage"], x["size"]) != (stage, size)
+        ] + [r]
+        report["checks"] = check(report["results"])
+        report["load_end"] = os.getloadavg()
+        report["wall_minutes"] = (time.perf_counter() - t0) / 60
+        RESULTS_JSON.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS_JSON.write_text(json.dumps(report, indent=1, default=str))
+        write_section(report)
+    return report
+
+
+def main(argv: list[str]) -> None:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.bench_steps")
+    p.add_argument("--inspect", default="20k", help="Inspect log sizes (samples)")
+    p.add_argument("--atif", default="10k,100k", help="ATIF job sizes (attempts)")
+    p.add_argument("--scale", default="1M", help="attempts (× 20 steps) for find/stats")
+    p.add_argument("--transcript", default="10000", help="steps of the browser transcript")
+    p.add_argument("--compare", default="500", help="steps of each side-by-side attempt")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--only", default="", help="comma-separated stage names (else all)")
+    p.add_argument("--fresh", action="store_true", help="start a new results file")
+    args = p.parse_args(argv)
+    sizes = {
+        "inspect": args.inspect, "atif": args.atif, "find": args.scale,
+        "stats": args.scale, "transcript": args.transcript, "compare": args.compare,
+    }  # fmt: skip
+    plan = []
+    for group, (stages, floor) in GROUPS.items():
+        for size in (x for x in sizes[group].split(",") if x):
+            for stage in (*stages, floor):
+                if args.only and stage not in args.only.split(","):
+                    continue
+                slow = stage in ("steps_inspect_messages_df",) or (
+                    stage.startswith("steps_atif") and sd.parse_count(size) >= 100_000
+                )
+                plan.append((stage, size, 1 if slow else args.repeats))  # fmt: skip
+    plan = list(dict.fromkeys(plan))
+    command = "python -m benchmarks.bench_steps " + " ".join(argv)
+    report = run(plan, command.strip(), merge=not args.fresh)
+    bad = [c for c in report["checks"] if c["problem"]]
+    for c in bad:
+        print(f"DISAGREEMENT: {c['what']}: {c['problem']}", file=sys.stderr)
+    print(section(report))
+    if bad:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
