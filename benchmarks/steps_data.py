@@ -6,8 +6,9 @@
   every fourth sample — and a final answer: 13 messages, with the model and tool events
   inspect_ai logs), its model the ``mockllm`` provider given a callable that answers from
   the conversation so far. A real eval takes ~0.2 s a sample here, so the big log is the
-  template's samples written again under new ids by inspect_ai's ``EvalRecorder`` (as
-  ``bench_inspect.py`` writes its logs).
+  template's samples written again under new ids (sample, messages, events) by
+  inspect_ai's ``EvalRecorder`` (as ``bench_inspect.py`` writes its logs). The ids
+  matter: ``messages_df`` keeps one row per message id.
 - :func:`ensure_atif_job`: a Harbor job folder of ``n`` trials, each with its
   ``result.json`` and an ATIF-v1.6 ``agent/trajectory.json`` of 8 ATIF steps that read as
   exactly 20 step rows (system, user, then six agent turns of message + tool call +
@@ -24,6 +25,7 @@ gives the same bytes (for one inspect_ai / DuckDB version).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -125,12 +127,15 @@ def _template_log(folder: Path) -> Path:
     return Path(log.location.removeprefix("file://"))
 
 
+_ID = re.compile(r'"([A-Za-z0-9]{22})"')
+
+
 def inspect_log_path(samples: int, root: Path = ROOT) -> Path:
     return root / f"inspect-{samples}" / f"2026-12-06T00-00-00+00-00_lookup_{samples}.eval"
 
 
 async def _write_inspect(template: Path, samples: int, out: Path) -> None:
-    from inspect_ai.log import read_eval_log
+    from inspect_ai.log import EvalSample, read_eval_log
     from inspect_ai.log._recorders.eval import EvalRecorder
 
     log = read_eval_log(str(template))
@@ -142,9 +147,14 @@ async def _write_inspect(template: Path, samples: int, out: Path) -> None:
     await recorder.log_init(spec, str(out), clean=True)
     await recorder.log_start(spec, log.plan)
     zip_log = recorder.data[recorder._log_file_key(spec)]
+    templates = [t.model_dump_json() for t in log.samples]
     for i in range(samples):
-        t = log.samples[i % len(log.samples)]
-        sample = t.model_copy(update={"id": f"s{i:06d}", "uuid": f"bench-{i:08d}"})
+        # every id of the template (messages, events, spans: 22-character shortuuids)
+        # made the copy's own, so that no two samples share a message id
+        text = _ID.sub(lambda m, i=i: f'"{m.group(1)[:14]}{i:08d}"', templates[i % len(templates)])
+        sample = EvalSample.model_validate_json(text).model_copy(
+            update={"id": f"s{i:06d}", "uuid": f"bench-{i:08d}"}
+        )
         await recorder.log_sample(spec, sample)
         if (i + 1) % 2_000 == 0:
             await zip_log.write_buffered_samples()
