@@ -828,14 +828,16 @@ class Job:
         version: str,
         rules: BucketRules | None = None,
         buckets: Sequence[str] | str | None = None,
-        format: Literal["jsonl", "parquet"] = "jsonl",
+        format: Literal["jsonl", "parquet", "openai_chat", "atif"] = "jsonl",
         purpose: Literal["train", "eval"] | None = None,
         overwrite: bool = False,
         policy: Policy = "unknown",
         threshold: float | None = None,
         allow_partial: bool = False,
     ) -> Dataset:
-        """Write a new dataset from chosen buckets (see :func:`envloop_nb.export_dataset`)."""
+        """Write a new dataset from chosen buckets (see :func:`envloop_nb.export_dataset`);
+        ``format="openai_chat"`` or ``"atif"`` writes the chosen tasks' attempts' whole
+        trajectories (OpenAI chat messages with tool calls for SFT, or ATIF-v1.7)."""
         from ._datasets.export import export_dataset
 
         return export_dataset(

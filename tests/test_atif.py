@@ -208,3 +208,24 @@ def test_a_result_flagged_in_its_extra_is_an_error() -> None:
     step2["observation"]["results"][0]["extra"] = {"is_error": "yes"}  # not a flag
     assert _read(doc=doc)[0].steps()["is_error"].sum() == 1
     assert _read(doc=other)[0].steps()["is_error"].sum() == 0
+
+
+def test_a_file_named_otherwise_still_finds_its_sub_agents_and_names_them_relative() -> None:
+    """``source`` names the first document only (its sub-agent files are still found
+    beside ``path``); ``relative_to`` names every file by its path under a folder."""
+    path = ATIF / "terminus_2" / "context-summarization" / "trajectory.json"
+    ws = enb.open()
+    job = ws.load(THREE_TASKS)
+    w = StepWriter(ws.con, job.id)
+    got = read_atif(w, task="A", attempt=1, path=path, source="trial/agent/trajectory.json")
+    w.close()
+    assert not got.missing_subagents and got.rows == 49
+    w = StepWriter(ws.con, job.id)
+    read_atif(w, task="A", attempt=2, path=path, relative_to=ATIF)
+    w.close()
+    places = set(job.steps(task="A", attempt=2)["source_place"].str.split(", ").str[0])
+    assert places == {
+        f"terminus_2/context-summarization/trajectory{x}.json"
+        for x in ("", ".summarization-1-summary", ".summarization-1-questions",
+                  ".summarization-1-answers")
+    }  # fmt: skip

@@ -43,9 +43,10 @@ def _read(sample: dict[str, Any], place: str = "samples[0]") -> tuple[enb.Job, A
 
 
 def _load_all(path: Path) -> tuple[enb.Workspace, enb.Job, list[tuple[str, dict[str, Any]]]]:
-    """The log as a job, with every sample's steps written to its own attempt."""
+    """The log as a job, with every sample's steps written to its own attempt (by the
+    reader alone: the loader's own steps are left out)."""
     ws = enb.open()
-    job = ws.load(path)
+    job = ws.load(path, steps=False)
     samples = list(open_inspect_log(path).samples())
     w = StepWriter(ws.con, job.id)
     for place, sample in samples:

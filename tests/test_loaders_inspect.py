@@ -504,6 +504,51 @@ def test_a_2024_json_log_without_eval_id_is_detected_and_agrees() -> None:
     )
 
 
+def _choice_text(sample: dict) -> str | None:
+    """``ModelOutput.completion`` as Inspect computed it in 2024: the first choice's
+    message text (a string, or its text parts joined by newlines)."""
+    choices = sample["output"].get("choices") or []
+    if not choices:
+        return None
+    content = choices[0]["message"]["content"]
+    if isinstance(content, str):
+        return content
+    return "\n".join(p["text"] for p in content if p.get("type") == "text")
+
+
+@pytest.mark.parametrize("indent", [2, None], ids=["chunked", "whole"])
+def test_a_2024_log_s_output_is_its_first_choice_s_text(tmp_path: Path, indent: int | None) -> None:
+    """2024 logs store no ``output.completion`` (a computed property then): the output is
+    ``output.choices[0].message.content``, a string or a list of content parts (text
+    parts joined by newlines, as Inspect's ``.text`` does), in the SQL mapping and in the
+    Python reference alike. Every 2024 attempt loaded with ``output`` empty."""
+    from envloop_nb._loaders.inspect.map import reward_name
+    from envloop_nb._loaders.inspect.read import open_inspect_log
+
+    doc = json.loads(LOG_2024.read_text())
+    assert all("completion" not in s["output"] for s in doc["samples"])
+    parts = [
+        {"type": "reasoning", "reasoning": "The capital..."},
+        {"type": "text", "text": "Paris"},
+        {"type": "image", "image": "data:image/png;base64,AAAA"},
+        {"type": "text", "text": "I am sure"},
+    ]
+    doc["samples"][1]["output"]["choices"][0]["message"]["content"] = parts
+    doc["samples"][2]["output"]["choices"] = []  # no choice: no output, not ""
+    path = tmp_path / LOG_2024.name
+    path.write_text(json.dumps(doc, indent=indent))
+    want = {(str(s["id"]), s["epoch"]): _choice_text(s) for s in doc["samples"]}
+    assert want[str(doc["samples"][1]["id"]), doc["samples"][1]["epoch"]] == "Paris\nI am sure"
+    got = enb.open().load(path).attempts().set_index(["task", "attempt"])["output"]
+    assert {k: (None if pd.isna(v) else v) for k, v in got.items()} == want
+    log = open_inspect_log(path)
+    ref = Rows()
+    for place, sample in log.samples():
+        ref.add(path, place, sample, reward_name(log.header))
+    keys = zip(ref.attempts["task"], ref.attempts["attempt"], strict=True)
+    assert dict(zip(keys, ref.attempts["output"], strict=True)) == want
+
+
 @pytest.mark.parametrize(
     "head",
     [

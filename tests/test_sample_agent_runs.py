@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 
 import envloop_nb as enb
-from envloop_nb._loaders.harbor.atif import read_atif
 from envloop_nb._metrics.harbor import check
-from envloop_nb._store.steps import StepWriter, check_steps, has_steps
+from envloop_nb._store.steps import check_steps
 from tests.conftest import SAMPLE_DATA
 
 RUNS = SAMPLE_DATA / "agent_runs"
@@ -196,13 +195,8 @@ def test_every_trajectory_reads_as_steps_and_agrees_with_its_trial(loaded: Any) 
     for name in JOBS:
         job = jobs[name]
         trials = _by_attempt(name)
-        if not has_steps(ws.con, job.id):  # until the Harbor loader reads trajectories itself
-            w = StepWriter(ws.con, job.id)
-            for (task, attempt), (result, _) in trials.items():
-                path = RUNS / name / result["trial_name"] / "agent" / "trajectory.json"
-                got = read_atif(w, task=task, attempt=attempt, path=path)
-                assert got.schema_version == "ATIF-v1.7"
-            w.close()
+        info = job.info["extra"]["steps"]  # the loader read every trial's trajectory
+        assert (info["attempts_with_steps"], info["schema_versions"]) == (36, {"ATIF-v1.7": 36})
         check_steps(ws.con, job.id, name)
         steps = job.steps()
         for (task, attempt), (result, traj) in trials.items():

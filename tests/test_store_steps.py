@@ -115,3 +115,25 @@ def test_a_version_3_workspace_gains_the_steps_table(tmp_path: Path) -> None:
     con = duckdb.connect(str(path), read_only=True)
     assert con.execute("SELECT count(*) FROM steps").fetchone() == (0,)
     con.close()
+
+
+def test_the_writer_holds_no_written_batch_inside_the_load_transaction() -> None:
+    """Rows stream: a written batch is freed. A batch handed to DuckDB with
+    ``con.register`` stays referenced by the transaction's catalog until the commit (the
+    view is dropped only then), so a load held every batch of its steps in memory."""
+    import gc
+
+    import pyarrow as pa
+
+    ws = enb.open()
+    job = ws.load(THREE_TASKS)
+    ws.con.execute("BEGIN TRANSACTION")  # as a load writes them
+    w = StepWriter(ws.con, job.id, batch=1000)
+    base = pa.total_allocated_bytes()
+    for i in range(10_000):  # ten batches of ~1 MB
+        w.add({"task": "A", "attempt": 1, "step": i + 1, "role": "user", "kind": "message",
+               "content": "x" * 1000})  # fmt: skip
+    assert w.close() == 10_000
+    gc.collect()
+    assert pa.total_allocated_bytes() - base < 1_000_000
+    ws.con.execute("ROLLBACK")

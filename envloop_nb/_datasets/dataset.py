@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import EnvloopError, LoadError
 from .._store.sql import ident
+from .trajectory_export import BULK_KEYS, TRAJECTORY_FORMATS
 
 if TYPE_CHECKING:
     from .._store.ref import WorkspaceRef
@@ -132,15 +133,16 @@ def read_rows(folder: Path, manifest: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows of a dataset folder, decoded to canonical Python values."""
     name = manifest.get("file")
     fmt = manifest.get("format")
-    if fmt not in ("jsonl", "parquet") or not isinstance(name, str):
+    if fmt not in ("jsonl", "parquet", *TRAJECTORY_FORMATS) or not isinstance(name, str):
         raise EnvloopError(
-            f"{folder / 'manifest.json'}: format must be 'jsonl' or 'parquet' with a file name"
+            f"{folder / 'manifest.json'}: format must be 'jsonl', 'parquet', 'openai_chat' or "
+            "'atif' with a file name"
         )
     path = rows_path(folder, manifest)
     if not path.is_file():
         raise EnvloopError(f"{path}: the manifest names this rows file but it is missing")
     rows: list[dict[str, Any]] = []
-    if fmt == "jsonl":
+    if fmt != "parquet":  # JSON lines (a trajectory format's too)
         with path.open(encoding="utf-8") as f:
             for i, line in enumerate(f, 1):
                 if not line.strip():
@@ -162,11 +164,13 @@ def read_rows(folder: Path, manifest: dict[str, Any]) -> list[dict[str, Any]]:
 def registration_table(
     name: str, version: str, rows: Sequence[dict[str, Any]], start: int = 0
 ) -> Any:
-    """``dataset_rows`` columns (an Arrow table) for ``rows`` numbered from ``start``."""
+    """``dataset_rows`` columns (an Arrow table) for ``rows`` numbered from ``start``
+    (a trajectory line's ``messages`` / ``trajectory`` stay in the file, not here)."""
     import pyarrow as pa
 
+    skip = (*_ROW_COLUMNS, *BULK_KEYS)
     extra = [
-        json.dumps({k: _clean(v) for k, v in r.items() if k not in _ROW_COLUMNS}, sort_keys=True)
+        json.dumps({k: _clean(v) for k, v in r.items() if k not in skip}, sort_keys=True)
         for r in rows
     ]
     return pa.table(
@@ -288,11 +292,16 @@ class Dataset:
         return bool(self.manifest.get("partial"))
 
     def rows(self, frame: str = "pandas") -> Any:
-        """The rows as a frame (``tags`` as JSON text), read back from the rows file."""
+        """The rows as a frame (``tags`` as JSON text; a trajectory line's ``messages``,
+        ``trajectory`` and ``notes`` too), read back from the rows file."""
         import pyarrow as pa
 
         rows = read_rows(self.path, self.manifest)
         flat = [{**r, "tags": json.dumps(r.get("tags") or {}, sort_keys=True)} for r in rows]
+        for r in flat:  # a trajectory line's nested parts (and notes) as JSON text
+            for key in (*BULK_KEYS, "notes"):
+                if key in r:
+                    r[key] = json.dumps(r[key], ensure_ascii=False, sort_keys=True)
         columns = self.manifest.get("columns") or (list(flat[0]) if flat else [])
         table = pa.Table.from_pylist(flat) if flat else pa.table({c: [] for c in columns})
         table = table.select([c for c in columns if c in table.column_names])

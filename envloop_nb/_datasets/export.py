@@ -41,6 +41,7 @@ from .dataset import (
     commit_registration,
     registration_table,
 )
+from .trajectory_export import TRAJECTORY_FORMATS, TrajectoryCounts, trajectory_lines
 
 if TYPE_CHECKING:
     from .._store.ref import JobRef, WorkspaceRef
@@ -182,7 +183,7 @@ def export_dataset(
     version: str,
     rules: BucketRules | None = None,
     buckets: Sequence[str] | str | None = None,
-    format: Literal["jsonl", "parquet"] = "jsonl",
+    format: Literal["jsonl", "parquet", "openai_chat", "atif"] = "jsonl",
     purpose: Literal["train", "eval"] | None = None,
     overwrite: bool = False,
     policy: Policy = "unknown",
@@ -203,7 +204,14 @@ def export_dataset(
         Bucket rules (per task) and the buckets to keep; ``buckets`` needs ``rules``.
         Without ``buckets`` every task is exported.
     format
-        ``"jsonl"`` (``rows.jsonl``, the canonical lines) or ``"parquet"``.
+        ``"jsonl"`` (``rows.jsonl``, the canonical lines) or ``"parquet"``: one row per
+        task. ``"openai_chat"`` or ``"atif"``: one line per attempt of the chosen tasks
+        (in ``rows.jsonl``) with its whole trajectory — OpenAI chat ``messages`` with tool
+        calls, ready for SFT, or an ``ATIF-v1.7`` ``trajectory`` — and the attempt's task,
+        number, job, reward, status and input. An attempt without steps is written from
+        its ChatML input and output when it has an output, else skipped: counted in the
+        manifest's ``trajectories`` and warned (``UserWarning``). What each format keeps,
+        drops and makes up: :mod:`envloop_nb._datasets.trajectories`.
     purpose
         ``"train"``, ``"eval"`` or ``None``. A train dataset is checked against every
         job in the workspace, an eval dataset against every train dataset; overlaps
@@ -247,6 +255,7 @@ def export_dataset(
         partial, status = check_finished(job, allow_partial, "exporting a dataset")
         tasks = sample_table(job.con, job.id, policy=policy, threshold=threshold)
     info = job_info(job.con, job.id)
+    counts = TrajectoryCounts()
     provenance: dict[str, Any] = {
         "partial": partial,
         "source": {
@@ -264,17 +273,33 @@ def export_dataset(
         "policy": policy,
         "threshold": threshold,
     }
-    return write_dataset(
+    trajectories = format in TRAJECTORY_FORMATS
+    ds = write_dataset(
         job,
         folder,
         name=name,
         version=version,
-        batches=_task_batches(job, tasks, rules, chosen),
+        batches=trajectory_lines(job, tasks, chosen, format, counts)
+        if trajectories
+        else _task_batches(job, tasks, rules, chosen),
         format=format,
         purpose=purpose,
         overwrite=True,  # checked above, before the buckets were computed
         provenance=provenance,
+        counts=counts if trajectories else None,
     )
+    if counts.skipped:
+        import warnings
+
+        warnings.warn(
+            f"{ds.ref}: {counts.skipped:,} of {counts.attempts:,} attempts were skipped: they "
+            "have no steps and no output to write (first: "
+            f"{', '.join(counts.skipped_attempts[:5])}); the manifest's 'trajectories' "
+            "counts them",
+            UserWarning,
+            stacklevel=2,
+        )
+    return ds
 
 
 def check_new_dataset(
@@ -291,8 +316,10 @@ def check_new_dataset(
     ``name@version`` over an existing folder or registration."""
     _check_label(name, "name")
     _check_label(version, "version")
-    if format not in ("jsonl", "parquet"):
-        raise ValueError(f"format must be 'jsonl' or 'parquet', got {format!r}")
+    if format not in ("jsonl", "parquet", *TRAJECTORY_FORMATS):
+        raise ValueError(
+            f"format must be 'jsonl', 'parquet', 'openai_chat' or 'atif', got {format!r}"
+        )
     if purpose not in ("train", "eval", None):
         raise ValueError(f"purpose must be 'train', 'eval' or None, got {purpose!r}")
     root = output_folder(folder)
@@ -320,16 +347,19 @@ def write_dataset(
     name: str,
     version: str,
     batches: Generator[Any, None, None],
-    format: Literal["jsonl", "parquet"] = "jsonl",
+    format: Literal["jsonl", "parquet", "openai_chat", "atif"] = "jsonl",
     purpose: Literal["train", "eval"] | None = None,
     overwrite: bool = False,
     provenance: dict[str, Any],
+    counts: TrajectoryCounts | None = None,
 ) -> Dataset:
     """Write ``<folder>/<name>@<version>/`` from Arrow ``batches`` of rows (``task``,
     ``input``, ``input_is_chat``, ``reference``, ``tags`` as JSON text, any other columns
     kept) with its manifest (``provenance`` merged in: ``source``, ``partial`` …) and
     register it; the folder appears whole or not at all. Shared by jobs' and
-    experiments' dataset exports."""
+    experiments' dataset exports. A trajectory format's ``batches`` are lists of lines
+    (dicts, ``tags`` decoded), and ``counts`` (filled as they stream) goes to the
+    manifest's ``trajectories``."""
     import pyarrow.parquet as pq
 
     from .heldout import warn_dataset_overlaps
@@ -337,6 +367,14 @@ def write_dataset(
     check_new_dataset(
         ref, folder, name, version, overwrite=overwrite, format=format, purpose=purpose
     )
+    if (format in TRAJECTORY_FORMATS) != (counts is not None):
+        batches.close()
+        raise ValueError(
+            f"format {format!r} writes attempts' trajectories: only a job's export_dataset "
+            "has them (an experiment's rows are 'jsonl' or 'parquet')"
+            if counts is None
+            else f"trajectory lines need format 'openai_chat' or 'atif', got {format!r}"
+        )
     root = Path(folder)
     target = root / f"{name}@{version}"
     root.mkdir(parents=True, exist_ok=True)
@@ -355,7 +393,8 @@ def write_dataset(
 
     try:
         try:
-            written = _write_rows(staging / f"rows.{format}", format, batches, stage_rows)
+            file = "rows.parquet" if format == "parquet" else "rows.jsonl"
+            written = _write_rows(staging / file, format, batches, stage_rows)
             if writer is not None:
                 writer.close()
                 writer = None
@@ -366,7 +405,7 @@ def write_dataset(
                 "version": version,
                 "purpose": purpose,
                 "format": format,
-                "file": f"rows.{format}",
+                "file": file,
                 "row_count": written.row_count,
                 "rows_without_input": written.without_input,
                 "content_hash": digest,
@@ -380,6 +419,8 @@ def write_dataset(
                 "policy": None,
                 "threshold": None,
             } | provenance
+            if counts is not None:
+                manifest["trajectories"] = counts.to_dict()
             (staging / "manifest.json").write_text(
                 json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
             )
@@ -438,13 +479,13 @@ def _write_rows(
 
     out = _Written()
     sha = hashlib.sha256()
-    text = path.open("w", encoding="utf-8") if fmt == "jsonl" else None
+    text = path.open("w", encoding="utf-8") if fmt != "parquet" else None
     writer: Any = None
     try:
         for batch in batches:
-            if batch.num_rows == 0:
+            rows = batch if isinstance(batch, list) else _rows_of(batch)  # lines: ready
+            if not rows:
                 continue
-            rows = _rows_of(batch)
             lines = canonical_lines(rows)
             for line in lines:
                 if out.row_count:

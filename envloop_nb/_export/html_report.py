@@ -5,7 +5,11 @@ not run Jupyter (see :mod:`envloop_nb._present.report_html`).
 A job's report: the summary cards with their coverage, the job's facts, the pass@k /
 pass^k curve and score by subset, the per-subset and per-dimension tables, the diagnosis,
 the buckets (with ``rules``) and a bounded sample of hard cases (the tasks with the
-lowest pass rate; ``hard_cases`` of them). An experiment's: progress, composite and
+lowest pass rate; ``hard_cases`` of them) — for a job with steps, followed by compact
+transcripts of up to :data:`HARD_TRANSCRIPTS` of them (per task its attempt with the
+lowest reward that has steps: its first :data:`HEAD_STEPS` and last :data:`TAIL_STEPS`
+steps, each text cut at :data:`~envloop_nb._present.transcript_html.COMPACT_CHARS`
+characters in DuckDB; static HTML, no script). An experiment's: progress, composite and
 evaluator cards with ``counted/total``, the case list (bounded) and the correction
 history. The file is written atomically.
 """
@@ -33,6 +37,7 @@ from .._present.cases_html import chat_snippet
 from .._present.display import format_pct
 from .._present.experiment_html import case_list_html, history_html, summary_card_html
 from .._present.job_details import consumption_html, inference_html
+from .._present.paged_view import PAGED_CSS
 from .._present.panel_html import (
     PANEL_CSS,
     bucket_counts_html,
@@ -42,18 +47,29 @@ from .._present.panel_html import (
     rows_table,
 )
 from .._present.report_html import ReportSection, frame_table_html, report_html
+from .._present.transcript_html import COMPACT_CHARS, TRANSCRIPT_CSS, transcript_html
 from .._store.ref import JobRef, job_k, summarised
 from .._store.schema import written_by
+from .._store.steps import has_steps
 from .._types import Policy
 from .behaviour_report import behaviour_section, compare_behaviour_section
 
 __all__ = [
+    "HARD_TRANSCRIPTS",
+    "HEAD_STEPS",
+    "TAIL_STEPS",
     "HtmlReport",
     "export_compare_html",
     "export_experiment_html",
     "export_job_html",
     "write_report",
 ]
+
+
+#: Hard cases shown with a compact transcript (the first ones of the table that have steps).
+HARD_TRANSCRIPTS = 8
+#: Steps shown from the start and from the end of each such attempt.
+HEAD_STEPS, TAIL_STEPS = 10, 6
 
 
 @dataclass(frozen=True)
@@ -120,7 +136,70 @@ def _hard_cases(job: JobRef, policy: Policy, threshold: float | None, limit: int
         rows,
         {2, 3},
     )
-    return f'{PANEL_CSS}<div class="enb-panel">{note}{table}</div>'
+    shown = _hard_transcripts(job, [str(t) for t in hard["task"]])
+    return f'{PANEL_CSS}<div class="enb-panel">{note}{table}</div>{shown}'
+
+
+def _hard_transcripts(job: JobRef, tasks: list[str]) -> str:
+    """Compact transcripts of the hard cases that have steps (see the module docstring),
+    queried bounded: the chosen attempts' first and last steps, texts cut in DuckDB."""
+    if not tasks or not has_steps(job.con, job.id):
+        return ""
+    params = {"job": job.id, "tasks": tasks, "k": HARD_TRANSCRIPTS}
+    picked = job.con.execute(
+        """WITH hard AS (SELECT unnest($tasks) AS task, generate_subscripts($tasks, 1) AS i),
+                n AS (SELECT task, attempt, count(*) AS n FROM steps
+                      WHERE job_id = $job AND task IN (SELECT task FROM hard) GROUP BY ALL)
+           SELECT n.task, n.attempt, n.n, a.reward, a.status
+           FROM n JOIN hard h USING (task)
+           JOIN attempts a ON a.job_id = $job AND a.task = n.task AND a.attempt = n.attempt
+           QUALIFY row_number() OVER (PARTITION BY n.task
+                                      ORDER BY a.reward ASC NULLS LAST, n.attempt) = 1
+           ORDER BY h.i LIMIT $k""",
+        params,
+    ).fetchall()
+    if not picked:
+        return ""
+    rel = job.con.execute(
+        """SELECT s.task, s.attempt, s.step, s.turn, s.parent_step, s.agent, s.role, s.kind,
+                  s.tool, s.call_id, left(s.arguments::VARCHAR, $chars) AS arguments,
+                  length(s.arguments::VARCHAR) AS arguments_chars,
+                  left(s.content, $chars) AS content, length(s.content) AS content_chars,
+                  s.is_error, s.copied, s.tokens_in, s.tokens_out, s.tokens_cached,
+                  s.cost_usd, s.model, s.duration_s
+           FROM steps s
+           JOIN (SELECT unnest($tasks) AS task, unnest($attempts) AS attempt,
+                        unnest($n) AS n) p ON p.task = s.task AND p.attempt = s.attempt
+           WHERE s.job_id = $job AND (s.step <= $head OR s.step > p.n - $tail)
+           ORDER BY s.task, s.attempt, s.step""",
+        {
+            "job": job.id,
+            "tasks": [p[0] for p in picked],
+            "attempts": [p[1] for p in picked],
+            "n": [p[2] for p in picked],
+            "chars": COMPACT_CHARS,
+            "head": HEAD_STEPS,
+            "tail": TAIL_STEPS,
+        },
+    )
+    names = [d[0] for d in rel.description or ()]
+    by_attempt: dict[tuple[str, int], list[dict[str, object]]] = {}
+    for row in rel.fetchall():
+        r = dict(zip(names, row, strict=True))
+        by_attempt.setdefault((str(r["task"]), int(r["attempt"])), []).append(r)
+    parts = []
+    for task, attempt, n, reward, status in picked:
+        info = {"task": task, "attempt": attempt, "reward": reward, "status": status}
+        rows = by_attempt.get((task, attempt), [])
+        parts.append(transcript_html(rows, info, compact=True, total_steps=n, styles=False).html)
+    note = (
+        f'<h3 class="enb-hard-tr">Transcripts of {len(parts)} hard case'
+        f"{'s' if len(parts) != 1 else ''}</h3>"
+        f'<div class="enb-section-note">per task the attempt with the lowest reward that has steps: '
+        f"its first {HEAD_STEPS} and last {TAIL_STEPS} steps, each text cut at "
+        f"{COMPACT_CHARS:,} characters (job.transcript(task, attempt) shows the whole)</div>"
+    )
+    return PAGED_CSS + TRANSCRIPT_CSS + note + "".join(parts)
 
 
 def export_job_html(

@@ -1,4 +1,6 @@
-"""The job's XLSX workbook for reviewers: Summary, Tasks and Attempts (or per-bucket) sheets.
+"""The job's XLSX workbook for reviewers: Summary, Tasks and Attempts (or per-bucket)
+sheets, and for a job with steps a bounded Steps sheet of the exported attempts'
+steps (:mod:`envloop_nb._export.steps_sheet`).
 
 Written through the package's one safe cell writer (:mod:`envloop_nb._export.cells`):
 text is never a formula, control characters are escaped, long text is cut with a
@@ -9,6 +11,7 @@ number of rows. Functions take a :class:`~envloop_nb._store.ref.JobRef`.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +27,7 @@ from .._metrics.summary import job_summary
 from .._present.cases_html import is_missing
 from .._store.ref import job_info, summarised
 from .._store.sql import ident
+from .._store.steps import has_steps
 from .cells import (
     NUM,
     PCT,
@@ -37,6 +41,7 @@ from .cells import (
     save_workbook,
     unique_name,
 )
+from .steps_sheet import write_steps_sheet
 
 if TYPE_CHECKING:
     from .._store.ref import JobRef
@@ -215,6 +220,12 @@ def export_xlsx(
         group_all: list[str | None] | None = list(chosen) if chosen is not None else None
         sheet = _write_attempts(job, wb, cells, "Attempts", rules, result, group_all, dims, titles)
         counts.update(sheet.counts)
+
+    # -- Steps: the exported attempts' steps, bounded -------------------------------
+    if has_steps(job.con, job.id) and summarised(job.con, job.id) is None:
+        kept: list[str | None] | None = list(chosen) if chosen is not None else None
+        with _selected(job, rules, result, kept, dims) as (attempts, params):
+            counts.update(write_steps_sheet(job, wb, cells, titles, attempts, params).counts)
 
     # -- Annotations: every human annotation, with who, when and why ---------------
     if manual_dimensions(job.con, job.id):
@@ -401,6 +412,26 @@ def _attempt_batches(
     exprs: list[str],
 ) -> Iterator[Any]:
     """Arrow record batches of the attempts to export, in task order then attempt."""
+    select = ", ".join(
+        ("bucket" if e == "bucket" else e) + f" AS c{i}" for i, e in enumerate(exprs)
+    )
+    with _selected(job, rules, result, group, dims) as (attempts, params):
+        sql = f"SELECT {select} FROM {attempts} a ORDER BY a.position, a.attempt"
+        yield from job.con.execute(sql, params).to_arrow_reader(BATCH_ROWS)
+
+
+@contextlib.contextmanager
+def _selected(
+    job: JobRef,
+    rules: BucketRules | None,
+    result: BucketResult | None,
+    group: list[str | None] | None,
+    dims: list[str],
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The attempts the workbook exports (``group``'s buckets; ``None``: all), as a SQL
+    subquery with its parameters: each attempt's columns, its task's ``position``, its
+    ``bucket`` and dimensions ``_d{i}``. DuckDB's progress bar is off meanwhile (a
+    stream stays open while Python writes cells)."""
     import pyarrow as pa
 
     con = job.con
@@ -444,29 +475,23 @@ def _attempt_batches(
         if None in group:
             conds.append("bucket IS NULL")
         where = "WHERE " + " OR ".join(conds)
-    select = ", ".join(
-        ("bucket" if e == "bucket" else e) + f" AS c{i}" for i, e in enumerate(exprs)
-    )
     # The dimensions are joined inside, beside the attempt: a per-attempt bucket rule on a
     # dimension reads d._d{i} there; the outer query sees them as a._d{i}.
     dim_cols = "".join(f"d._d{i}, " for i in range(len(dims)))
-    sql = f"""
-        SELECT {select} FROM (
+    sql = f"""(
+        SELECT * FROM (
             SELECT a.*, t.position, {dim_cols}{bucket_expr} AS bucket
             FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.task = a.task
             {bucket_join}
             {dim_join}
             WHERE a.job_id = $job_id
         ) a
-        {where}
-        ORDER BY a.position, a.attempt
-    """
+        {where})"""
     # The stream stays open while Python writes cells; DuckDB would draw a progress bar.
     bar = con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
     con.execute("SET enable_progress_bar = false")
     try:
-        reader = con.execute(sql, params).to_arrow_reader(BATCH_ROWS)
-        yield from reader
+        yield sql, params
     finally:
         if bar is not None:
             con.execute(f"SET enable_progress_bar = {bool(bar[0])}")

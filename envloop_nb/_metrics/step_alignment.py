@@ -7,11 +7,16 @@ answer, not the agent's action); any other step is its kind and role (``message
 assistant``, ``reasoning assistant``). Text is not compared: two attempts that made the
 same calls in the same order have not diverged, whatever they wrote around them.
 
-The **first divergence** is the first position where the two action sequences differ
-(or where one attempt stops while the other goes on). Before it the two attempts are
-paired one to one; after it they are aligned by the longest matching blocks
+The steps are paired one to one up to the first position where their actions differ;
+after it they are aligned by the longest matching blocks
 (:class:`difflib.SequenceMatcher`), so a detour in one attempt leaves gaps on the other
 side and the steps both took again line up.
+
+The **first divergence** (:func:`align_actions`) is where the agents' *decisions* first
+differ: the first step whose tool call or message differs, or where one attempt stops
+while the other goes on. Reasoning (thinking, not acting) and tool results (the world's
+answer) are shown in the alignment but do not decide it: one attempt that thought aloud
+before the same call has not diverged.
 """
 
 from __future__ import annotations
@@ -151,9 +156,15 @@ def align_steps(a: Sequence[str], b: Sequence[str]) -> Alignment:
     return Alignment(tuple(pairs), tuple(same), divergence)
 
 
+#: Rows that are not the agent's decisions: they are aligned, but do not decide the
+#: first divergence.
+NOT_ACTIONS = ("reasoning", "tool_result")
+
+
 def align_actions(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]) -> Alignment:
     """Align two attempts' step rows (mappings with ``kind``, ``role``, ``tool``,
-    ``arguments``, as ``job.steps()`` gives them).
+    ``arguments``, as ``job.steps()`` gives them); the first divergence is the first
+    differing decision (see the module docstring).
 
     Examples
     --------
@@ -161,10 +172,28 @@ def align_actions(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]
     >>> other = dict(call, arguments='{"p": "/"}')
     >>> align_actions([call, call], [call, other]).first_divergence
     1
+    >>> think = {"kind": "reasoning", "role": "assistant"}
+    >>> al = align_actions([call, think, other], [call, other])  # thought first: same call
+    >>> al.first_divergence is None, al.pairs
+    (True, ((0, 0), (1, None), (2, 1)))
     """
-    keys_a = [_key(r) for r in a]
-    keys_b = [_key(r) for r in b]
-    return align_steps(keys_a, keys_b)
+    rows_a, rows_b = list(a), list(b)
+    shown = align_steps([_key(r) for r in rows_a], [_key(r) for r in rows_b])
+    acts_a = [(i, _key(r)) for i, r in enumerate(rows_a) if r.get("kind") not in NOT_ACTIONS]
+    acts_b = [(i, _key(r)) for i, r in enumerate(rows_b) if r.get("kind") not in NOT_ACTIONS]
+    n = 0
+    while n < min(len(acts_a), len(acts_b)) and acts_a[n][1] == acts_b[n][1]:
+        n += 1
+    if n == len(acts_a) == len(acts_b):
+        return Alignment(shown.pairs, shown.same, None)
+    step_a = acts_a[n][0] if n < len(acts_a) else None
+    step_b = acts_b[n][0] if n < len(acts_b) else None
+    at = min(  # the first row showing either side's first differing decision
+        k
+        for k, (pa, pb) in enumerate(shown.pairs)
+        if (step_a is not None and pa == step_a) or (step_b is not None and pb == step_b)
+    )
+    return Alignment(shown.pairs, shown.same, at)
 
 
 def _key(row: Mapping[str, Any]) -> str:

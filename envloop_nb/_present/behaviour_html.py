@@ -39,6 +39,7 @@ BEHAVIOUR_CSS = """<style>
   max-width:460px;word-break:break-word}
 .enb-behaviour .enb-headline{display:flex;flex-wrap:wrap;gap:6px 18px;margin:4px 0 8px}
 .enb-behaviour .enb-headline b{font-size:15px;font-variant-numeric:tabular-nums}
+.enb-behaviour .enb-tool{font-family:var(--jp-code-font-family,monospace);white-space:nowrap}
 .enb-behaviour h4{margin:12px 0 4px}
 .enb-behaviour th{white-space:normal;vertical-align:bottom}
 .enb-behaviour .enb-mark{color:var(--jp-error-color1,#c62828);font-weight:600;margin:4px 0}
@@ -223,7 +224,7 @@ def patterns_html(
     if len(loops):
         rows = [
             [html.escape(f"{r['task']} #{r['attempt']}"),
-             f'<span class="enb-pattern">{html.escape(str(r["tool"]))}</span>',
+             f'<span class="enb-tool">{html.escape(str(r["tool"]))}</span>',
              f'<span class="enb-pattern">{html.escape(_short(r["arguments"]))}</span>',
              f"{r['first_step']}–{r['last_step']}", f"×{r['repeats']}",
              html.escape(str(r["outcome"]))]

@@ -13,6 +13,10 @@ not lay out, so a 10,000-step attempt opens as quickly as a short one. A small i
 script (:data:`PAGED_JS`, no network) switches pages, searches every page (matches are
 highlighted and stepped through), jumps to the first error and makes the timeline strip
 clickable; without scripts the first page still reads. Every text is escaped.
+
+``compact=True`` is the static variant a standalone report holds: no script, no pages,
+no search; the given rows (say an attempt's first and last steps) as blocks with a
+marker where steps were left out, each text cut at ``max_chars`` characters.
 """
 
 from __future__ import annotations
@@ -36,8 +40,10 @@ from .paged_view import (
 )
 from .paged_view import esc as _esc
 from .paged_view import missing_as_none as _v
+from .step_parts import arguments_html, is_error_step, pretty_arguments, step_meta
 
 __all__ = [
+    "COMPACT_CHARS",
     "TRANSCRIPT_CSS",
     "Transcript",
     "arguments_html",
@@ -69,8 +75,8 @@ TRANSCRIPT_CSS = """
 .enb-step.enb-copied{opacity:.5}
 .enb-step.enb-copied .enb-role::after{content:" · copied context";font-weight:400;text-transform:none}
 .enb-step .enb-agent{color:var(--enb-env);font-weight:600}
-.enb-card{border:1px solid var(--jp-border-color2,#8885);border-radius:5px;overflow:hidden;
-  background:var(--jp-layout-color1,transparent)}
+.enb-tr .enb-card{border:1px solid var(--jp-border-color2,#8885);border-radius:5px;overflow:hidden;
+  background:var(--jp-layout-color1,transparent);padding:0;max-width:none;flex:none;min-width:0}
 .enb-card-head{padding:2px 8px;border-bottom:1px solid var(--jp-border-color2,#8884);display:flex;gap:8px;align-items:baseline}
 .enb-compact-tool .enb-tool,.enb-card-head .enb-tool{font-family:var(--jp-code-font-family,ui-monospace,monospace);font-weight:700;font-size:12px}
 .enb-card-grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr))}
@@ -87,104 +93,13 @@ TRANSCRIPT_CSS = """
 .enb-side-error pre{color:var(--enb-err)}
 .enb-st-failed,.enb-st-cancelled{color:var(--enb-err)}
 .enb-st-completed{color:var(--enb-assistant)}
+.enb-tr.enb-tr-compact{display:block;margin:10px 0 14px 0}
+.enb-tr-compact h4{font-size:12.5px;margin:0 0 4px 0}
+.enb-tr-compact .enb-gap{margin:4px 0 4px 8px;font-size:11px;color:var(--jp-ui-font-color2,#888);font-style:italic}
 </style>
 """
-
-
-def pretty_arguments(arguments: Any) -> str:
-    """A tool call's arguments as indented JSON (text that is not JSON as it is).
-
-    Examples
-    --------
-    >>> print(pretty_arguments('{"cmd": "ls", "n": 2}'))
-    {
-      "cmd": "ls",
-      "n": 2
-    }
-    """
-    if _v(arguments) is None:
-        return ""
-    value = arguments
-    if isinstance(arguments, str):
-        try:
-            value = json.loads(arguments)
-        except ValueError:
-            return arguments
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False)
-
-
-def arguments_html(arguments: Any, *, chars: int = FOLD_CHARS, lines: int = FOLD_LINES) -> str:
-    """A tool call's arguments: the JSON pretty-printed, and each text value that runs
-    over several lines (a script, a file) shown as it reads, under its key. Escaped.
-
-    Examples
-    --------
-    >>> out = arguments_html('{"code": "x = 1\\\\nprint(x)", "timeout": 30}')
-    >>> "x = 1\\nprint(x)" in out and "timeout&quot;: 30" in out and "code" in out
-    True
-    >>> arguments_html(None)
-    '<div class="enb-label">no arguments</div>'
-    """
-    text = pretty_arguments(arguments)
-    if not text:
-        return '<div class="enb-label">no arguments</div>'
-    value: Any = None
-    if isinstance(arguments, str):
-        try:
-            value = json.loads(arguments)
-        except ValueError:
-            value = None
-    elif isinstance(arguments, dict):
-        value = arguments
-    if not isinstance(value, dict):
-        return f'<div class="enb-label">arguments</div>{fold_text(text, chars=chars, lines=lines)}'
-    long = {k: v for k, v in value.items() if isinstance(v, str) and "\n" in v}
-    rest = {k: v for k, v in value.items() if k not in long}
-    parts = []
-    if rest or not long:
-        parts.append(
-            f'<div class="enb-label">arguments</div>'
-            f"{fold_text(json.dumps(rest, indent=2, ensure_ascii=False), chars=chars, lines=lines)}"
-        )
-    for key, body in long.items():
-        parts.append(
-            f'<div class="enb-label">{_esc(key)}</div>{fold_text(body, chars=chars, lines=lines)}'
-        )
-    return "".join(parts)
-
-
-def step_meta(row: Mapping[str, Any]) -> str:
-    """Tokens, cost and duration of a step, as one short text (empty when none).
-
-    Examples
-    --------
-    >>> step_meta({"tokens_in": 1200, "tokens_out": 35, "tokens_cached": 1000, "duration_s": 2.5})
-    'in 1,200 · out 35 · cached 1,000 tok · 2.5 s'
-    """
-    parts = []
-    tin, tout, tcached = (_v(row.get(k)) for k in ("tokens_in", "tokens_out", "tokens_cached"))
-    if tin is not None:
-        parts.append(f"in {int(tin):,}")
-    if tout is not None:
-        parts.append(f"out {int(tout):,}")
-    if tcached is not None:
-        parts.append(f"cached {int(tcached):,}")
-    if parts:
-        parts[-1] += " tok"
-    cost = _v(row.get("cost_usd"))
-    if cost is not None:
-        parts.append(f"${float(cost):.4g}")
-    dur = _v(row.get("duration_s"))
-    if dur is not None:
-        parts.append(f"{float(dur):,.3g} s" if float(dur) < 100 else f"{float(dur):,.0f} s")
-    return " · ".join(parts)
-
-
-def is_error_step(row: Mapping[str, Any]) -> bool:
-    """Whether a step is an error: an ``error`` row or one marked ``is_error``."""
-    return bool(_v(row.get("is_error"))) or row.get("kind") == "error"
+#: Characters of a step's content or arguments a compact transcript shows.
+COMPACT_CHARS = 600
 
 
 def _results_of_calls(rows: Sequence[Mapping[str, Any]]) -> dict[int, list[int]]:
@@ -263,20 +178,29 @@ def _head(row: Mapping[str, Any], uid: str | None, extra: str = "") -> str:
     return f'<div class="enb-step-head">{"".join(parts)}</div>'
 
 
-def _card(call: Mapping[str, Any], results: Sequence[Mapping[str, Any]], uid: str) -> str:
+def _card(
+    call: Mapping[str, Any],
+    results: Sequence[Mapping[str, Any]],
+    uid: str,
+    cut: bool = False,
+) -> str:
     cid = _v(call.get("call_id"))
+    chars, lines = (300, 6) if cut else (FOLD_CHARS, FOLD_LINES)
     head = (
         f'<div class="enb-card-head"><span class="enb-tool">{_esc(call.get("tool") or "?")}</span>'
         + (f'<span class="enb-dim">{_esc(cid)}</span>' if cid is not None else "")
         + "</div>"
     )
-    arg_html = arguments_html(call.get("arguments"))
-    body = "" if _v(call.get("content")) is None else fold_text(str(call["content"]))
+    arg_html = arguments_html(call.get("arguments"), chars=chars, lines=lines)
+    body = (
+        ""
+        if _v(call.get("content")) is None
+        else fold_text(str(call["content"]), chars=chars, lines=lines)
+    )
     cells = [f'<div class="enb-args">{arg_html}{body}</div>']
     if not results:
-        cells.append(
-            '<div class="enb-result"><div class="enb-label">no result recorded</div></div>'
-        )
+        missing = "no result among the steps shown" if cut else "no result recorded"
+        cells.append(f'<div class="enb-result"><div class="enb-label">{missing}</div></div>')
     for res in results:
         n = int(res["step"])
         err = is_error_step(res)
@@ -285,14 +209,20 @@ def _card(call: Mapping[str, Any], results: Sequence[Mapping[str, Any]], uid: st
         cells.append(
             f'<div class="enb-result{" enb-e" if err else ""}" id="{uid}-s{n}" data-step="{n}">'
             f'<div class="enb-label">{_esc(label)}</div>'
-            f"{fold_text(None if _v(res.get('content')) is None else str(res['content']))}</div>"
+            f"{fold_text(None if _v(res.get('content')) is None else str(res['content']), chars=chars, lines=lines)}</div>"
         )
     return f'<div class="enb-card">{head}<div class="enb-card-grid">{"".join(cells)}</div></div>'
 
 
 def _block(
-    row: Mapping[str, Any], results: Sequence[Mapping[str, Any]], depth: int, uid: str
+    row: Mapping[str, Any],
+    results: Sequence[Mapping[str, Any]],
+    depth: int,
+    uid: str,
+    cut: bool = False,
 ) -> str:
+    """One step's block; ``cut``: a compact transcript's (texts fold early, and a call or
+    result whose partner is not shown says so)."""
     n, kind = int(row["step"]), str(row.get("kind"))
     err = is_error_step(row) or any(is_error_step(r) for r in results)
     cls = ["enb-step", "enb-block", f"enb-k-{_esc(kind)}", f"enb-r-{_esc(row.get('role'))}"]
@@ -303,7 +233,7 @@ def _block(
     content = _v(row.get("content"))
     text = None if content is None else str(content)
     if kind == "tool_call":
-        body = _card(row, results, uid)
+        body = _card(row, results, uid, cut)
     elif kind in ("reasoning", "context_summary"):
         size = f" · {len(text):,} characters" if text is not None else ""
         what = "reasoning" if kind == "reasoning" else "context summary"
@@ -313,11 +243,17 @@ def _block(
         )
     elif kind == "tool_result":  # a result no call of the attempt answers to
         tool = _v(row.get("tool"))
-        body = (f'<div class="enb-dim">{_esc(tool)} · no matching call</div>' if tool else "") + (
-            fold_text(text)
+        orphan = "its call is not among the steps shown" if cut else "no matching call"
+        body = (f'<div class="enb-dim">{_esc(tool)} · {orphan}</div>' if tool else "") + (
+            fold_text(text, chars=300 if cut else FOLD_CHARS, lines=6 if cut else FOLD_LINES)
         )
     else:
-        body = fold_text(text) if text is not None or kind != "subagent" else ""
+        fold = (300, 6) if cut else (FOLD_CHARS, FOLD_LINES)
+        body = (
+            fold_text(text, chars=fold[0], lines=fold[1])
+            if text is not None or kind != "subagent"
+            else ""
+        )
         if kind == "subagent" and _v(row.get("tool")) is not None:
             body = f'<div class="enb-dim">{_esc(row["tool"])}</div>' + body
     style = f' style="margin-left:{18 * depth}px"' if depth else ""
@@ -451,12 +387,88 @@ class Transcript:
         )
 
 
+def _cut(row: Mapping[str, Any], chars: int) -> dict[str, Any]:
+    """A row with its content and arguments cut at ``chars`` characters and a note of
+    what was left out (``content_chars`` / ``arguments_chars``, when given, are the
+    texts' whole lengths: a query may have cut them already)."""
+    out = dict(row)
+    for key in ("content", "arguments"):
+        value = _v(out.get(key))
+        if value is None:
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        whole = _v(out.get(f"{key}_chars"))
+        length = max(len(text), int(whole) if whole is not None else 0)
+        if length > chars:
+            out[key] = f"{text[:chars]}\n… {length - chars:,} more characters not shown"
+    return out
+
+
+def _compact(
+    records: Sequence[Mapping[str, Any]],
+    info: Mapping[str, Any],
+    task: str,
+    number: int,
+    total: int,
+    chars: int,
+    styles: bool,
+) -> Transcript:
+    """The static compact transcript (see :func:`transcript_html`)."""
+    records = [_cut(r, chars) for r in records]
+    uid = _uid("compact", task, number, total)
+    answered = _results_of_calls(records)
+    attached = {s for steps in answered.values() for s in steps}
+    by_step = {int(r["step"]): r for r in records}
+    depth = _depths(records)
+    cut = len(records) < total
+    parts: list[str] = []
+    seen = 0
+
+    def gap(first: int, last: int) -> str:
+        n = last - first + 1
+        span = f"#{first:,}" if n == 1 else f"#{first:,}–#{last:,}"
+        return (
+            f'<div class="enb-gap">… {n:,} step{"s" if n != 1 else ""} not shown ({span}) …</div>'
+        )
+
+    for r in records:
+        n = int(r["step"])
+        if n > seen + 1:
+            parts.append(gap(seen + 1, n - 1))
+        seen = max(seen, n)
+        if n in attached:
+            continue
+        results = [by_step[s] for s in answered.get(n, [])]
+        seen = max([seen, *(int(x["step"]) for x in results)])
+        parts.append(_block(r, results, depth.get(n, 0), uid, cut))
+    if total > seen:
+        parts.append(gap(seen + 1, total))
+    reward = _v(info.get("reward"))
+    status = _v(info.get("status"))
+    first_error = next((int(r["step"]) for r in records if is_error_step(r)), None)
+    facts = [
+        f"reward {'-' if reward is None else f'{float(reward):.4g}'}",
+        *([str(status)] if status is not None else []),
+        f"{total:,} step{'s' if total != 1 else ''}" + (f", {len(records):,} shown" if cut else ""),
+        *([f"first error shown at #{first_error:,}"] if first_error is not None else []),
+    ]
+    head = f"<h4>task {_esc(task)} · attempt {number} · {_esc(' · '.join(facts))}</h4>"
+    body = "".join(parts) or '<div class="enb-dim">This attempt has no steps.</div>'
+    css = PAGED_CSS + TRANSCRIPT_CSS if styles else ""
+    out = f'{css}<div class="enb-tr enb-tr-compact" id="{uid}">{head}{body}</div>'
+    return Transcript(task, number, total, 1 if records else 0, first_error, out)
+
+
 def transcript_html(
     rows: Any,
     attempt: Mapping[str, Any] | None = None,
     *,
     page_size: int = 200,
     uid: str | None = None,
+    compact: bool = False,
+    total_steps: int | None = None,
+    max_chars: int = COMPACT_CHARS,
+    styles: bool = True,
 ) -> Transcript:
     """An attempt's steps as a readable transcript (see the module docstring).
 
@@ -464,6 +476,14 @@ def transcript_html(
     ``job.steps(task, attempt)``, or mappings with its columns); ``attempt`` is the
     attempt's row (``task``, ``attempt``, ``status``, ``reward``, ``judge_summary``,
     ``error``, ``extra`` with its ``scores`` …) shown beside the steps.
+
+    ``compact=True``: a static, bounded fragment for a standalone report (no script,
+    pages or search). ``rows`` may be some of the attempt's steps (its first and last,
+    say) and ``total_steps`` how many it has: where steps are left out a marker says
+    which; each content and arguments text is cut at ``max_chars`` characters (columns
+    ``content_chars`` / ``arguments_chars`` give the whole lengths when the rows hold
+    cut text already). ``styles=False`` leaves out the CSS (a page that holds several
+    transcripts includes :data:`PAGED_CSS` and :data:`TRANSCRIPT_CSS` once).
 
     Examples
     --------
@@ -484,6 +504,9 @@ def transcript_html(
     info = dict(attempt or {})
     task = str(info.get("task", records[0].get("task") if records else "?"))
     number = int(info.get("attempt") or (records[0].get("attempt") if records else 0) or 0)
+    if compact:
+        total = max(total_steps or 0, max((int(r["step"]) for r in records), default=0))
+        return _compact(records, info, task, number, total, max_chars, styles)
     uid = uid or _uid(task, number, len(records))
     answered = _results_of_calls(records)
     attached = {s for steps in answered.values() for s in steps}

@@ -122,20 +122,19 @@ class StepWriter:
         n = len(self._cols["task"])
         if not n:
             return
-        table = pa.table(
+        # read by DuckDB's replacement scan, by name: a view registered and dropped
+        # inside the load's transaction kept its batch in memory until the commit
+        _el_steps_batch = pa.table(
             {name: pa.array(values, type=STEP_COLUMNS[name]) for name, values in self._cols.items()}
         )
         for values in self._cols.values():
             values.clear()
-        self.con.register("_steps_batch", table)
-        try:
-            self.con.execute(
-                "INSERT INTO steps BY NAME SELECT $job_id AS job_id, * REPLACE "
-                "(arguments::JSON AS arguments, extra::JSON AS extra) FROM _steps_batch",
-                {"job_id": self.job_id},
-            )
-        finally:
-            self.con.unregister("_steps_batch")
+        self.con.execute(
+            "INSERT INTO steps BY NAME SELECT $job_id AS job_id, * REPLACE "
+            "(arguments::JSON AS arguments, extra::JSON AS extra) FROM _el_steps_batch",
+            {"job_id": self.job_id},
+        )
+        del _el_steps_batch
         self.written += n
 
     def close(self) -> int:

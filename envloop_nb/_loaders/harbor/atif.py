@@ -34,21 +34,36 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..._errors import LoadError
-from ..._store.steps import StepWriter
-from ..common.values import is_int, parse_time, read_json_file
+from ..common.values import INT64_MAX, fits, is_int, is_number, parse_time, read_json_file
 
-__all__ = ["AtifRead", "is_atif", "read_atif"]
+__all__ = ["USAGE", "AtifRead", "StepSink", "is_atif", "read_atif"]
 
 _SOURCES = {"system": "system", "user": "user", "agent": "assistant"}
+#: A step's ``metrics`` keys and the step columns they fill (``final_metrics`` has them
+#: as ``total_<key>``).
+USAGE = (
+    ("prompt_tokens", "tokens_in"),
+    ("completion_tokens", "tokens_out"),
+    ("cached_tokens", "tokens_cached"),
+    ("cost_usd", "cost_usd"),
+)
 _MAX_DEPTH = 8  # sub-agents of sub-agents: deeper is a cycle or a bug in the producer
 
 
 def is_atif(doc: object) -> bool:
     """Whether ``doc`` is an ATIF trajectory document (by its ``schema_version``)."""
     return isinstance(doc, dict) and str(doc.get("schema_version", "")).startswith("ATIF-v1.")
+
+
+class StepSink(Protocol):
+    """Where a reader writes its rows: a :class:`~envloop_nb._store.steps.StepWriter`,
+    or a loader's per-attempt buffer (which hands an attempt's rows on only once its
+    trajectory was read whole)."""
+
+    def add(self, row: Mapping[str, Any]) -> None: ...
 
 
 @dataclass
@@ -64,12 +79,22 @@ class AtifRead:
 
 @dataclass
 class _Reader:
-    writer: StepWriter
+    writer: StepSink
     task: str
     attempt: int
     out: AtifRead
+    relative_to: Path | None = None
     step: int = 0
     turns: int = 0
+
+    def shown(self, path: Path) -> str:
+        """A file's name as errors and ``source_place`` give it."""
+        if self.relative_to is not None:
+            try:
+                return path.relative_to(self.relative_to).as_posix()
+            except ValueError:
+                pass
+        return path.name
 
     def row(self, **values: Any) -> int:
         self.step += 1
@@ -87,7 +112,12 @@ class _Turn:
     first: dict[str, Any]
 
     def emit(self, **values: Any) -> int:
-        n = self.reader.row(**self.common, **self.first, **values)
+        row = {**self.common, **self.first}
+        if row.get("extra") and values.get("extra"):  # the step's extra and the row's own
+            values["extra"] = json.dumps(
+                {**json.loads(row["extra"]), **json.loads(values["extra"])}, ensure_ascii=False
+            )
+        n = self.reader.row(**{**row, **values})
         self.first = {}
         return n
 
@@ -114,6 +144,26 @@ def _flagged(result: Mapping[str, Any]) -> bool:
     """A result's own error flag: ``extra.is_error`` is ``true`` (never guessed from text)."""
     extra = result.get("extra")
     return isinstance(extra, dict) and extra.get("is_error") is True
+
+
+def _usage(name: str, place: str, metrics: Any) -> dict[str, int | float | None]:
+    """A step's ``metrics`` as the rows' usage columns (:data:`USAGE`): token counts are
+    whole numbers, the cost a number; absent is null, never 0."""
+    if metrics is None:
+        metrics = {}
+    if not isinstance(metrics, dict):
+        raise LoadError(name, f"{place}.metrics", f"expected an object, got {metrics!r}")
+    out: dict[str, int | float | None] = {}
+    for key, column in USAGE:
+        value = metrics.get(key)
+        whole = column != "cost_usd"
+        if value is not None and (
+            not is_number(value) or (whole and (value != int(value) or not fits(value, INT64_MAX)))
+        ):
+            what = "a whole number of tokens" if whole else "a number"
+            raise LoadError(name, f"{place}.metrics.{key}", f"expected {what}, got {value!r}")
+        out[column] = None if value is None else (int(value) if whole else float(value))
+    return out
 
 
 def _json(value: Any) -> str | None:
@@ -159,13 +209,14 @@ def _results(
 
 
 def _segments(
-    path: Path | None, doc: Mapping[str, Any], source: str
-) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """The document and its continuation files, in order, each with the name it is read as."""
+    r: _Reader, path: Path | None, doc: Mapping[str, Any], source: str
+) -> Iterator[tuple[str, Path | None, Mapping[str, Any]]]:
+    """The document and its continuation files, in order, each with the name it is read
+    as and its file."""
     seen: set[Path] = set()
-    name = path.name if path else source
+    name = source
     while True:
-        yield name, doc
+        yield name, path, doc
         ref = doc.get("continued_trajectory_ref")
         if not ref:
             return
@@ -188,7 +239,7 @@ def _segments(
                 path, "continued_trajectory_ref", f"the continuation file {ref!r} is missing"
             )
         doc = _document(nxt)
-        path, name = nxt, nxt.name
+        path, name = nxt, r.shown(nxt)
 
 
 def _document(path: Path) -> Mapping[str, Any]:
@@ -246,13 +297,7 @@ def _steps(
             "started_at": parse_time(step.get("timestamp"), name, place, "timestamp"),
             "source_place": f"{name}, {place}",
         }
-        metrics = step.get("metrics") or {}
-        usage = {
-            "tokens_in": metrics.get("prompt_tokens"),
-            "tokens_out": metrics.get("completion_tokens"),
-            "tokens_cached": metrics.get("cached_tokens"),
-            "cost_usd": metrics.get("cost_usd"),
-        }
+        usage = _usage(name, place, step.get("metrics"))
         extra = {k: step[k] for k in ("reasoning_effort", "llm_call_count", "extra") if k in step}
         first = {**usage, "extra": _json(extra or None)}
         calls = [c for c in (step.get("tool_calls") or []) if isinstance(c, dict)]
@@ -343,7 +388,7 @@ def _subagent(
     if depth >= _MAX_DEPTH:
         raise LoadError(name, place, f"sub-agents nested over {_MAX_DEPTH} deep (a cycle?)")
     assert child_doc is not None
-    child_name = child_path.name if child_path else f"{name} {label}"
+    child_name = r.shown(child_path) if child_path else f"{name} {label}"
     agent = (child_doc.get("agent") or {}).get("name") or str(label)
     saved = r.turns
     r.turns = 0
@@ -361,15 +406,20 @@ def _subagent(
 
 
 def read_atif(
-    writer: StepWriter,
+    writer: StepSink,
     *,
     task: str,
     attempt: int,
     path: Path | None = None,
     doc: Mapping[str, Any] | None = None,
     source: str | None = None,
+    relative_to: Path | None = None,
 ) -> AtifRead:
     """Write one attempt's ATIF trajectory (from ``path``, or the inline ``doc``) as steps.
+
+    Errors and each row's ``source_place`` name a file by its name, or by its path
+    relative to ``relative_to`` when given (a Harbor job folder: ``<trial>/agent/
+    trajectory.json``); ``source`` names the first document instead.
 
     Returns what was read: rows, tool calls, the ``final_metrics`` the last segment states
     (Harbor's are the whole run's, sub-agents and replayed context included: the sums of
@@ -396,11 +446,10 @@ def read_atif(
             source or "trajectory", "schema_version", "expected an ATIF trajectory ('ATIF-v1.N')"
         )
     out = AtifRead(schema_version=str(doc.get("schema_version")))
-    r = _Reader(writer, task, attempt, out)
-    name = source or (path.name if path else "trajectory")
+    r = _Reader(writer, task, attempt, out, relative_to)
+    name = source or (r.shown(path) if path else "trajectory")
     last: Mapping[str, Any] = doc
-    for seg_name, seg in _segments(path, doc, name):
-        here = path.parent / seg_name if path else None
+    for seg_name, here, seg in _segments(r, path, doc, name):
         _steps(r, seg_name, seg, here=here, agent=None, parent=None, root=seg, depth=0)
         last = seg
     fm = last.get("final_metrics")

@@ -28,8 +28,10 @@ from typing import Any
 import duckdb
 
 from ..._errors import LoadError
+from ..._store.steps import StepWriter
 from ..common.stage import begin_job, insert_rows
 from ..common.values import INT32_MAX, is_int, parse_time, read_json_file
+from .trial_steps import read_trial_steps
 from .trials import attempt_row, model_names, ran_with, read_trials
 from .version import detect_version
 
@@ -240,9 +242,18 @@ def load_harbor(
       ``n_output_tokens``; ``cost_usd``; phase timings, task id, trial URI and the
       exception traceback go to ``extra``. ``source_place`` is ``trial <folder>``.
 
+    * steps: a trial's ATIF trajectory ``agent/trajectory.json`` (its continuation and
+      sub-agent files beside it) is the attempt's steps; a trial without one has none.
+      ``extra["steps"]`` counts both and compares each trajectory's ``final_metrics``
+      with its rows' sums and with the trial's ``agent_result``
+      (:mod:`envloop_nb._loaders.harbor.trial_steps`). A trajectory that cannot be read
+      fails the load naming ``<trial>/agent/trajectory.json`` and the step.
+
     The trial ``result.json`` is the record: ``verifier/reward.txt|json`` files are not
-    read (Harbor already copied them into ``verifier_result``). ``lenient`` has no
-    effect: a Harbor job is small enough to fix by hand.
+    read (Harbor already copied them into ``verifier_result``). ``lenient=True`` only
+    skips the steps of a trajectory that cannot be read (the attempt loads without
+    them; a :class:`~envloop_nb.LoadWarning` counts them); anything else wrong in a
+    Harbor job is refused: it is small enough to fix by hand.
 
     Examples
     --------
@@ -251,7 +262,6 @@ def load_harbor(
     >>> job.k, len(job.attempts()), job.summary(policy="failure").score
     (5, 30, 0.5)
     """
-    del lenient
     folder = Path(source)
     if not folder.is_dir():
         raise LoadError(folder, None, "expected a Harbor job folder (config.json + trials)")
@@ -299,6 +309,7 @@ def load_harbor(
         by_task.setdefault(t["task_name"], []).append(t)
 
     attempt_rows: list[dict[str, Any]] = []
+    placed: list[tuple[str, int, dict[str, Any]]] = []  # (task, attempt, trial)
     dim_rows: list[dict[str, Any]] = []
     dim_names: set[str] = set()
     task_rows: list[dict[str, Any]] = []
@@ -335,6 +346,7 @@ def load_harbor(
         for attempt, t in enumerate(group, start=1):
             row = attempt_row(t, folder, jid, task, attempt)
             attempt_rows.append(row)
+            placed.append((task, attempt, t))
             rewards = t.get("_rewards") or {}
             if len(rewards) > 1:
                 for name, value in rewards.items():
@@ -361,6 +373,9 @@ def load_harbor(
     lock = read_json_file(lock_path, "Harbor's JobLock object") if lock_path.is_file() else None
     harbor = detect_version(lock, job_result, [t for t in trials if not t["_running"]])
     begin_job(con, jid)
+    writer = StepWriter(con, jid)
+    steps = read_trial_steps(writer, folder, placed, lenient=lenient)
+    writer.close()
     insert_rows(
         con,
         "jobs",
@@ -397,6 +412,7 @@ def load_harbor(
                         "n_total_trials": jr.get("n_total_trials"),
                         "updated_at": jr.get("updated_at"),
                         "harbor": harbor,
+                        "steps": steps,
                     }
                     | ({"split": split_extra} if split_extra else {})
                 ),

@@ -46,6 +46,7 @@ from ..common.values import (
 from .terminal_bench_meta import RunMetadata, read_run_metadata
 
 __all__ = [
+    "NO_STEPS",
     "RULE",
     "RunFolder",
     "build_rows",
@@ -55,6 +56,13 @@ __all__ = [
     "source_numbers",
 ]
 
+#: Why a Terminal-Bench 1 job has no steps (its ``extra["steps"]``).
+NO_STEPS = {
+    "source": None,
+    "why": "Terminal-Bench 1 records each trial's terminal session as an asciinema "
+    "recording (the attempt's artifacts.recording_path: screen output, not tool "
+    "calls), no trajectory of steps",
+}
 #: Terminal-Bench's missing-value rule, in the words shown beside its numbers.
 RULE = "Terminal-Bench counts a trial with is_resolved null as not resolved"
 
@@ -424,6 +432,7 @@ def build_rows(
         "run_date": folder.date,
         "run_id": m.run_id or (runs[0] if len(runs) == 1 else (runs or None)),
         "source_numbers": source_numbers(path, doc),
+        "steps": NO_STEPS,
     }
     if meta is not None:
         extra["run_uuid"] = meta.uuid
@@ -472,6 +481,8 @@ def load_terminal_bench(
       ``total_input_tokens`` / ``total_output_tokens``; times and duration from
       ``trial_started_at`` / ``trial_ended_at``; ``artifacts.recording_path``;
       ``extra``: the trial name, ``failure_mode``, ``parser_results``, phase times.
+    * steps: none. The harness records each trial's session as an asciinema cast, not
+      as steps; ``extra["steps"]`` says so (:data:`NO_STEPS`).
     * job: id ``"terminal-bench:<run folder>"`` unless given; a results file renamed
       ``<run>_results.json`` (several runs in one folder, as leaderboard submissions keep
       them) is ``"terminal-bench:<folder>@<run>"``, a job of its own (:func:`job_name`).

@@ -14,9 +14,13 @@ The facts (Inspect's ``EvalLog`` / ``EvalSample``, read from its source):
   message and type (``RuntimeError`` from ``"RuntimeError('...')"``); an empty message
   is no message;
 * metadata → task tags (nested keys dotted, values as text), target → reference,
-  messages → the ChatML input, ``output.completion`` → the output, the reward scorer's
+  messages → the ChatML input, ``output.completion`` → the output (in logs before 2025,
+  which did not store it, the first choice's message text), the reward scorer's
   ``explanation`` → judge summary, model usage → tokens (cache reads as cache tokens)
   and cost, ``total_time`` → duration (``working_time`` kept in ``extra``);
+* each attempt's steps are its sample's messages with its events' usage and timing
+  (:mod:`.steps`, read as the samples are mapped: :mod:`.load_steps`); the job's
+  ``extra.steps`` says what was read, what was left out and why;
 * Inspect's own ``results.scores`` (per scorer × reducer × metric, with
   ``scored_samples`` / ``unscored_samples``) are kept as source numbers
   (:mod:`envloop_nb._store.source_numbers`): ``job.source_agreement()`` recomputes them.
@@ -35,6 +39,7 @@ import duckdb
 from ..._errors import LoadError, LoadWarning
 from ..common.stage import begin_job, insert_rows, stage_name
 from ..common.values import check_k, parse_time
+from .load_steps import LogSteps
 from .map import STATUS, reward_name, source_numbers, value_to_float
 from .read import InspectLog, open_inspect_log
 from .sql import check_duplicates, epochs_seen, stage_samples
@@ -63,8 +68,10 @@ def load_inspect(
     job_id: str | None = None,
     lenient: bool = False,
     k: int | None = None,
+    steps: bool = True,
 ) -> None:
-    """Stage one Inspect AI log (``.eval`` or ``.json``) as a job.
+    """Stage one Inspect AI log (``.eval`` or ``.json``) as a job, with each attempt's
+    steps (its sample's messages, timed by its events: :mod:`.steps`).
 
     Parameters
     ----------
@@ -74,6 +81,12 @@ def load_inspect(
         Default ``inspect:<task>:<model>:<eval id, 8 characters>``.
     k
         Attempts requested per task; default the log's ``eval.config.epochs``.
+    lenient
+        A sample whose steps cannot be read loses its steps (counted, with a
+        :class:`LoadWarning`) instead of failing the load; every sample's attempt is
+        read or the load fails.
+    steps
+        ``False`` reads no steps (the attempts load faster); ``job.info`` says so.
 
     Examples
     --------
@@ -84,7 +97,6 @@ def load_inspect(
     >>> job.k, job.info["model"], job.summary().total
     (3, 'mockllm/ckpt-a', 60)
     """
-    del lenient  # every sample is read or the load fails: nothing to skip
     path = Path(source)
     check_k(path, k)
     log = open_inspect_log(path)
@@ -92,9 +104,11 @@ def load_inspect(
     jid = job_id or _job_id(log)
     begin_job(con, jid)
     # the samples, chunk by chunk, straight into the attempts; the mapping is SQL (.sql)
-    scratch = stage_samples(con, log, jid=jid, reward=reward)
+    reader = LogSteps(con, jid, path, lenient=lenient) if steps else None
+    scratch = stage_samples(con, log, jid=jid, reward=reward, steps=reader)
     try:
-        _finish(con, scratch, log, jid=jid, k=k, reward=reward)
+        said = reader.close() if reader else {"source": None, "why": "not read (steps=False)"}
+        _finish(con, scratch, log, jid=jid, k=k, reward=reward, steps=said)
     finally:
         scratch.close()
 
@@ -107,8 +121,10 @@ def _finish(
     jid: str,
     k: int | None,
     reward: str | None,
+    steps: dict[str, Any],
 ) -> None:
-    """The checks over the whole log, k, and the job, tasks and dimensions rows."""
+    """The checks over the whole log, k, and the job, tasks and dimensions rows
+    (``steps``: what the steps were read from, for ``extra.steps``)."""
     path = log.path
     ev = log.header["eval"]
     config = ev.get("config") if isinstance(ev.get("config"), Mapping) else {}
@@ -183,6 +199,7 @@ def _finish(
                             "model_roles": ev.get("model_roles") or {},
                             "max_samples": config.get("max_samples"),
                         },
+                        "steps": steps,
                     },
                     default=str,
                 ),

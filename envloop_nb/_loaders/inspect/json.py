@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._errors import LoadError
 from ..common.read import decode_utf8
+from .spans import chunk_spans
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -140,7 +141,9 @@ def _cached_layout(path: Path, fd: int) -> tuple[int, int, Any] | None:
     return _LAYOUT_CACHE[key]
 
 
-def json_sample_chunks(path: Path, chunk: int) -> Iterator[tuple[list[str], pa.Array]] | None:
+def json_sample_chunks(
+    path: Path, chunk: int, budget: int = 1 << 62
+) -> Iterator[tuple[list[str], pa.Array]] | None:
     """The samples of an indent-2 ``.json`` log as JSON text, ``chunk`` at a time, without
     parsing them or holding the file in memory; None when the file is not laid out the
     way Inspect writes it (compact, cut short, ...): read it whole then.
@@ -151,6 +154,8 @@ def json_sample_chunks(path: Path, chunk: int) -> Iterator[tuple[list[str], pa.A
         The ``.json`` log.
     chunk
         Samples per yielded batch (the last may hold fewer).
+    budget
+        Bytes per batch, at most (a sample larger than that is a batch of its own).
 
     Returns
     -------
@@ -169,21 +174,26 @@ def json_sample_chunks(path: Path, chunk: int) -> Iterator[tuple[list[str], pa.A
     >>> places[:2], len(texts), texts[0].as_py()[:14], texts[0].as_py()[-8:]
     (['samples[0]', 'samples[1]'], 8, '{\\n      "id": ', ' } \\n    ')
     """
+    import numpy as np
+
     if chunk < 1:
         raise ValueError("chunk must be at least 1")
     with path.open("rb") as f:
         layout = _cached_layout(path, f.fileno())
     if layout is None:
         return None
-    return _json_chunks(path, chunk, layout[2])
+    return _json_chunks(path, chunk_spans(np.diff(layout[2]), chunk, budget), layout[2])
 
 
-def _json_chunks(path: Path, chunk: int, cuts: Any) -> Iterator[tuple[list[str], pa.Array]]:
-    """The batches of :func:`json_sample_chunks`, given the samples' ``cuts``."""
+def _json_chunks(
+    path: Path, spans: list[tuple[int, int]], cuts: Any
+) -> Iterator[tuple[list[str], pa.Array]]:
+    """The batches of :func:`json_sample_chunks`: samples ``start:stop`` of each span,
+    given the samples' ``cuts``."""
     with path.open("rb") as f:
-        for first in range(0, len(cuts) - 1, chunk):
-            last = first + chunk >= len(cuts) - 1
-            yield _json_batch(path, f.fileno(), first, cuts[first : first + chunk + 1], last)
+        for start, stop in spans:
+            last = stop == len(cuts) - 1
+            yield _json_batch(path, f.fileno(), start, cuts[start : stop + 1], last)
 
 
 def _json_batch(

@@ -142,6 +142,40 @@ def _text(value: Any) -> str | None:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _completion(output: Any) -> str | None:
+    """The output's ``completion``; in logs before 2025, which did not store it (it was
+    a property), what the property gave: the first choice's message text (a string, or
+    its text parts joined by newlines). No choice: no output.
+
+    Examples
+    --------
+    >>> _completion({"choices": [{"message": {"content": [
+    ...     {"type": "reasoning", "reasoning": "hm"}, {"type": "text", "text": "a"},
+    ...     {"type": "text", "text": "b"}]}}]})
+    'a\\nb'
+    >>> _completion({"completion": "", "choices": []}), _completion({"choices": []})
+    ('', None)
+    """
+    if not isinstance(output, dict):
+        return None
+    completion = output.get("completion")
+    if completion is not None:
+        return completion if isinstance(completion, str) else None
+    choices = output.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(p.get("text", ""))
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text"
+        )
+    return None
+
+
 def _json_safe(value: Any) -> Any:
     """A score value for JSON: NaN / infinity (Inspect's unscored sentinel) as ``None``."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -257,8 +291,7 @@ class Rows:
         inp, out, cache, cost = _usage(sample)
         started = parse_time(sample.get("started_at"), path, place, "started_at")
         finished = parse_time(sample.get("completed_at"), path, place, "completed_at")
-        output = sample.get("output")
-        completion = output.get("completion") if isinstance(output, dict) else None
+        completion = _completion(sample.get("output"))
         messages = sample.get("messages")
         turns = sample.get("turn_count")
         if not isinstance(turns, int) and isinstance(messages, list):
@@ -306,7 +339,7 @@ class Rows:
         chat = _chat(messages)
         a["input"].append(chat if chat is not None else _text(sample.get("input")))
         a["input_is_chat"].append(chat is not None or isinstance(sample.get("input"), list))
-        a["output"].append(completion if isinstance(completion, str) else None)
+        a["output"].append(completion)
         a["reference"].append(_text(target))
         a["extra"].append(json.dumps(extra, ensure_ascii=False, allow_nan=False, default=str))
         a["source_place"].append(place)

@@ -10,7 +10,9 @@ Inspect's ``value_to_float``, errors, ChatML, usage, tags, dimensions — is SQL
 chunk's fields ``_el_insp`` (each sample's JSON parsed once, for a list of paths).
 The chunks are mapped on a scratch
 cursor and their rows written into the load's transaction on a writer thread while
-the next chunk is mapped (see :func:`stage_samples` for why).
+the next chunk is mapped (see :func:`stage_samples` for why); that thread then parses
+the chunk's texts in Python, once, for the samples' steps (:mod:`.load_steps`). A chunk
+is at most ``_CHUNK`` samples and ``_CHUNK_BYTES`` of their text.
 
 Only a few small columns of every sample outlive its chunk (``_el_insp_keys``: place,
 id, epoch; ``_el_insp_firsts``: each id's first input, target and metadata), for the
@@ -38,6 +40,7 @@ from ..._errors import LoadError
 from ..._store.sql import literal
 from ..common.read import parse_json
 from ..common.stage import stage_name
+from .load_steps import LogSteps
 from .read import InspectLog, json_sample_chunks
 from .zip import sample_chunks
 
@@ -65,10 +68,14 @@ _FIELDS = (
     ("completed_at", "$.completed_at", "text"), ("total_time", "$.total_time", "text"),
     ("working_time", "$.working_time", "json"), ("input", "$.input", "json"),
     ("target", "$.target", "json"), ("completion", "$.output.completion", "text"),
+    ("choice", "$.output.choices[0].message.content", "json"),
     ("metadata", "$.metadata", "json"), ("sample_limit", "$.limit", "json"),
     ("error_retries", "$.error_retries", "json"),
 )  # fmt: skip
 _CHUNK = 8192  # samples per Arrow batch handed to DuckDB (two are mapped at once)
+#: ... and bytes of sample JSON per batch, at most: agent samples of 80 kB each made a
+#: chunk of 8,192 samples 650 MB of text, past the default memory limit once parsed
+_CHUNK_BYTES = 32 << 20
 _SCAN_BATCH = 2048  # samples per record batch of a chunk
 #: Writes a chunk's rows into the load's transaction while the next chunk is mapped.
 _SCORES_MAP = '"MAP(VARCHAR, STRUCT(value JSON))"'  # json_transform's type for ``scores``
@@ -131,10 +138,19 @@ _Chunks = Iterator[tuple[list[str], pa.Array]] | Iterator[tuple[pa.Array, pa.Arr
 
 
 def stage_samples(
-    con: duckdb.DuckDBPyConnection, log: InspectLog, *, jid: str, reward: str | None
+    con: duckdb.DuckDBPyConnection,
+    log: InspectLog,
+    *,
+    jid: str,
+    reward: str | None,
+    steps: LogSteps | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """Map every sample of the log into the workspace's ``attempts`` and ``dimensions``
-    rows of job ``jid``, chunk by chunk (each checked first: see :func:`_check_chunk`).
+    rows of job ``jid``, chunk by chunk (each checked first: see :func:`_check_chunk`),
+    and, given ``steps``, each sample's steps: a chunk's JSON texts are parsed in Python
+    on the writer thread, after its attempts are written, while the next chunks are
+    mapped (the rows are written by the ``steps`` writer, on ``con``, so never while
+    another thread writes on it).
 
     The chunks are mapped on a scratch connection (a cursor of the same database, in its
     own transactions): a table replaced inside the load's transaction keeps its old rows
@@ -154,13 +170,13 @@ def stage_samples(
     )
     path = log.path
     fields = _FIELDS + _reward_fields(reward)
-    mapping = _Mapping(con, scratch, path, fields, jid, reward)
+    mapping = _Mapping(con, scratch, path, fields, jid, reward, steps)
     chunks: _Chunks | None
     if log.form == "eval":
         assert log.directory is not None  # an .eval log always has its directory
-        chunks = sample_chunks(path, log.directory, _CHUNK)
+        chunks = sample_chunks(path, log.directory, _CHUNK, _CHUNK_BYTES)
     else:
-        chunks = json_sample_chunks(path, _CHUNK)
+        chunks = json_sample_chunks(path, _CHUNK, _CHUNK_BYTES)
     try:
         if chunks is None:  # a .json log not laid out as Inspect writes it: read it whole
             mapping.chunk(
@@ -170,9 +186,12 @@ def stage_samples(
                             FROM read_text({literal(str(path))})))""",
                 whole=True,
             )
+            mapping.finish()
+            if steps is not None:  # parsed in Python for their steps, one by one
+                steps.samples(log.samples())
         else:
             _map_chunks(mapping, chunks)
-        mapping.finish()
+            mapping.finish()
     except BaseException:
         mapping.abandon()  # the first error is the one to show
         raise
@@ -208,6 +227,7 @@ class _Mapped(NamedTuple):
     dimensions: pa.Table
     keys: pa.Table  # ord, place, task, epoch
     firsts: pa.Table  # each task's first sample in the chunk: task, ord, input, target, metadata
+    samples: pa.Table | None  # for the steps: place, t (the JSON text) and refs
 
 
 class _Mapping:
@@ -229,9 +249,10 @@ class _Mapping:
         fields: tuple[tuple[str, str, str], ...],
         jid: str,
         reward: str | None,
+        steps: LogSteps | None,
     ) -> None:
         self.con, self.scratch, self.path, self.fields = con, scratch, path, fields
-        self.jid, self.reward = jid, reward
+        self.jid, self.reward, self.steps = jid, reward, steps
         self.attempts_sql = _attempts_sql(reward)
         self.dimensions_sql = _dimensions_sql()
         self.writing: Future[None] | None = None  # the previous chunk's rows, being written
@@ -314,6 +335,7 @@ class _Mapping:
                            arg_min(target, ord) AS target, arg_min(metadata, ord) AS metadata
                     FROM {RAW} GROUP BY task"""
             ).to_arrow_table(),
+            samples=None if batch is None or self.steps is None else _step_samples(cur, batch),
         )
         cur.execute(f"DROP TABLE {RAW}")  # its memory back before the next chunk is read
         return mapped
@@ -321,9 +343,11 @@ class _Mapping:
     def _take(self) -> None:
         """The oldest chunk being mapped: its rows to the writer, its keys and firsts kept."""
         with self._memory():
-            mapped = self.mapped.popleft().result()
             self.wait()  # one chunk in the workspace's transaction at a time, in order
-        self.writing = _WRITER.submit(_append_rows, self.con, mapped.attempts, mapped.dimensions)
+            mapped = self.mapped.popleft().result()
+        self.writing = _WRITER.submit(
+            _append_rows, self.con, mapped.attempts, mapped.dimensions, self.steps, mapped.samples
+        )
         _el_keys, _el_firsts = mapped.keys, mapped.firsts  # read by replacement scans
         self.scratch.execute(f"INSERT INTO {KEYS} SELECT * FROM _el_keys")
         # chunks are taken in log order: a task's first sample is in the first chunk with it
@@ -333,11 +357,30 @@ class _Mapping:
         )
 
 
-def _append_rows(con: duckdb.DuckDBPyConnection, attempts: pa.Table, dimensions: pa.Table) -> None:
-    """Write one chunk's rows (on the writer thread, while the next chunk is mapped:
-    DuckDB releases the GIL, so the two connections work at once)."""
+def _step_samples(cur: duckdb.DuckDBPyConnection, batch: pa.Table) -> pa.Table:
+    """A chunk's samples for their steps: place, JSON text, and whether the messages'
+    text holds an ``attachment://`` reference (most hold none: only those are walked)."""
+    refs = cur.execute(
+        f"""SELECT coalesce(contains(messages::VARCHAR, 'attachment://'), true) AS refs
+            FROM {RAW} ORDER BY ord"""
+    ).to_arrow_table()
+    return batch.select(["place", "t"]).append_column("refs", refs["refs"])
+
+
+def _append_rows(
+    con: duckdb.DuckDBPyConnection,
+    attempts: pa.Table,
+    dimensions: pa.Table,
+    steps: LogSteps | None,
+    samples: pa.Table | None,
+) -> None:
+    """Write one chunk's rows, then read and write its samples' steps (on the writer
+    thread, while the next chunk is mapped: DuckDB releases the GIL, so the two
+    connections work at once)."""
     append_arrow(con, "attempts", attempts)
     append_arrow(con, "dimensions", dimensions)
+    if steps is not None and samples is not None:
+        steps.texts(samples["place"], samples["t"], samples["refs"])
 
 
 def append_arrow(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
@@ -474,6 +517,13 @@ def _attempts_sql(reward: str | None) -> str:
         "ELSE {0}::VARCHAR END"
     )
 
+    # logs before 2025 have no output.completion (a property then): what it gave, the
+    # first choice's text (a string, or its text parts joined by newlines)
+    choice_text = """CASE json_type(choice) WHEN 'VARCHAR' THEN choice->>'$'
+        WHEN 'ARRAY' THEN array_to_string(list_transform(
+            list_filter(json_extract(choice, '$[*]'), lambda p: (p->>'type') = 'text'),
+            lambda p: coalesce(p->>'text', '')), chr(10)) END"""
+
     # the fields are compact JSON texts (json_extract writes them so): the object is
     # joined as text, a key left out when its value is missing or null, instead of
     # json_object + json_merge_patch, which parsed and re-wrote every score object
@@ -511,7 +561,7 @@ def _attempts_sql(reward: str | None) -> str:
                TRY_CAST(total_time AS DOUBLE) AS duration_s,
                coalesce({chat}, {text_or_json.format("input")}) AS input,
                ({chat}) IS NOT NULL OR json_type(input) = 'ARRAY' AS input_is_chat,
-               completion AS output,
+               coalesce(completion, {choice_text}) AS output,
                {text_or_json.format("target")} AS reference,
                {extra} AS extra,
                1 AS n_trials, place AS source_place

@@ -265,11 +265,14 @@ def read_inspect_steps(
     sample: Mapping[str, Any],
     source: object,
     place: str,
+    refs: bool = True,
 ) -> InspectStepsRead:
     """Write one Inspect sample's messages as steps (the module docstring says how).
 
     ``source`` is the log file, ``place`` the sample in it (``"samples[0]"``, or the
-    ``.eval`` member ``"samples/0_epoch_1.json"``).
+    ``.eval`` member ``"samples/0_epoch_1.json"``). ``refs=False`` says the caller knows
+    the messages hold no ``attachment://`` reference (their JSON text has none: Inspect
+    condenses events far more often than messages), so they are not walked for any.
 
     Examples
     --------
@@ -289,7 +292,7 @@ def read_inspect_steps(
     messages = sample.get("messages")
     if not isinstance(messages, list):
         raise LoadError(source, f"{place}, messages", "expected a list of messages")
-    resolve = _resolver(sample, source, place)
+    resolve = _resolver(sample, source, place) if refs else None
     out = InspectStepsRead()
     s = _Sample(StepRows(writer, task, attempt, out), out, source, place)
 
@@ -298,12 +301,14 @@ def read_inspect_steps(
         i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"
     ]
     ids = {messages[i].get("id"): i for i in assistants if messages[i].get("id")}
-    models = [(k, e) for k, e in _agent_events(sample.get("events")) if e.get("event") == "model"]
-    tools = {
-        e.get("id"): (k, e)
-        for k, e in _agent_events(sample.get("events"))
-        if e.get("event") == "tool" and e.get("id")
-    }
+    models: list[tuple[int, Mapping[str, Any]]] = []
+    tools: dict[Any, tuple[int, Mapping[str, Any]]] = {}
+    for k, e in _agent_events(sample.get("events")):
+        kind = e.get("event")
+        if kind == "model":
+            models.append((k, e))
+        elif kind == "tool" and e.get("id"):
+            tools[e["id"]] = (k, e)
     out.model_events = len(models)
     by_id = any(_output_id(e) in ids for _, e in models)
     matched: dict[int, tuple[int, Mapping[str, Any]]] = {}
@@ -337,7 +342,7 @@ def read_inspect_steps(
             raise LoadError(
                 source, s.where(where), f"unknown role {role!r} (system, user, assistant or tool)"
             )
-        message = resolve(raw, where)
+        message = raw if resolve is None else resolve(raw, where)
         out.messages += 1
         common: dict[str, Any] = {"turn": i + 1, "source_place": f"{source}, {s.where(where)}"}
         first: dict[str, Any] = {}

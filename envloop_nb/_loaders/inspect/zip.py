@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..._errors import LoadError
 from ..common.read import decode_utf8
 from .inflate import check_chunk, check_inflation, inflate
+from .spans import chunk_spans
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -378,10 +379,11 @@ def member_bytes(path: Path, data: Any, info: Member | zipfile.ZipInfo, zstd: An
 
 
 def sample_chunks(
-    path: Path, entries: Directory, chunk: int
+    path: Path, entries: Directory, chunk: int, budget: int = 1 << 62
 ) -> Iterator[tuple[pa.Array, pa.Array]]:
-    """The members of ``entries`` in chunks of ``chunk``: ``(names, texts)``, each an
-    Arrow string column.
+    """The members of ``entries`` in chunks of at most ``chunk`` members and ``budget``
+    uncompressed bytes (:func:`~.spans.chunk_spans`): ``(names, texts)``, each an Arrow
+    string column.
 
     A chunk is decompressed by :func:`_inflate_chunk` on a worker thread one chunk ahead
     of the one DuckDB is mapping (zstd and DuckDB both release the GIL), so memory holds
@@ -391,7 +393,7 @@ def sample_chunks(
 
     if len(entries) == 0:
         return
-    spans = [(i, min(i + chunk, len(entries))) for i in range(0, len(entries), chunk)]
+    spans = chunk_spans(entries.usize, chunk, budget)
     with path.open("rb") as f, ThreadPoolExecutor(max_workers=1) as pool:
         fd, size = f.fileno(), path.stat().st_size
         ahead = pool.submit(_inflate_chunk, path, fd, size, entries, *spans[0])

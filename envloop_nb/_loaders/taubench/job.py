@@ -14,6 +14,7 @@ pass^k then equals τ-bench's reported pass^k.
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from ..common.values import (
     parse_time,
     read_json_file,
 )
+from .steps import read_tau2_steps, read_tau_steps
 from .tau2_layout import (
     find_submission,
     is_submission,
@@ -38,6 +40,7 @@ from .tau2_layout import (
     submission_alone,
     submission_numbers,
 )
+from .trial_steps import TrialSteps
 
 __all__ = ["PASS_TOLERANCE", "load_tau2_bench", "load_tau_bench"]
 
@@ -80,7 +83,6 @@ def _job_row(
     dataset: str | None,
     dataset_version: str | None,
     created_at: Any = None,
-    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "job_id": job_id,
@@ -93,7 +95,6 @@ def _job_row(
         "runner": fmt,
         "model": model,
         "attempts": k,
-        "extra": json.dumps(extra) if extra else None,
     }
 
 
@@ -103,10 +104,13 @@ def _stage(
     tasks: list[str],
     attempts: list[dict[str, Any]],
     dims: list[dict[str, Any]],
+    *,
+    steps: TrialSteps,
+    extra: dict[str, Any],
 ) -> None:
+    """Stage the rows (the job claimed and its steps written already); the job's row
+    last, with ``extra["steps"]`` from the steps checked against the attempts."""
     jid = job["job_id"]
-    begin_job(con, jid)
-    insert_rows(con, "jobs", [job])
     insert_rows(
         con,
         "tasks",
@@ -116,6 +120,8 @@ def _stage(
     insert_rows(con, "dimensions", dims)
     names = sorted({d["name"] for d in dims})
     insert_rows(con, "dimension_meta", [{"job_id": jid, "name": n} for n in names])
+    extra["steps"] = steps.finish()
+    insert_rows(con, "jobs", [{**job, "extra": json.dumps(extra)}])
 
 
 def _check_trial(path: Path, place: str, trial: Any) -> int:
@@ -210,7 +216,14 @@ def load_tau_bench(
     * job id: ``"tau-bench:<file stem>"`` unless ``job_id`` is given; the model is
       unknown unless ``model`` is given.
 
-    ``lenient`` has no effect (a τ-bench file is one JSON document).
+    * steps: each result's ``traj``, read by
+      :func:`~envloop_nb._loaders.taubench.steps.read_tau_steps` (``job.steps()``); the
+      job's ``extra["steps"]`` says how many trials have steps and whether their turns
+      agree (:mod:`~envloop_nb._loaders.taubench.trial_steps`).
+
+    A malformed message fails the load naming the file, the message and the trial;
+    with ``lenient=True`` that trial is kept without steps and the load warns how many
+    (every other problem fails the load either way).
 
     Examples
     --------
@@ -221,7 +234,6 @@ def load_tau_bench(
     >>> [round(x, 3) for x in job.curve(policy="failure")["pass^k"]]
     [0.42, 0.273, 0.22, 0.2]
     """
-    del lenient
     path = Path(source)
     check_k(path, k)
     rows = read_json_file(path, "a τ-bench results array")
@@ -229,7 +241,7 @@ def load_tau_bench(
         raise LoadError(
             path, "$", f"expected a JSON array of τ-bench results, got {type(rows).__name__}"
         )
-    parsed: list[tuple[int | str, int, float, dict[str, Any], list[Any], str]] = []
+    parsed: list[tuple[int | str, int, float, dict[str, Any], list[Any], int, str]] = []
     names = _TaskIds(path)
     for i, row in enumerate(rows):
         place = f"[{i}]"
@@ -248,7 +260,7 @@ def load_tau_bench(
             )
         info = _or_empty(row.get("info"), dict, path, place, "info must be an object")
         traj = _or_empty(row.get("traj"), list, path, place, "traj must be a list of messages")
-        parsed.append((task_id, trial, float(reward), info, traj, place))
+        parsed.append((task_id, trial, float(reward), info, traj, i, place))
 
     max_trial = max((p[1] for p in parsed), default=-1)
     if k is not None:
@@ -262,7 +274,9 @@ def load_tau_bench(
     task_ids = sorted({p[0] for p in parsed}, key=lambda t: (isinstance(t, str), t))
     attempts: list[dict[str, Any]] = []
     seen: dict[tuple[str, int], str] = {}
-    for task_id, trial, reward, info, traj, place in parsed:
+    begin_job(con, jid)
+    steps = TrialSteps(con, jid, path, "read_tau_steps", lenient)
+    for task_id, trial, reward, info, traj, i, place in parsed:
         task, attempt = str(task_id), trial + 1
         if attempt > kk:
             raise LoadError(
@@ -293,10 +307,15 @@ def load_tau_bench(
                 "source_place": place,
             }
         )
+        read = partial(
+            read_tau_steps, task=task, attempt=attempt, traj=traj, source=path, place=f"[{i}]",
+            model=model,
+        )  # fmt: skip
+        steps.add(traj, read, trial=f"task_id {task_id}, trial {trial}")
     job = _job_row(
         jid, "tau-bench", path, kk, model=model, dataset=dataset, dataset_version=dataset_version
     )
-    _stage(con, job, [str(t) for t in task_ids], attempts, [])
+    _stage(con, job, [str(t) for t in task_ids], attempts, [], steps=steps, extra={})
 
 
 def load_tau2_bench(
@@ -334,7 +353,15 @@ def load_tau2_bench(
       job's source numbers (``job.source_agreement()``), its model and date
       ``extra["submission"]``. Loaded by itself it is refused: it is no job.
 
-    ``lenient`` has no effect.
+    * steps: each simulation's ``messages``, read by
+      :func:`~envloop_nb._loaders.taubench.steps.read_tau2_steps` (``job.steps()``); the
+      job's ``extra["steps"]`` says how many simulations have steps, whether their turns
+      agree and whether ``agent_cost`` is the sum of their steps' cost
+      (:mod:`~envloop_nb._loaders.taubench.trial_steps`).
+
+    A malformed message fails the load naming the file, the message and the trial;
+    with ``lenient=True`` that simulation is kept without steps and the load warns how
+    many (every other problem fails the load either way).
 
     Examples
     --------
@@ -344,7 +371,6 @@ def load_tau2_bench(
     >>> s.scored, s.invalid, s.score
     (5, 1, 0.6)
     """
-    del lenient
     path, sims_dir = results_path(Path(source))
     check_k(path, k)
     doc = read_json_file(path, "a τ²-bench results object")
@@ -388,10 +414,12 @@ def load_tau2_bench(
     attempts: list[dict[str, Any]] = []
     dims: list[dict[str, Any]] = []
     seen: dict[tuple[str, int], str] = {}
-    for src, place, sim in sims:
+    begin_job(con, jid)
+    steps = TrialSteps(con, jid, path, "read_tau2_steps", lenient, cost=True)
+    for src, at, sim in sims:
         if not isinstance(sim, dict):
-            raise LoadError(src, place, "expected a simulation object")
-        place = f"{place} (id {sim.get('id')})"
+            raise LoadError(src, at, "expected a simulation object")
+        place = f"{at} (id {sim.get('id')})"
         task_id = sim.get("task_id")
         if task_id is None:
             raise LoadError(src, place, "task_id is missing")
@@ -474,6 +502,11 @@ def load_tau2_bench(
                 "source_place": place,
             }
         )
+        read = partial(
+            read_tau2_steps, task=task, attempt=trial + 1, messages=messages, source=src,
+            place=at if src == path else "$", model=model if isinstance(model, str) else None,
+        )  # fmt: skip
+        steps.add(messages, read, trial=f"task_id {task_id}, trial {trial}")
     extra = {"user_info": info.get("user_info"), "timestamp": doc.get("timestamp")}
     submission = find_submission(path)
     if submission is not None:  # the leaderboard's numbers of this run's domain
@@ -490,6 +523,5 @@ def load_tau2_bench(
         dataset=dataset or (f"tau2-bench/{domain}" if domain else "tau2-bench"),
         dataset_version=dataset_version,
         created_at=parse_time(doc.get("timestamp"), path, "$.timestamp", "timestamp"),
-        extra=extra,
     )
-    _stage(con, job, task_names, attempts, dims)
+    _stage(con, job, task_names, attempts, dims, steps=steps, extra=extra)
