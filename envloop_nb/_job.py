@@ -142,7 +142,7 @@ class Job:
         Examples
         --------
         >>> import envloop_nb as enb
-        >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
         >>> job.transcript("A", 1)
         <Transcript task 'A' · attempt 1 · 0 steps · 0 pages>
         """
@@ -161,7 +161,7 @@ class Job:
         Examples
         --------
         >>> import envloop_nb as enb
-        >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+        >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
         >>> job.compare_attempts("A", 1, 2)
         <SideBySide job_abc0001 · A · attempt 1 | job_abc0001 · A · attempt 2 · 0 rows · no divergence>
         """

@@ -104,7 +104,11 @@ def job_with_steps(
 ) -> enb.Job:
     """The three-task example job with these attempts' rows written and checked."""
     ws = ws if ws is not None else enb.open()
-    job = ws.load(THREE_TASKS, job_id=job_id) if job_id else ws.load(THREE_TASKS)
+    job = (
+        ws.load(THREE_TASKS, job_id=job_id, steps=False)
+        if job_id
+        else ws.load(THREE_TASKS, steps=False)
+    )
     w = StepWriter(ws.con, job.id)
     for rows in attempts:
         for row in rows:

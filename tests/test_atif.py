@@ -22,7 +22,7 @@ FILES = sorted(
 
 def _read(path: Path | None = None, doc: dict[str, Any] | None = None) -> tuple[enb.Job, Any]:
     ws = enb.open()
-    job = ws.load(THREE_TASKS)
+    job = ws.load(THREE_TASKS, steps=False)
     w = StepWriter(ws.con, job.id)
     got = read_atif(w, task="A", attempt=1, path=path, doc=doc, source="t.json" if doc else None)
     w.close()

@@ -60,7 +60,11 @@ WORKED: dict[tuple[str, int], list[dict[str, Any]]] = {
 
 def _job(steps: dict[tuple[str, int], list[dict[str, Any]]], job_id: str | None = None) -> enb.Job:
     ws = enb.open()
-    job = ws.load(THREE_TASKS) if job_id is None else ws.load(THREE_TASKS, job_id=job_id)
+    job = (
+        ws.load(THREE_TASKS, steps=False)
+        if job_id is None
+        else ws.load(THREE_TASKS, job_id=job_id, steps=False)
+    )
     _write(job, steps)
     return job
 
@@ -205,7 +209,7 @@ def test_diagnose_names_the_steps(worked: enb.Job) -> None:
 
 
 def test_a_job_without_steps_gets_nothing_invented() -> None:
-    job = enb.open().load(THREE_TASKS)
+    job = enb.open().load(THREE_TASKS, steps=False)
     assert str(job.tool_stats().basis) == "no steps recorded"
     assert job.tool_stats().tools.empty
     t = job.turn_stats()

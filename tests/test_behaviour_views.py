@@ -11,10 +11,10 @@ from tests.test_behaviour import HOSTILE, WORKED, _write
 
 def _pair() -> tuple[enb.Workspace, enb.Job, enb.Job]:
     ws = enb.open()
-    stepped = ws.load(THREE_TASKS)
+    stepped = ws.load(THREE_TASKS, steps=False)
     _write(stepped, {**WORKED, ("B", 1): [{"step": 1, "role": "user", "kind": "message",
                                              "content": "<script>alert(1)</script>"}]})  # fmt: skip
-    plain = ws.load(THREE_TASKS, job_id="plain")
+    plain = ws.load(THREE_TASKS, job_id="plain", steps=False)
     return ws, stepped, plain
 
 
@@ -42,7 +42,7 @@ def test_the_job_panel_has_a_behaviour_tab_only_with_steps() -> None:
 
 def test_the_comparison_marks_and_says_no_steps() -> None:
     ws, stepped, plain = _pair()
-    other = ws.load("sample_data/base.json")
+    other = ws.load("sample_data/base.json", steps=False)  # a job without steps
     cmp = ws.compare([stepped, plain, other], baseline=stepped)
     turns = cmp.turn_stats()
     assert turns["job"].tolist() == [stepped.id, "plain", other.id]
@@ -58,7 +58,7 @@ def test_the_comparison_marks_and_says_no_steps() -> None:
     assert panel.tabs.get_title(4) == "Behaviour"
     assert "no steps recorded" in panel.behaviour.children[1].value
     assert "not comparable" in panel.behaviour.children[1].value
-    plain_only = ws.compare([plain, ws.load(THREE_TASKS, job_id="plain2")])
+    plain_only = ws.compare([plain, ws.load(THREE_TASKS, job_id="plain2", steps=False)])
     assert plain_only.panel().behaviour is None
 
 
@@ -72,7 +72,20 @@ def test_reports_have_a_behaviour_section_only_with_steps(tmp_path: Path) -> Non
     both = ws.compare([stepped, plain]).export_html(tmp_path / "c.html")
     assert both.sections[-1] == "Behaviour"
     assert "no steps recorded" in (tmp_path / "c.html").read_text()
-    none = ws.compare([plain, ws.load(THREE_TASKS, job_id="plain2")]).export_html(
+    none = ws.compare([plain, ws.load(THREE_TASKS, job_id="plain2", steps=False)]).export_html(
         tmp_path / "n.html"
     )
     assert "Behaviour" not in none.sections
+
+
+def test_steps_without_a_tool_call_get_no_behaviour_tab_or_section(tmp_path: Path) -> None:
+    """Prompts and answers only (a ChatML job's two steps): nothing to measure, no tab."""
+    ws = enb.open()
+    talk = ws.load(THREE_TASKS, job_id="talk", steps=False)
+    rows = [{"step": 1, "role": "user", "kind": "message", "content": "q"},
+            {"step": 2, "role": "assistant", "kind": "message", "content": "a"}]  # fmt: skip
+    _write(talk, {("A", 1): rows})
+    assert not talk.steps().empty
+    p = talk.panel()
+    assert "Behaviour" not in repr(p) and p.behaviour is None
+    assert "Behaviour" not in talk.export_html(tmp_path / "r.html").sections

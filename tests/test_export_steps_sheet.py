@@ -74,8 +74,11 @@ def test_steps_sheet_only_the_exported_attempts(tmp_path: Path) -> None:
     assert {r[0] for r in rows[1:]} == {"A"} and len(rows) == 13  # B (pass rate 1) is easy
 
 
-def test_no_steps_sheet_without_steps(tmp_path: Path) -> None:
-    job = enb.open().load(THREE_TASKS)
+@pytest.mark.parametrize("steps", [False, True])
+def test_no_steps_sheet_without_tool_calls(tmp_path: Path, steps: bool) -> None:
+    """No steps, or only the prompts and answers (ChatML: already on the Attempts sheet)."""
+    job = enb.open().load(THREE_TASKS, steps=steps)
+    assert job.steps().empty is not steps
     out = job.export_xlsx(tmp_path / "r.xlsx")
     assert "Steps" not in out.rows_per_sheet
     assert "Steps" not in load_workbook(out.path).sheetnames

@@ -34,7 +34,7 @@ def _sample(path: Path = BROWSER) -> tuple[str, dict[str, Any]]:
 
 def _read(sample: dict[str, Any], place: str = "samples[0]") -> tuple[enb.Job, Any]:
     ws = enb.open()
-    job = ws.load(THREE_TASKS)
+    job = ws.load(THREE_TASKS, steps=False)
     w = StepWriter(ws.con, job.id)
     got = read_inspect_steps(w, task="A", attempt=1, sample=sample, source="log.json", place=place)
     w.close()

@@ -147,7 +147,7 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def _read(spans: list[dict[str, Any]]) -> tuple[enb.Job, Any]:
     ws = enb.open()
-    job = ws.load(THREE_TASKS)
+    job = ws.load(THREE_TASKS, steps=False)
     w = StepWriter(ws.con, job.id)
     got = read_mlflow_steps(w, task="A", attempt=1, spans=spans, source="trace tr-1")
     w.close()

@@ -28,7 +28,7 @@ def _sims() -> list[dict[str, Any]]:
 
 def _read(reader: Any, **kw: Any) -> tuple[enb.Job, Any]:
     ws = enb.open()
-    job = ws.load(THREE_TASKS)
+    job = ws.load(THREE_TASKS, steps=False)
     w = StepWriter(ws.con, job.id)
     got = reader(w, task="A", attempt=1, source="t.json", **kw)
     w.close()

@@ -145,7 +145,7 @@ def test_the_cases_tab_shows_the_transcript_of_an_attempt_with_steps() -> None:
 
 
 def test_a_job_without_steps_keeps_its_cases_detail() -> None:
-    job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     cases = job.panel().cases
     cases.select_row(0)
     assert "enb-detail" in cases.detail.value and "enb-tr" not in cases.detail.value

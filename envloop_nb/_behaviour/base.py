@@ -116,7 +116,7 @@ def basis(con: duckdb.DuckDBPyConnection, job_id: str, threshold: float | None) 
     Examples
     --------
     >>> import envloop_nb as enb
-    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> str(basis(job.con, job.id, None))
     'no steps recorded'
     """

@@ -49,7 +49,7 @@ def find_steps_relation(
     --------
     >>> import envloop_nb as enb
     >>> from envloop_nb._store.steps import StepWriter
-    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> w = StepWriter(job.con, job.id)
     >>> w.add({"task": "B", "attempt": 2, "step": 1, "role": "user", "kind": "message",
     ...        "content": "100% done"})

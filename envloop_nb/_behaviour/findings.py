@@ -180,7 +180,7 @@ def step_findings(
     Examples
     --------
     >>> import envloop_nb as enb
-    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> step_findings(job)
     []
     """

@@ -156,7 +156,7 @@ def action_patterns(
     --------
     >>> import envloop_nb as enb
     >>> from envloop_nb._store.steps import StepWriter
-    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> w = StepWriter(job.con, job.id)
     >>> for n in range(1, 4):
     ...     w.add({"task": "A", "attempt": 1, "step": n, "role": "assistant",

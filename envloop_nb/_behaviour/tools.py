@@ -138,7 +138,7 @@ def tool_stats(
     --------
     >>> import envloop_nb as enb
     >>> from envloop_nb._store.steps import StepWriter
-    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> w = StepWriter(job.con, job.id)
     >>> w.add({"task": "A", "attempt": 1, "step": 1, "role": "assistant", "kind": "tool_call",
     ...        "tool": "ls", "call_id": "c"})

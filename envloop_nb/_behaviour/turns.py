@@ -108,7 +108,7 @@ def turn_stats(
     Examples
     --------
     >>> import envloop_nb as enb
-    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> t = turn_stats(job.con, job.id)
     >>> len(t.steps), len(t.survival), t.median_steps
     (0, 0, None)

@@ -16,14 +16,15 @@ from .._present import behaviour_charts
 from .._present.behaviour_html import behaviour_html, compare_behaviour_html
 from .._present.report_html import ReportSection
 from .._store.ref import JobRef
-from .._store.steps import has_steps
+from .._store.steps import has_tool_calls
 
 __all__ = ["behaviour_section", "compare_behaviour_section"]
 
 
 def behaviour_section(job: JobRef, threshold: float | None) -> ReportSection | None:
-    """The job's Behaviour section (turns, tools, patterns, charts); None without steps."""
-    if not has_steps(job.con, job.id):
+    """The job's Behaviour section (turns, tools, patterns, charts); None without tool
+    calls among its steps."""
+    if not has_tool_calls(job.con, job.id):
         return None
     tools = tool_stats(job.con, job.id, threshold=threshold)
     turns = turn_stats(job.con, job.id, threshold=threshold)
@@ -42,10 +43,11 @@ def behaviour_section(job: JobRef, threshold: float | None) -> ReportSection | N
 
 
 def compare_behaviour_section(state: CompareState) -> ReportSection | None:
-    """The compared jobs' behaviour side by side; None when no compared job has steps."""
-    turns = turn_table(state)
-    if len(turns.attrs["without_steps"]) == len(state.job_ids):
+    """The compared jobs' behaviour side by side; None when no compared job's steps hold a
+    tool call."""
+    if not any(has_tool_calls(state.con, j) for j in state.job_ids):
         return None
+    turns = turn_table(state)
     tools = tool_table(state)
     survival = survival_table(state)
     shown = {j: c for j, c in colors(state).items() if j in set(survival["job"])}

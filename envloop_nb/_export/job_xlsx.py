@@ -27,7 +27,7 @@ from .._metrics.summary import job_summary
 from .._present.cases_html import is_missing
 from .._store.ref import job_info, summarised
 from .._store.sql import ident
-from .._store.steps import has_steps
+from .._store.steps import has_tool_calls
 from .cells import (
     NUM,
     PCT,
@@ -221,8 +221,9 @@ def export_xlsx(
         sheet = _write_attempts(job, wb, cells, "Attempts", rules, result, group_all, dims, titles)
         counts.update(sheet.counts)
 
-    # -- Steps: the exported attempts' steps, bounded -------------------------------
-    if has_steps(job.con, job.id) and summarised(job.con, job.id) is None:
+    # -- Steps: the exported attempts' steps, bounded (a job whose steps are only its
+    # prompts and answers has them on the Attempts sheet already) ---------------------
+    if has_tool_calls(job.con, job.id) and summarised(job.con, job.id) is None:
         kept: list[str | None] | None = list(chosen) if chosen is not None else None
         with _selected(job, rules, result, kept, dims) as (attempts, params):
             counts.update(write_steps_sheet(job, wb, cells, titles, attempts, params).counts)

@@ -38,6 +38,7 @@ __all__ = [
     "StepWriter",
     "check_steps",
     "has_steps",
+    "has_tool_calls",
     "steps_relation",
 ]
 
@@ -90,7 +91,7 @@ class StepWriter:
     --------
     >>> import envloop_nb as enb
     >>> ws = enb.open()
-    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> w = StepWriter(ws.con, job.id)
     >>> w.add({"task": "A", "attempt": 1, "step": 1, "role": "user", "kind": "message",
     ...        "content": "hi"})
@@ -213,6 +214,15 @@ def has_steps(con: duckdb.DuckDBPyConnection, job_id: str) -> bool:
     )
 
 
+def has_tool_calls(con: duckdb.DuckDBPyConnection, job_id: str) -> bool:
+    """Whether any step of the job is a tool call: what makes behaviour worth measuring
+    (a job whose steps are only its prompts and answers gets no Behaviour tab)."""
+    row = con.execute(
+        "SELECT 1 FROM steps WHERE job_id = ? AND kind = 'tool_call' LIMIT 1", [job_id]
+    ).fetchone()
+    return row is not None
+
+
 def steps_relation(
     con: duckdb.DuckDBPyConnection,
     job_id: str,
@@ -226,7 +236,7 @@ def steps_relation(
     --------
     >>> import envloop_nb as enb
     >>> ws = enb.open()
-    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> w = StepWriter(ws.con, job.id)
     >>> for n, kind in enumerate(["message", "tool_call"], 1):
     ...     w.add({"task": "A", "attempt": 1, "step": n, "role": "assistant", "kind": kind,

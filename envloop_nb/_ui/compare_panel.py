@@ -31,7 +31,7 @@ from .._export.compare_xlsx import export_compare_xlsx
 from .._present.compare_html import guard_html
 from .._present.display import format_metric, format_pct
 from .._present.render import chart_widget
-from .._store.steps import has_steps
+from .._store.steps import has_tool_calls
 from .html_view import HtmlView
 from .steps_view import side_by_side_of
 
@@ -265,7 +265,7 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
         titles = ["Table", "Paired vs baseline", "Transitions", "Export"]
         # the jobs' behaviour side by side, when any of them recorded steps
         self.behaviour: widgets.VBox | None = None
-        if any(has_steps(state.con, j) for j in state.job_ids):
+        if any(has_tool_calls(state.con, j) for j in state.job_ids):
             self.behaviour = widgets.VBox()
             tabs.children = [*tabs.children, self.behaviour]
             titles.append("Behaviour")

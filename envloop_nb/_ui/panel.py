@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._present.panel_html import PANEL_CSS, summarised_note_html
 from .._store.ref import job_info, summarised
-from .._store.steps import has_steps
+from .._store.steps import has_tool_calls
 from .._types import Policy
 from .behaviour_tab import BehaviourTab
 from .buckets_tab import BucketsTab
@@ -98,8 +98,8 @@ class JobPanel:
         self._buckets: BucketsTab | None = None
         self._behaviour: BehaviourTab | None = None
         self._built = 0  # how many of the build steps are done
-        # a job with steps gets the Behaviour tab (a job without: no tab at all)
-        stepped = has_steps(job.con, job.id)
+        # a job whose steps hold tool calls gets the Behaviour tab (others: no tab at all)
+        stepped = has_tool_calls(job.con, job.id)
         self.titles = TAB_TITLES + ((BEHAVIOUR[0],) if stepped else ())
         self._steps = BUILD_STEPS + ((BEHAVIOUR[1],) if stepped else ())
         self._step_tabs = STEP_TABS + ((BEHAVIOUR[2],) if stepped else ())

@@ -41,7 +41,7 @@ def transcript_of(
     Examples
     --------
     >>> import envloop_nb as enb
-    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> transcript_of(job.con, job.id, "A", 1)
     <Transcript task 'A' · attempt 1 · 0 steps · 0 pages>
     """

@@ -30,6 +30,7 @@ from ..common.read import (
 )
 from ..common.stage import begin_job, insert_rows, stage_name
 from ..common.values import INT32_MAX, check_claimed_k, parse_time, physical_place
+from .job_steps import stage_steps
 
 __all__ = ["SCHEMA_VERSION", "load_envloop"]
 
@@ -55,6 +56,7 @@ _TRIAL_STRUCT = json.dumps(
         "output": "VARCHAR",
         "reference": "VARCHAR",
         "artifacts": "JSON",
+        "trajectory": "JSON",
         "schema_version": "JSON",
         "job": "JSON",
     }
@@ -388,6 +390,7 @@ def load_envloop(
     *,
     job_id: str | None = None,
     lenient: bool = False,
+    steps: bool = True,
 ) -> None:
     """Stage one EnvLoop export (``.json``, ``.jsonl`` or ``.jsonl.gz``).
 
@@ -431,7 +434,7 @@ def load_envloop(
                TRY_CAST(t.exit_code AS INTEGER) AS exit_code,
                t.error AS error,
                TRY_CAST(t.reward AS DOUBLE) AS reward,
-               t.metrics, t.usage, t.input, t.output, t.reference, t.artifacts,
+               t.metrics, t.usage, t.input, t.output, t.reference, t.artifacts, t.trajectory,
                TRY_CAST(u.input_tokens AS BIGINT) AS input_tokens,
                TRY_CAST(u.output_tokens AS BIGINT) AS output_tokens,
                TRY_CAST(u.cache_tokens AS BIGINT) AS cache_tokens,
@@ -474,6 +477,7 @@ def load_envloop(
             )
     for name in ("_el_doc_t",):  # the document's trials are parsed: drop the raw copy
         con.execute(f"DROP TABLE IF EXISTS {name}")
+    notes: list[str] = []  # what lenient skipped: one LoadWarning at the end
     bad = con.execute(
         "SELECT count(*), arg_min(place, ord), arg_min(problem, ord) "
         "FROM _el_trials WHERE problem IS NOT NULL"
@@ -489,19 +493,31 @@ def load_envloop(
         if not lenient:
             more = f" ({n_bad - 1} more unusable lines)" if n_bad > 1 else ""
             raise LoadError(path, place, problem + more)
-        warnings.warn(
-            f"{path}: skipped {n_bad} unusable trial(s); first at {place}: {problem}",
-            LoadWarning,
-            stacklevel=4,
-        )
+        notes.append(f"skipped {n_bad} unusable trial(s); first at {place}: {problem}")
     top = con.execute("SELECT max(attempt) FROM _el_trials WHERE problem IS NULL").fetchone()
     check_claimed_k(
         path, ("line 1 " if jsonl else "") + "$.job.attempts", k, top[0] if top else None,
         name="attempts",
     )  # fmt: skip
     _stage_trials(con, jid)
+    if steps:
+        got = stage_steps(con, path, jid, good="_el_good", jsonl=jsonl, lenient=lenient)
+        info = got.info
+        if got.skipped:
+            notes.append(
+                f"skipped the steps of {got.skipped} attempt(s) (the attempts are kept); "
+                f"first: {got.first_skip}"
+            )
+    else:
+        info = {"source": None, "why": "loaded with steps=False"}
+    row = con.execute(f"SELECT extra FROM {stage_name('jobs')}").fetchone()
+    extra = {**json.loads(row[0] if row and row[0] else "{}"), "steps": info}  # nulls kept
+    con.execute(f"UPDATE {stage_name('jobs')} SET extra = ?::JSON", [json.dumps(extra)])
+    con.execute("DROP VIEW IF EXISTS _el_good")
     con.execute("DROP TABLE IF EXISTS _el_trials")
     con.execute("DROP VIEW IF EXISTS _el_raw")
+    if notes:
+        warnings.warn(f"{path}: " + "; ".join(notes), LoadWarning, stacklevel=4)
 
 
 # A dimension name is data: look it up by JSON pointer, never as a path (``$``, ``/x``).
@@ -561,4 +577,3 @@ def _stage_trials(con: duckdb.DuckDBPyConnection, job_id: str) -> None:
         GROUP BY name""",
         {"job_id": job_id},
     )
-    con.execute("DROP VIEW IF EXISTS _el_good")

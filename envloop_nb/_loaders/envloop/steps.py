@@ -46,7 +46,7 @@ def read_chatml_steps(
     --------
     >>> import envloop_nb as enb
     >>> ws = enb.open()
-    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> w = StepWriter(ws.con, job.id)
     >>> got = read_chatml_steps(w, task="A", attempt=1, input="Compute 17*23.",
     ...                         output="391", source="job.json", place="trials[0]")

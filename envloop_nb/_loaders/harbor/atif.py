@@ -430,7 +430,7 @@ def read_atif(
     >>> import envloop_nb as enb
     >>> from envloop_nb._store.steps import StepWriter
     >>> ws = enb.open()
-    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> w = StepWriter(ws.con, job.id)
     >>> got = read_atif(w, task="A", attempt=1, path=Path(
     ...     "../shared/fixtures/trajectories/harbor-atif/terminus_2/hello-world-invalid-json.trajectory.json"))

@@ -280,7 +280,7 @@ def read_inspect_steps(
     >>> from pathlib import Path
     >>> from envloop_nb._loaders.inspect.read import open_inspect_log
     >>> ws = enb.open()
-    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> w = StepWriter(ws.con, job.id)
     >>> log = open_inspect_log(Path("../shared/fixtures/trajectories/inspect/log_message_deduplication.eval"))
     >>> place, sample = next(log.samples())

@@ -218,7 +218,7 @@ def read_mlflow_steps(
     --------
     >>> import envloop_nb as enb
     >>> ws = enb.open()
-    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> w = StepWriter(ws.con, job.id)
     >>> attrs = lambda kind, inputs, outputs: {"mlflow.spanType": f'"{kind}"',
     ...     "mlflow.spanInputs": json.dumps(inputs), "mlflow.spanOutputs": json.dumps(outputs)}

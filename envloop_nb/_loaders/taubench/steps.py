@@ -77,7 +77,7 @@ def read_tau_steps(
     --------
     >>> import json, envloop_nb as enb
     >>> ws = enb.open()
-    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> w = StepWriter(ws.con, job.id)
     >>> path = "../shared/fixtures/trajectories/tau-bench/gpt-4o-airline.excerpt-task13-trials.json"
     >>> result = json.load(open(path))[0]
@@ -216,7 +216,7 @@ def read_tau2_steps(
     --------
     >>> import json, envloop_nb as enb
     >>> ws = enb.open()
-    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json")
+    >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
     >>> w = StepWriter(ws.con, job.id)
     >>> path = "../shared/fixtures/trajectories/tau2-bench/ironshell_ironforge_v3_deepseek.json"
     >>> sim = json.load(open(path))["simulations"][0]
