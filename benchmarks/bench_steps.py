@@ -527,25 +527,45 @@ def section(report: dict[str, Any]) -> str:
     m = report["machine"]
     w: list[str] = []
     w.append("## Steps (issue 35)\n")
+    runs: list[dict[str, Any]] = []
+    for r in res:
+        if r.get("run") and r["run"]["command"] not in [x["command"] for x in runs]:
+            runs.append(r["run"])
     w.append(
-        f"Run by `{report['command']}` on {m['date']} at commit {m['commit']} "
-        f"({m['cores']} cores, shared: load average {report['load_start'][0]:.2f} at the start, "
-        f"{report['load_end'][0]:.2f} at the end; wall time {report['wall_minutes']:.1f} min). "
-        "Each row: median of N runs, each in a fresh process (`python -m benchmarks stage "
-        "<stage> --size <size>`; imports and setup untimed, the OS file cache warm); peak RSS "
-        "of the timed body. *× floor*: this time / the floor's, measured in the same run. "
-        "What each stage times: `benchmarks/bench_steps.py`'s docstring; the data: "
-        "`benchmarks/steps_data.py`.\n"
+        f"Machine: {m['cpu']}, {m['cores']} cores, shared with other engineers' builds and "
+        "tests (load averages below). Each row: median of N runs, each in a fresh process "
+        "(`python -m benchmarks stage <stage> --size <size>`; imports and setup untimed, the "
+        "loader's own modules imported in the timed body as a first load would, the OS file "
+        "cache warm); peak RSS of the timed body; CPU: process CPU time of the timed body "
+        "(all threads). *× floor*: this time / its floor's (the group's floor at the same "
+        "size). *run*: which invocation measured the row (a row is replaced when its stage "
+        "is re-run). What each stage times: `benchmarks/bench_steps.py`'s docstring; the "
+        "data: `benchmarks/steps_data.py`.\n"
     )
+    for i, run in enumerate(runs, 1):
+        w.append(
+            f"{i}. `{run['command']}` — {run['date']}, commit {run['commit']}, "
+            + "load average "
+            + " → ".join(
+                "?" if x is None else f"{x:.1f}" for x in (run["load_start"], run["load_end"])
+            )
+        )
+    w.append("")
     for note in report.get("notes", []):
         w.append(f"- Note: {note}")
     if report.get("notes"):
         w.append("")
-    w.append("| stage | size | median | spread (min–max) | N | CPU | peak RSS | × floor | facts |")
-    w.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    w.append(
+        "| stage | size | median | spread (min–max) | N | CPU | peak RSS | × floor | run | facts |"
+    )
+    w.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in res:
+        run_no = next((i for i, x in enumerate(runs, 1) if x == r.get("run")), "-")
         if "error" in r:
-            w.append(f"| {r['stage']} | {r['size']} | failed: {r['error'][:200]} |")
+            w.append(
+                f"| {r['stage'].removeprefix('steps_')} | {r['size']} | failed | | | | | | "
+                f"{run_no} | {r['error'][:200]} |"
+            )
             continue
         floor_name = next((f for s, f in GROUPS.values() if r["stage"] in s), None)
         floor = _get(res, floor_name, r["size"]) if floor_name else None
@@ -562,7 +582,7 @@ def section(report: dict[str, Any]) -> str:
         w.append(
             f"| {r['stage'].removeprefix('steps_')} | {r['size']} | {_fmt(r['median'])} "
             f"| {_fmt(r['min'])}–{_fmt(r['max'])} | {r['repeats']} | {_fmt(cpu)} "
-            f"| {r['rss_peak'] / MB:.0f} MB | {ratio} | {facts} |"
+            f"| {r['rss_peak'] / MB:.0f} MB | {ratio} | {run_no} | {facts} |"
         )
     w.append("")
     w.append("| target | size | measured | floor | ratio | met |")
@@ -608,7 +628,13 @@ def write_section(report: dict[str, Any], results_md: Path = HERE / "RESULTS.md"
     results_md.write_text(text)
 
 
-def run(plan: list[tuple[str, str, int]], command: str, *, merge: bool = True) -> dict[str, Any]:
+def run(
+    plan: list[tuple[str, str, int]],
+    command: str,
+    *,
+    merge: bool = True,
+    notes: tuple[str, ...] | list[str] = (),
+) -> dict[str, Any]:
     """Measure each ``(stage, size, repeats)``; save and write the section after each."""
     from .runner import machine, measure
 
@@ -618,9 +644,13 @@ def run(plan: list[tuple[str, str, int]], command: str, *, merge: bool = True) -
         old = json.loads(RESULTS_JSON.read_text())
         report["results"] = old["results"]
         report["notes"] = old.get("notes", [])
+    report["notes"] += [n for n in notes if n not in report["notes"]]
     t0 = time.perf_counter()
+    this = {"command": command, "date": report["machine"]["date"],
+            "commit": report["machine"]["commit"], "load_start": report["load_start"][0]}  # fmt: skip
     for stage, size, repeats in plan:
         r = measure(stage, size, repeats, timeout=3600)
+        r["run"] = this | {"load_end": os.getloadavg()[0]}
         report["results"] = [
             x for x in report["results"] if (x["stage"], x["size"]) != (stage, size)
         ] + [r]
@@ -643,6 +673,7 @@ def main(argv: list[str]) -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--only", default="", help="comma-separated stage names (else all)")
     p.add_argument("--fresh", action="store_true", help="start a new results file")
+    p.add_argument("--note", action="append", default=[], help="a note for the section")
     args = p.parse_args(argv)
     sizes = {
         "inspect": args.inspect, "atif": args.atif, "find": args.scale,
@@ -660,7 +691,7 @@ def main(argv: list[str]) -> None:
                 plan.append((stage, size, 1 if slow else args.repeats))  # fmt: skip
     plan = list(dict.fromkeys(plan))
     command = "python -m benchmarks.bench_steps " + " ".join(argv)
-    report = run(plan, command.strip(), merge=not args.fresh)
+    report = run(plan, command.strip(), merge=not args.fresh, notes=args.note)
     bad = [c for c in report["checks"] if c["problem"]]
     for c in bad:
         print(f"DISAGREEMENT: {c['what']}: {c['problem']}", file=sys.stderr)
