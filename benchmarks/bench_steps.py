@@ -1,7 +1,7 @@
 """Steps (issue 35): loading, asking and showing agents' steps, each against a floor.
 
 ``python -m benchmarks.bench_steps [--inspect 20k] [--atif 10k,100k] [--scale 1M]
-[--browser] [--repeats 3]`` runs the stages below, each repeat in a fresh process
+[--transcript 10000] [--compare 500] [--repeats 3] [--only stage,...]`` runs the stages below, each repeat in a fresh process
 (``runner.measure``: imports and setup untimed, median of N, peak RSS of the timed body),
 checks that each stage and its floor read the same things, saves
 ``benchmarks/data/steps-results.json`` and writes the section "Steps (issue 35)" into
@@ -31,7 +31,7 @@ Stages (``steps_<what>``; the size is samples, attempts or steps):
   ``job.transcript(...)._repr_html_()``), ``browser_compare`` (``500``: two attempts of
   500 steps, ``job.compare_attempts(...)``), floors ``browser_floor`` (plain static HTML
   of the same bytes, one ``<div>`` per step). From ``page.goto`` to the first step block
-  visible and one animation frame after it (painted).
+  visible and one animation frame after it (painted): ``benchmarks/steps_browser.py``.
 """
 
 from __future__ import annotations
@@ -289,127 +289,6 @@ def _asking(name: str, size: str) -> tuple[Body, int, Any]:
 
 
 # ======================================================================================
-# browser
-# ======================================================================================
-
-
-def browser_page(steps: int, folder: Path, what: str) -> dict[str, Path]:
-    """Write ``transcript.html`` (one attempt of ``steps`` steps) or ``compare.html`` (two
-    attempts of ``steps`` steps, diverging at a sixth) as a notebook would show them, and
-    ``floor-<what>.html`` of the same bytes: plain static HTML, one block a step."""
-    import envloop_nb as enb
-    from envloop_nb._store.steps import StepWriter
-
-    folder.mkdir(parents=True, exist_ok=True)
-    parquet = folder / "attempts.parquet"
-    import duckdb
-
-    duckdb.sql(
-        "SELECT 'task-000000' AS task, a::INTEGER AS attempt, 'completed' AS status, "
-        "(a = 1)::INT::DOUBLE AS reward FROM range(1, 3) t(a)"
-    ).write_parquet(str(parquet))
-    ws = enb.open()
-    job = ws.load(str(parquet), format="table", k=2, job_id="browser")
-    writer = StepWriter(ws.con, job.id)
-    for attempt in (1, 2):
-        for s in range(1, steps + 1):
-            j, part = divmod(s - 1, 3)
-            tool = sd.TOOLS[sd._h(j, attempt if j >= steps // 6 else 0) % 5]
-            row: dict[str, Any] = {"task": "task-000000", "attempt": attempt, "step": s,
-                                   "turn": j + 1, "model": "acme/coder"}  # fmt: skip
-            if part == 0:
-                row |= {"role": "assistant", "kind": "message", "tokens_in": 1000 + j,
-                        "tokens_out": 40, "content": f"Turn {j + 1}: next I use {tool}."}  # fmt: skip
-            elif part == 1:
-                row |= {"role": "assistant", "kind": "tool_call", "tool": tool,
-                        "call_id": f"c{j}", "arguments": json.dumps({"command": f"ls /app/{j}"})}  # fmt: skip
-            else:
-                error = sd._h(j, 9) % 13 == 0
-                row |= {"role": "tool", "kind": "tool_result", "tool": tool, "call_id": f"c{j}",
-                        "is_error": error,
-                        "content": ("error: no such file" if error else
-                                    "\n".join(f"line {i} of the output of {tool}" for i in range(8)))}  # fmt: skip
-            writer.add(row)
-    writer.close()
-    if what == "transcript":
-        pages = {what: job.transcript("task-000000", 1)._repr_html_()}
-    else:
-        pages = {what: job.compare_attempts("task-000000", 1, 2)._repr_html_()}
-    ws.close()
-    out = {}
-    for what, fragment in pages.items():
-        page = f"<!doctype html><html><head><meta charset='utf-8'></head><body>{fragment}</body></html>"
-        (folder / f"{what}.html").write_text(page)
-        out[what] = folder / f"{what}.html"
-        size = len(page.encode())
-        block = "<div class='floor-step'>step {n}: " + "plain text " * 20 + "</div>\n"
-        parts, total, n = [], 0, 0
-        while total < size:
-            n += 1
-            parts.append(block.format(n=n))
-            total += len(parts[-1])
-        (folder / f"floor-{what}.html").write_text(
-            "<!doctype html><html><head><meta charset='utf-8'></head><body>"
-            + "".join(parts)
-            + "</body></html>"
-        )
-        out[f"floor-{what}"] = folder / f"floor-{what}.html"
-    return out
-
-
-#: the first block of a step in each page
-_FIRST = {
-    "transcript": ".enb-step",
-    "compare": ".enb-sbs-row",
-    "floor-transcript": ".floor-step",
-    "floor-compare": ".floor-step",
-}
-_PAINTED = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
-
-
-def _browser(name: str, size: str, ws_dir: Path) -> tuple[Body, int, Any]:
-    steps = sd.parse_count(size)
-    what = name.removeprefix("steps_browser_")
-    page_of = "transcript" if steps > 1000 else "compare"  # the floor's page: by size
-    which = f"floor-{page_of}" if what == "floor" else what
-    folder = sd.ROOT / f"browser-{size}"
-    if not (folder / f"{which}.html").exists():
-        browser_page(steps, folder, page_of if what == "floor" else what)
-    pages = {p.stem: p for p in folder.glob("*.html")}
-    from playwright.sync_api import sync_playwright
-
-    from .lab import CHROMIUM, CHROMIUM_ARGS
-
-    pw = sync_playwright().start()
-    browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-    warm = browser.new_page()  # the browser's own first page: not the page's time
-    warm.goto("about:blank")
-    url = pages[which].as_uri()
-
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-
-    def body() -> float:
-        t0 = time.perf_counter()
-        page.goto(url, wait_until="commit")
-        page.locator(_FIRST[which]).first.wait_for(state="visible", timeout=60_000)
-        page.evaluate(_PAINTED)
-        return time.perf_counter() - t0
-
-    def facts(shown: float) -> dict[str, Any]:
-        timing = page.evaluate(
-            """() => { const n = performance.getEntriesByType('navigation')[0];
-                       const p = performance.getEntriesByName('first-contentful-paint')[0];
-                       return {dom_ms: n.domContentLoadedEventEnd, load_ms: n.loadEventEnd,
-                               fcp_ms: p ? p.startTime : null}; }"""
-        )
-        browser.close()
-        pw.stop()
-        return {"shown_s": shown, **timing, "page": which, "bytes": pages[which].stat().st_size}
-
-    return body, steps, facts
-
-
-# ======================================================================================
 # runner glue, checks, the section
 # ======================================================================================
 
@@ -421,7 +300,9 @@ def setup(name: str, size: str, ws_dir: Path) -> tuple[Body, int, Any]:
     if name.startswith("steps_atif_"):
         return _atif(name, size, ws_dir)
     if name.startswith("steps_browser_"):
-        return _browser(name, size, ws_dir)
+        from .steps_browser import browser_stage
+
+        return browser_stage(name, size)
     return _asking(name, size)
 
 
@@ -527,10 +408,22 @@ def section(report: dict[str, Any]) -> str:
     m = report["machine"]
     w: list[str] = []
     w.append("## Steps (issue 35)\n")
-    runs: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []  # one per invocation: (command, date)
     for r in res:
-        if r.get("run") and r["run"]["command"] not in [x["command"] for x in runs]:
-            runs.append(r["run"])
+        if not r.get("run"):
+            continue
+        same = [
+            x for x in runs if (x["command"], x["date"]) == (r["run"]["command"], r["run"]["date"])
+        ]
+        if same:
+            same[0]["load_end"] = r["run"]["load_end"]
+        else:
+            runs.append(dict(r["run"]))
+
+    def run_of(r: dict[str, Any]) -> Any:
+        key = (r["run"]["command"], r["run"]["date"]) if r.get("run") else None
+        return next((i for i, x in enumerate(runs, 1) if (x["command"], x["date"]) == key), "-")
+
     w.append(
         f"Machine: {m['cpu']}, {m['cores']} cores, shared with other engineers' builds and "
         "tests (load averages below). Each row: median of N runs, each in a fresh process "
@@ -540,7 +433,8 @@ def section(report: dict[str, Any]) -> str:
         "(all threads). *× floor*: this time / its floor's (the group's floor at the same "
         "size). *run*: which invocation measured the row (a row is replaced when its stage "
         "is re-run). What each stage times: `benchmarks/bench_steps.py`'s docstring; the "
-        "data: `benchmarks/steps_data.py`.\n"
+        "data: `benchmarks/steps_data.py`. Why the misses are missed, with profiles: "
+        '[`FINDINGS.md`](FINDINGS.md), "Steps (issue 35), 2026-12-06".\n'
     )
     for i, run in enumerate(runs, 1):
         w.append(
@@ -560,7 +454,7 @@ def section(report: dict[str, Any]) -> str:
     )
     w.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in res:
-        run_no = next((i for i, x in enumerate(runs, 1) if x == r.get("run")), "-")
+        run_no = run_of(r)
         if "error" in r:
             w.append(
                 f"| {r['stage'].removeprefix('steps_')} | {r['size']} | failed | | | | | | "
@@ -615,9 +509,8 @@ def section(report: dict[str, Any]) -> str:
     return "\n".join(w) + "\n"
 
 
-def write_section(report: dict[str, Any], results_md: Path = HERE / "RESULTS.md") -> None:
-    """Replace (or add, before "## Targets") the section between the steps markers."""
-    text = results_md.read_text()
+def with_section(text: str, report: dict[str, Any]) -> str:
+    """``text`` (RESULTS.md) with the steps section replaced, or added before "## Targets"."""
     block = f"{BEGIN}\n{section(report)}{END}\n"
     if BEGIN in text:
         head, rest = text.split(BEGIN, 1)
@@ -625,7 +518,13 @@ def write_section(report: dict[str, Any], results_md: Path = HERE / "RESULTS.md"
     else:
         head, rest = text.split("## Targets\n", 1)
         text = head + block + "\n## Targets\n" + rest
-    results_md.write_text(text)
+    return text
+
+
+def write_section(report: dict[str, Any], results_md: Path = HERE / "RESULTS.md") -> None:
+    """Write the section into RESULTS.md (``python -m benchmarks report`` keeps it: it adds
+    the section again from ``benchmarks/data/steps-results.json``)."""
+    results_md.write_text(with_section(results_md.read_text(), report))
 
 
 def run(
