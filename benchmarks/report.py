@@ -382,6 +382,7 @@ def write_markdown(report: dict[str, Any]) -> str:
 
     front_section(res, w)
 
+    _steps_section(w)
     w("## Targets\n")
     w("| target | measured | met |")
     w("|---|---|---|")
@@ -436,6 +437,17 @@ writing that log with inspect_ai's recorder takes ~4 ms a sample on this machine
 (~35 min for 500,000), so smaller logs may be what a run here measured: see the sizes in
 the table.
 """
+
+
+def _steps_section(w: Any) -> None:
+    """The steps section (issue 35), from ``benchmarks/data/steps-results.json`` when a
+    ``python -m benchmarks.bench_steps`` run saved one."""
+    import json
+
+    from .bench_steps import BEGIN, END, RESULTS_JSON, section
+
+    if RESULTS_JSON.exists():
+        w(f"{BEGIN}\n{section(json.loads(RESULTS_JSON.read_text()))}{END}\n")
 
 
 def _cpu(r: dict[str, Any]) -> float | None:

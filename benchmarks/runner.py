@@ -142,6 +142,10 @@ def _setup(
     name: str, s: Shape | None, dump: Path | None, size: str = ""
 ) -> tuple[Body, int, Callable[[Any], Any]]:
     """(timed body, rows processed, after(result) -> extra facts for the report)."""
+    if name.startswith("steps_"):  # issue 35: sizes are samples, attempts or steps
+        from . import bench_steps
+
+        return bench_steps.setup(name, size, WS_DIR)
     if name.startswith("inspect_"):  # stage 6: sizes are "<samples>x<epochs>"
         from . import bench_inspect
 
@@ -308,7 +312,7 @@ def stage_main(argv: list[str]) -> None:
     parser.add_argument("--size", required=True)
     parser.add_argument("--dump", default="")
     args = parser.parse_args(argv)
-    s = None if args.name.startswith("inspect_") else shape(args.size)
+    s = None if args.name.startswith(("inspect_", "steps_")) else shape(args.size)
     dump = Path(args.dump) if args.dump else None
     _compile_package()
     body, rows, after = _setup(args.name, s, dump, args.size)
