@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
@@ -35,6 +35,8 @@ __all__ = [
     "KINDS",
     "ROLES",
     "STEP_COLUMNS",
+    "HeldRows",
+    "StepSink",
     "StepWriter",
     "check_steps",
     "has_steps",
@@ -142,6 +144,39 @@ class StepWriter:
         """Write what is left; returns the number of rows written."""
         self.flush()
         return self.written
+
+
+class StepSink(Protocol):
+    """Where a reader writes its rows: a :class:`StepWriter`, or a :class:`HeldRows`."""
+
+    def add(self, row: Mapping[str, Any]) -> None: ...
+
+
+@dataclass
+class HeldRows:
+    """One attempt's rows, held until its reader finished: then handed to the load's
+    :class:`StepWriter` (``write_to``), or dropped (a step the reader refused under
+    ``lenient=True``: none of the attempt's rows reach the table).
+
+    Examples
+    --------
+    >>> held = HeldRows()
+    >>> held.add({"task": "A", "attempt": 1, "step": 1, "role": "user", "kind": "message"})
+    >>> len(held.rows)
+    1
+    """
+
+    rows: list[Mapping[str, Any]] = field(default_factory=list)
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        """Hold one row."""
+        self.rows.append(row)
+
+    def write_to(self, writer: StepSink) -> int:
+        """Hand the held rows on, in order; returns how many."""
+        for row in self.rows:
+            writer.add(row)
+        return len(self.rows)
 
 
 # Each check: the first violating row (its place, task, attempt, step) and what is wrong.

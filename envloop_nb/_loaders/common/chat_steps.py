@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._errors import LoadError
-from ..._store.steps import StepWriter
+from ..._store.steps import StepSink
 from .values import is_int, is_number
 
 __all__ = [
@@ -70,7 +70,7 @@ class StepRows:
     """One attempt's rows: numbered ``1..n`` in the order written, with the calls made so
     far (to check and pair the results)."""
 
-    writer: StepWriter
+    writer: StepSink
     task: str
     attempt: int
     out: StepsRead

@@ -19,14 +19,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..._errors import LoadError
-from ..._store.steps import StepWriter
+from ..._store.steps import StepSink
 from ..common.chat_steps import StepRows, StepsRead, read_chat_messages
 
 __all__ = ["read_chatml_steps"]
 
 
 def read_chatml_steps(
-    writer: StepWriter,
+    writer: StepSink,
     *,
     task: str,
     attempt: int,
@@ -47,6 +47,7 @@ def read_chatml_steps(
     >>> import envloop_nb as enb
     >>> ws = enb.open()
     >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
+    >>> from envloop_nb._store.steps import StepWriter
     >>> w = StepWriter(ws.con, job.id)
     >>> got = read_chatml_steps(w, task="A", attempt=1, input="Compute 17*23.",
     ...                         output="391", source="job.json", place="trials[0]")

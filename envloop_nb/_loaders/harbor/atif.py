@@ -34,12 +34,13 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ..._errors import LoadError
+from ..._store.steps import StepSink
 from ..common.values import INT64_MAX, fits, is_int, is_number, parse_time, read_json_file
 
-__all__ = ["USAGE", "AtifRead", "StepSink", "is_atif", "read_atif"]
+__all__ = ["USAGE", "AtifRead", "is_atif", "read_atif"]
 
 _SOURCES = {"system": "system", "user": "user", "agent": "assistant"}
 #: A step's ``metrics`` keys and the step columns they fill (``final_metrics`` has them
@@ -56,14 +57,6 @@ _MAX_DEPTH = 8  # sub-agents of sub-agents: deeper is a cycle or a bug in the pr
 def is_atif(doc: object) -> bool:
     """Whether ``doc`` is an ATIF trajectory document (by its ``schema_version``)."""
     return isinstance(doc, dict) and str(doc.get("schema_version", "")).startswith("ATIF-v1.")
-
-
-class StepSink(Protocol):
-    """Where a reader writes its rows: a :class:`~envloop_nb._store.steps.StepWriter`,
-    or a loader's per-attempt buffer (which hands an attempt's rows on only once its
-    trajectory was read whole)."""
-
-    def add(self, row: Mapping[str, Any]) -> None: ...
 
 
 @dataclass

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._errors import LoadError, LoadWarning
-from ..._store.steps import StepWriter
+from ..._store.steps import HeldRows, StepWriter
 from ..common.values import is_number
 from .atif import USAGE, read_atif
 
@@ -48,14 +48,8 @@ _AGENT_RESULT = {
 Usage = dict[str, int | float | None]
 
 
-@dataclass
-class _Attempt:
-    """One attempt's rows, held until its trajectory was read whole."""
-
-    rows: list[Mapping[str, Any]] = field(default_factory=list)
-
-    def add(self, row: Mapping[str, Any]) -> None:
-        self.rows.append(row)
+class _Attempt(HeldRows):
+    """One attempt's rows, held until its trajectory was read whole, and their usage."""
 
     def sums(self) -> Usage:
         """Each metric's sum over the rows that have it (null when none has)."""
@@ -170,10 +164,8 @@ def read_trial_steps(
                 raise
             skipped.append(str(err))
             continue
-        for row in held.rows:
-            writer.add(row)
         with_steps += 1
-        rows += len(held.rows)
+        rows += held.write_to(writer)
         versions[str(got.schema_version)] += 1
         if got.missing_subagents:
             missing_refs += len(got.missing_subagents)

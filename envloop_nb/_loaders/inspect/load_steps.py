@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from ..._errors import LoadError, LoadWarning
-from ..._store.steps import StepWriter
+from ..._store.steps import HeldRows, StepWriter
 from .steps import InspectStepsRead, read_inspect_steps
 
 if TYPE_CHECKING:
@@ -37,16 +37,6 @@ __all__ = ["SOURCE", "LogSteps"]
 #: What ``extra.steps.source`` says the steps were read from.
 SOURCE = "inspect messages and events"
 _COUNTS = tuple(f.name for f in fields(InspectStepsRead))
-
-
-@dataclass
-class _Held(StepWriter):
-    """One attempt's rows, held until its reader succeeded (``lenient=True``)."""
-
-    rows: list[Mapping[str, Any]] = field(default_factory=list)
-
-    def add(self, row: Mapping[str, Any]) -> None:
-        self.rows.append(row)
 
 
 @dataclass
@@ -75,11 +65,11 @@ class LogSteps:
     first_skipped: str | None = None
     totals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNTS, 0))
     _writer: StepWriter | None = None
-    _held: _Held | None = None
+    _held: HeldRows | None = None
 
     def __post_init__(self) -> None:
         self._writer = StepWriter(self.con, self.job_id)
-        self._held = _Held(self.con, self.job_id) if self.lenient else None
+        self._held = HeldRows() if self.lenient else None
 
     def texts(self, places: pa.ChunkedArray, texts: pa.ChunkedArray, refs: pa.ChunkedArray) -> None:
         """Read the samples of one chunk: ``places``, the samples' JSON ``texts`` (as
@@ -120,8 +110,7 @@ class LogSteps:
                 self.skipped += 1
                 self.first_skipped = self.first_skipped or str(err)
                 return
-            for row in held.rows:
-                self._writer.add(row)
+            held.write_to(self._writer)
         if got.rows:
             self.with_steps += 1
         else:

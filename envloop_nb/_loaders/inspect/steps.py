@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..._errors import LoadError
-from ..._store.steps import StepWriter
+from ..._store.steps import StepSink
 from ..common.chat_steps import (
     StepRows,
     StepsRead,
@@ -258,7 +258,7 @@ class _Sample:
 
 
 def read_inspect_steps(
-    writer: StepWriter,
+    writer: StepSink,
     *,
     task: str,
     attempt: int,
@@ -281,6 +281,7 @@ def read_inspect_steps(
     >>> from envloop_nb._loaders.inspect.read import open_inspect_log
     >>> ws = enb.open()
     >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
+    >>> from envloop_nb._store.steps import StepWriter
     >>> w = StepWriter(ws.con, job.id)
     >>> log = open_inspect_log(Path("../shared/fixtures/trajectories/inspect/log_message_deduplication.eval"))
     >>> place, sample = next(log.samples())

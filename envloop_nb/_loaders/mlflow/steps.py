@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..._errors import LoadError
-from ..._store.steps import StepWriter
+from ..._store.steps import StepSink
 from ..common.chat_steps import (
     StepRows,
     StepsRead,
@@ -202,7 +202,7 @@ def _usage(span: _Span, source: object, where: str) -> dict[str, Any] | None:
 
 
 def read_mlflow_steps(
-    writer: StepWriter,
+    writer: StepSink,
     *,
     task: str,
     attempt: int,
@@ -219,6 +219,7 @@ def read_mlflow_steps(
     >>> import envloop_nb as enb
     >>> ws = enb.open()
     >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
+    >>> from envloop_nb._store.steps import StepWriter
     >>> w = StepWriter(ws.con, job.id)
     >>> attrs = lambda kind, inputs, outputs: {"mlflow.spanType": f'"{kind}"',
     ...     "mlflow.spanInputs": json.dumps(inputs), "mlflow.spanOutputs": json.dumps(outputs)}

@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..._errors import LoadError
-from ..._store.steps import StepWriter
+from ..._store.steps import StepSink
 from ..common.chat_steps import (
     StepRows,
     StepsRead,
@@ -61,7 +61,7 @@ def is_tau_error(text: str | None) -> bool:
 
 
 def read_tau_steps(
-    writer: StepWriter,
+    writer: StepSink,
     *,
     task: str,
     attempt: int,
@@ -78,6 +78,7 @@ def read_tau_steps(
     >>> import json, envloop_nb as enb
     >>> ws = enb.open()
     >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
+    >>> from envloop_nb._store.steps import StepWriter
     >>> w = StepWriter(ws.con, job.id)
     >>> path = "../shared/fixtures/trajectories/tau-bench/gpt-4o-airline.excerpt-task13-trials.json"
     >>> result = json.load(open(path))[0]
@@ -199,7 +200,7 @@ def _tau2_message(
 
 
 def read_tau2_steps(
-    writer: StepWriter,
+    writer: StepSink,
     *,
     task: str,
     attempt: int,
@@ -217,6 +218,7 @@ def read_tau2_steps(
     >>> import json, envloop_nb as enb
     >>> ws = enb.open()
     >>> job = ws.load("../shared/formats/examples/three-tasks-two-attempts.json", steps=False)
+    >>> from envloop_nb._store.steps import StepWriter
     >>> w = StepWriter(ws.con, job.id)
     >>> path = "../shared/fixtures/trajectories/tau2-bench/ironshell_ironforge_v3_deepseek.json"
     >>> sim = json.load(open(path))["simulations"][0]

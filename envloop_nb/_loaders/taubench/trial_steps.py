@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from typing import Any
 import duckdb
 
 from ..._errors import LoadError, LoadWarning
-from ..._store.steps import StepWriter
+from ..._store.steps import HeldRows, StepSink, StepWriter
 
 __all__ = ["TrialSteps"]
 
@@ -69,17 +69,6 @@ FROM both_
 """
 
 
-class _Held(StepWriter):
-    """One trial's rows, held until its reader finished (then written, or dropped)."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection, job_id: str) -> None:
-        super().__init__(con, job_id)
-        self.rows: list[Mapping[str, Any]] = []
-
-    def add(self, row: Mapping[str, Any]) -> None:
-        self.rows.append(row)
-
-
 @dataclass
 class TrialSteps:
     """The steps of one load's trials (``reader``: the reader's name, for ``extra``;
@@ -99,13 +88,13 @@ class TrialSteps:
     def __post_init__(self) -> None:
         self.writer = StepWriter(self.con, self.job_id)
 
-    def add(self, messages: list[Any], read: Callable[[StepWriter], object], *, trial: str) -> None:
+    def add(self, messages: list[Any], read: Callable[[StepSink], object], *, trial: str) -> None:
         """Read one trial's ``messages`` with ``read`` (the reader, given a writer);
         ``trial`` names it in an error (``"task_id 13, trial 1"``)."""
         if not messages:
             self.without += 1
             return
-        held = _Held(self.con, self.job_id)
+        held = HeldRows()
         try:
             read(held)
         except LoadError as err:
@@ -114,8 +103,7 @@ class TrialSteps:
                 raise named from err
             self.skipped.append(str(named))
             return
-        for row in held.rows:
-            self.writer.add(row)
+        held.write_to(self.writer)
         self.with_steps += 1
 
     def finish(self) -> dict[str, Any]:
