@@ -43,7 +43,9 @@ FLOORS: list[tuple[str, ...]] = [
     ("_comparison",),
     ("_baseline",),
     ("_workspace",),
+    ("_cli",),
     ("__init__",),
+    ("__main__",),
 ]
 FLOOR = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}
 FACADE_NAMES = {"Job", "Workspace", "Comparison"}
