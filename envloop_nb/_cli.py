@@ -257,8 +257,8 @@ def _verdict(
     if low_cov:
         return replace(
             head,
-            reason=f"too much missing: {', '.join(low_cov)} is below the minimum coverage"
-            f" {min_coverage * 100:g}%",
+            reason=f"too much missing: coverage below the minimum {min_coverage * 100:g}%"
+            f" (--min-coverage): {', '.join(low_cov)}",
         )
     row = cmp.paired().iloc[0]
     col = "score" if head.metric == "score" else "pass"
