@@ -170,9 +170,16 @@ def decide(*, diff: float, low: float, high: float, max_drop: float) -> tuple[in
 
 
 def _load(ws: Workspace, source: str, *, job_id: str | None, fmt: str | None) -> Job:
-    """A job from ``source``, its loader's refusal as an :class:`EnvloopError`."""
+    """A job from ``source``, its loader's refusal as an :class:`EnvloopError`.
+
+    A local Parquet file (or glob) is read in place (``copy=False``): the workspace lives
+    only as long as the command, so copying its attempts would buy nothing.
+    """
+    options: dict[str, Any] = {}
+    if fmt in (None, "table") and source.endswith(".parquet") and "://" not in source:
+        options["copy"] = False
     try:
-        job: Job = ws.load(source, format=fmt, job_id=job_id)
+        job: Job = ws.load(source, format=fmt, job_id=job_id, **options)
     except OSError as exc:
         raise EnvloopError(f"{source}: {exc.strerror or exc}") from exc
     return job

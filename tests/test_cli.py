@@ -236,3 +236,26 @@ def test_report_refuses_more_than_five(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "a report takes one job or 2-5 jobs to compare, got 6 paths" in proc.stderr
     assert not out.exists()
+
+
+def test_gate_on_parquet_files_read_in_place(tmp_path: Path) -> None:
+    """The benchmark's files in small: the generator's Parquet job and its regressed copy."""
+    from benchmarks.bench_gate import candidate
+    from benchmarks.generate import Shape, generate
+
+    s = Shape("gate", 300, 4, root=tmp_path)
+    generate(s, ("parquet",))
+    cand = candidate(s.parquet)
+    proc = run("gate", s.parquet, s.parquet, "--policy", "failure")
+    assert proc.returncode == EXIT_NO_REGRESSION, proc.stdout + proc.stderr
+    proc = run("gate", s.parquet, cand, "--policy", "failure", "--json")
+    assert proc.returncode == EXIT_REGRESSION, proc.stdout + proc.stderr
+    out = json.loads(one_line(proc))
+    assert (out["tasks"], out["baseline"]["total"]) == (300, 1200)
+    import duckdb  # every task complete under policy=failure: the difference of the sums
+
+    sums = [
+        duckdb.execute("SELECT sum(reward) FROM read_parquet(?)", [str(p)]).fetchone()[0]
+        for p in (s.parquet, cand)
+    ]
+    assert out["diff"] == pytest.approx((sums[1] - sums[0]) / 1200, abs=1e-12)
