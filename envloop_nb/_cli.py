@@ -40,6 +40,7 @@ import argparse
 import json
 import math
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -100,7 +101,9 @@ class GateResult:
     """The gate's verdict: exit code, reason, the difference and its interval, coverage.
 
     ``diff``/``low``/``high`` are candidate − baseline on ``tasks`` shared and completely
-    scored tasks (of ``tasks_union``); None where nothing was computed.
+    scored tasks (of ``tasks_union``); None where nothing was computed. ``notes``: the
+    guard's differences that do not break comparability (a verifier version, a job still
+    running).
     """
 
     exit_code: int
@@ -115,6 +118,7 @@ class GateResult:
     tasks_union: int | None = None
     baseline: Coverage | None = None
     candidate: Coverage | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -133,6 +137,7 @@ class GateResult:
             parts.append(f"{self.tasks:,}/{self.tasks_union:,} tasks shared and complete")
         if self.baseline is not None and self.candidate is not None:
             parts.append(f"coverage baseline {self.baseline}, candidate {self.candidate}")
+        parts += [f"note: {n}" for n in self.notes]
         return " · ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -255,6 +260,7 @@ def _verdict(
 ) -> GateResult:
     """``head`` (coverage known) completed with the guard, the paired row and the rule."""
     blockers = [d.detail for d in cmp.differences if d.blocking]
+    head = replace(head, notes=tuple(d.detail for d in cmp.differences if not d.blocking))
     if blockers:
         return replace(head, reason="not comparable: " + "; ".join(blockers))
     low_cov = [
@@ -456,6 +462,10 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
             )
         except (EnvloopError, ValueError) as exc:
             result = GateResult(EXIT_CANNOT_TELL, str(exc), args.metric, args.max_drop, 1 - args.alpha)  # fmt: skip
+        except Exception as exc:  # a crash must not exit 1, which reads as "regression"
+            traceback.print_exc()
+            why = f"the gate failed: {type(exc).__name__}: {exc}"
+            result = GateResult(EXIT_CANNOT_TELL, why, args.metric, args.max_drop, 1 - args.alpha)
         text = json.dumps(result.to_dict()) if args.json else result.line()
         print(text, file=stdout)
         return result.exit_code
@@ -465,6 +475,9 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         )
     except (EnvloopError, ValueError) as exc:
         print(f"envloop-nb report: {exc}", file=sys.stderr)
+        return EXIT_CANNOT_TELL
+    except Exception:  # the same exit as a refusal: 2, never 1
+        traceback.print_exc()
         return EXIT_CANNOT_TELL
     print(str(written), file=stdout)
     return 0

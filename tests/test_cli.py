@@ -159,6 +159,7 @@ def test_gate_too_much_missing() -> None:
         "CANNOT TELL: too much missing: coverage below the minimum 90% (--min-coverage):"
         " candidate 241/800 scored (30.1%)"
         " · coverage baseline 767/800 scored (95.9%), candidate 241/800 scored (30.1%)"
+        " · note: candidate is running, not completed"
     )
 
 
@@ -179,6 +180,24 @@ def test_gate_pass_rate_of_non_binary_rewards_needs_a_threshold() -> None:
     proc = run("gate", graded, graded, "--metric", "pass", "--threshold", "0.5")
     assert proc.returncode == EXIT_NO_REGRESSION, proc.stdout + proc.stderr
     assert "pass candidate-baseline +0.0000, 95% CI [+0.0000, +0.0000]" in one_line(proc)
+
+
+def test_a_crash_exits_2_never_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unexpected error must not exit 1 (Python's own exit for one), which reads as a regression."""
+    import io
+
+    from envloop_nb import _cli
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(_cli, "gate", broken)
+    out = io.StringIO()
+    assert _cli.main(["gate", "a.json", "b.json"], out=out) == EXIT_CANNOT_TELL
+    assert out.getvalue() == "CANNOT TELL: the gate failed: RuntimeError: boom\n"
+    assert "Traceback" in capsys.readouterr().err
 
 
 def test_gate_usage_error_is_argparse_exit_2() -> None:
