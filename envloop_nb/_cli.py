@@ -93,6 +93,8 @@ class Coverage:
         return self.scored / self.total if self.total else 0.0
 
     def __str__(self) -> str:
+        if not self.total:
+            return "no attempts (aggregate numbers only)"
         return f"{self.scored:,}/{self.total:,} scored ({self.share * 100:.1f}%)"
 
 
@@ -394,7 +396,8 @@ With the margin d = --max-drop:
                          (underpowered), fewer than --min-tasks shared complete tasks,
                          not comparable, coverage below --min-coverage, fewer than half
                          the tasks shared and complete, a source that does not load
-                         (a missing file too), or a usage error (argparse's own exit 2)
+                         (a missing file too), an unexpected error (its traceback on
+                         stderr), or a usage error (argparse's own exit 2)
 One line is printed (one JSON object with --json). It never says NO REGRESSION when it
 cannot tell.
 """

@@ -129,6 +129,19 @@ def test_gate_incomparable_pair() -> None:
     )
 
 
+def test_gate_aggregate_numbers_only() -> None:
+    """lm-eval results without samples (Pythia checkpoints): no task list, nothing to pair."""
+    zero_shot = ROOT / "tests" / "data" / "lm_eval" / "pythia-160m" / "zero-shot"
+    proc = run("gate", zero_shot / "160m_step113000.json", zero_shot / "160m_step123000.json")
+    assert proc.returncode == EXIT_CANNOT_TELL
+    assert one_line(proc) == (
+        "CANNOT TELL: not comparable: the task list of baseline is unknown: its run holds only"
+        " aggregate metrics; the task list of candidate is unknown: its run holds only"
+        " aggregate metrics · coverage baseline no attempts (aggregate numbers only),"
+        " candidate no attempts (aggregate numbers only)"
+    )
+
+
 def test_gate_underpowered_too_few_tasks() -> None:
     runs = SAMPLE_DATA / "agent_runs"
     proc = run("gate", runs / "base", runs / "sft-step2000")
