@@ -475,7 +475,8 @@ def transcript_html(
     ``rows`` are the attempt's step rows in order (a pandas or polars frame of
     ``job.steps(task, attempt)``, or mappings with its columns); ``attempt`` is the
     attempt's row (``task``, ``attempt``, ``status``, ``reward``, ``judge_summary``,
-    ``error``, ``extra`` with its ``scores`` …) shown beside the steps.
+    ``error``, ``extra`` with its ``scores`` …) shown beside the steps; its ``label``, when
+    given, heads the transcript instead of "task … · attempt …" (an experiment's case).
 
     ``compact=True``: a static, bounded fragment for a standalone report (no script,
     pages or search). ``rows`` may be some of the attempt's steps (its first and last,
@@ -526,10 +527,8 @@ def transcript_html(
         if first_error is not None
         else '<span class="enb-dim">no errors</span>'
     )
-    head = (
-        f"<h4>task {_esc(task)} · attempt {number} · {len(records):,} step"
-        f"{'s' if len(records) != 1 else ''}</h4>"
-    )
+    subject = info.get("label") or f"task {task} · attempt {number}"
+    head = f"<h4>{_esc(subject)} · {len(records):,} step{'s' if len(records) != 1 else ''}</h4>"
     if not records:
         body = '<div class="enb-dim">This attempt has no steps: its source recorded none.</div>'
         out = (
