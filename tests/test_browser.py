@@ -807,3 +807,63 @@ def test_transitions_open_two_attempts_side_by_side(browser: Any, lab: Lab) -> N
     finally:
         _theme(page, "Light")
     page.close()
+
+
+def test_experiment_case_transcript_from_mlflow_traces(browser: Any, lab: Lab) -> None:
+    """An experiment loaded from MLflow traces not judged yet (a real SQLite store, built by
+    MLflow in the kernel; no feedback, so no evaluator): a case opened in the experiment panel shows its trace's spans as a transcript
+    with the failing tool in red and "jump to first error" reaching it, light and dark."""
+    pytest.importorskip("mlflow")
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import os, tempfile, warnings\n"
+            "from pathlib import Path\n"
+            "os.environ['MLFLOW_DISABLE_TELEMETRY'] = 'true'\n"
+            "warnings.simplefilter('ignore')\n"
+            "import mlflow\n"
+            "from tests.test_mlflow_steps import _build\n"
+            "import envloop_nb as enb\n"
+            "root = Path(tempfile.mkdtemp())\n"
+            "made = _build(root)\n"
+            "ws = enb.open()\n"
+            "exp = ws.load_mlflow(experiment='agents', tracking_uri=f'sqlite:///{root}/mlflow.db')\n"
+            "print('CASES', len(exp.steps().groupby('task')))"
+        ),
+        nbformat.v4.new_code_cell("exp.panel()"),
+    ]
+    _write_notebook(nb, lab.root / "experiment_steps_check.ipynb")
+    page = _open_and_run(browser, lab, "experiment_steps_check.ipynb")
+    page.wait_for_selector(".enb-exp-panel", timeout=180_000)
+    _wait_idle(page, 180)
+    assert _visible_problems(page) == []
+    panel = page.locator(".enb-exp-panel").first
+    # the travel agent's trace: the one with the most steps, opened from the case list
+    tid = page.evaluate(
+        "[...document.querySelectorAll('.enb-exp-panel tr[data-trace]')].map(r => r.dataset.trace)"
+    )
+    assert len(tid) == 3
+    for trace in tid:
+        panel.locator(f"tr[data-trace='{trace}']").click()
+        tr = panel.locator(".enb-tr").first
+        tr.wait_for(state="visible", timeout=20_000)
+        if "no seats on AF1" in tr.inner_text():
+            break
+    assert "11 steps" in tr.inner_text() and "case tr-" in tr.inner_text()
+    deadline = time.time() + 10
+    while tr.get_attribute("data-wired") != "1" and time.time() < deadline:
+        time.sleep(0.2)
+    tr.locator("a.enb-go:has-text('first error')").first.click()
+    flash = tr.locator(".enb-flash").first
+    flash.wait_for(state="attached", timeout=10_000)
+    assert "no seats on AF1" in flash.inner_text()
+    assert tr.evaluate(_CLIPPED_PRE) == 0
+    _shot(page, tr, "experiment-case-transcript-light")
+    _theme(page, "Dark")
+    try:
+        _shot(page, tr, "experiment-case-transcript-dark")
+    finally:
+        _theme(page, "Light")
+    page.close()

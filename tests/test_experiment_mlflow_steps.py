@@ -95,6 +95,7 @@ def test_each_case_keeps_its_trace_spans_as_steps(store: dict[str, Any]) -> None
     assert (t.steps, t.first_error) == (11, int(results["step"].iloc[1]))
     assert "jump to first error" in t.html and "no seats on AF1" in t.html
     assert f"<h4>case {ids['travel']} · 11 steps</h4>" in t.html
+    assert ">reward<" not in t.html  # a case has no reward (a job's attempt shows "-")
     assert "&lt;script&gt;alert(1)" in t.html and "<script>alert(1)" not in t.html
     with pytest.raises(KeyError, match="no case"):
         exp.transcript("tr-nope")
@@ -143,5 +144,30 @@ def test_the_panel_case_detail_shows_the_transcript(store: dict[str, Any]) -> No
         assert "enb-tr" in panel.transcript.value and "no seats on AF1" in panel.transcript.value
         panel.select_trace(store["ids"]["rollup"])
         assert "enb-tr" in panel.transcript.value
+    finally:
+        panel.close()
+
+
+def test_traces_not_judged_yet_are_cases_with_their_steps(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """MLflow traces without any feedback: an experiment with no evaluator. Its summary,
+    case list and panel work (they raised on the counts of no rows, and listed no case)."""
+    before = mlflow.get_tracking_uri()
+    root = tmp_path_factory.mktemp("unjudged")
+    try:
+        made = _build(root)
+    finally:
+        mlflow.set_tracking_uri(before)
+    exp = enb.open().load_mlflow(experiment="agents", tracking_uri=f"sqlite:///{root}/mlflow.db")
+    s = exp.summary()
+    assert (s.counted, s.total, s.cases, s.composite) == (0, 0, 3, None)
+    cases = exp.cases()
+    assert len(cases) == 3 and (cases["counted"] == 0).all() and (cases["total"] == 0).all()
+    assert set(cases["trace_id"]) == {_trace_id(t["spans"]) for t in made.values()}
+    panel = exp.panel()
+    try:
+        panel.select_trace(_trace_id(made["travel"]["spans"]))
+        assert "no seats on AF1" in panel.transcript.value
     finally:
         panel.close()

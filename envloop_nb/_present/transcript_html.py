@@ -338,10 +338,12 @@ def _side(attempt: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
             value = g(key)
             kv.append((label, _esc(f"{value:,.4g}" if isinstance(value, float) else value)))
     table = "".join(f"<tr><th>{_esc(k)}</th><td>{v}</td></tr>" for k, v in kv)
-    parts = [
-        '<div class="enb-dim">reward</div>'
-        f'<div class="enb-side-big">{_esc("-" if reward is None else f"{float(reward):.4g}")}</div>'
-        f'<table class="enb-side-kv">{table}</table>'
+    big = f"{float(reward):.4g}" if reward is not None else "-"
+    parts = [  # an experiment's case has no reward (its evaluators' scores are beside it)
+        f'<div class="enb-dim">reward</div><div class="enb-side-big">{_esc(big)}</div>'
+        if "reward" in attempt or "label" not in attempt
+        else "",
+        f'<table class="enb-side-kv">{table}</table>',
     ]
     extra = g("extra") if isinstance(g("extra"), dict) else {}
     judge = _v(g("judge_summary"))
