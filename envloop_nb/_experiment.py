@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ._experiments.session import Session
     from ._export.experiment_xlsx import ExperimentExport
     from ._export.html_report import HtmlReport
+    from ._present.transcript_html import Transcript
     from ._ui.experiment_panel import ExperimentPanel
 
 __all__ = ["Experiment"]
@@ -107,6 +108,24 @@ class Experiment:
         """One row per current (case, evaluator): ``run``, ``status``, ``machine_score``,
         ``corrected_score``, ``score`` (effective), ``counted``, ``reason``, ``error`` …"""
         return to_frame(stats.result_table(self.con, self.id), frame)
+
+    def steps(self, case: str | None = None, *, frame: FrameKind = "pandas") -> Any:
+        """What the agent did in a case (or in every case): one row per step, in order,
+        with the columns of ``job.steps()`` (``task`` is the case's trace id, ``attempt``
+        0). An MLflow experiment's traces give them (``ws.load_mlflow``: LLM, TOOL and
+        AGENT spans); a source without steps gives no rows."""
+        from ._store.steps import steps_relation
+
+        return to_frame(steps_relation(self.con, self.id, task=case, table="exp_steps"), frame)
+
+    def transcript(self, case: str, *, page_size: int = 200) -> Transcript:
+        """A case's steps as a transcript people can read (as ``job.transcript``: tool
+        calls as cards with their results, errors in red, search, timeline, "jump to
+        first error"); a case without steps says so. ``KeyError`` for a case the
+        experiment lacks."""
+        from ._ui.steps_view import case_transcript_of
+
+        return case_transcript_of(self.con, self.id, case, page_size=page_size)
 
     def corrections(self, frame: FrameKind = "pandas") -> Any:
         """Every correction ever made, in order, with ``state`` (``live``, ``undone``,

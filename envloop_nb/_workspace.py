@@ -462,17 +462,26 @@ class Workspace:
     ) -> Experiment:
         """Load an MLflow 3 experiment's traces and their feedback assessments as an
         experiment (traces are cases, feedback names evaluators, ``override_feedback``
-        chains corrections with the overridden score kept). Needs ``mlflow``."""
+        chains corrections with the overridden score kept). Each trace's spans (LLM, TOOL,
+        AGENT) become its case's steps: ``experiment.steps(case=…)``,
+        ``experiment.transcript(case)``. Needs ``mlflow``."""
+        import json
+
         from ._experiment import Experiment
         from ._loaders.experiments.doc import check_doc
         from ._loaders.experiments.store import write_experiment
-        from ._loaders.mlflow.traces import mlflow_experiment_doc
+        from ._loaders.mlflow.trace_steps import steps_info, trace_steps_writer
+        from ._loaders.mlflow.traces import experiment_doc_from_dicts, read_mlflow_traces
 
-        raw = mlflow_experiment_doc(
+        record, traces = read_mlflow_traces(
             experiment=experiment, tracking_uri=tracking_uri, max_traces=max_traces
         )
-        doc = check_doc(raw, tracking_uri)
-        eid = write_experiment(self.con, doc, source_format="mlflow", source_path=tracking_uri)
+        doc = check_doc(experiment_doc_from_dicts(record, traces), tracking_uri)
+        eid = write_experiment(
+            self.con, doc, source_format="mlflow", source_path=tracking_uri,
+            extra=json.dumps({"steps": steps_info(traces)}),
+            also=trace_steps_writer(traces, tracking_uri),
+        )  # fmt: skip
         return Experiment(self, eid)
 
     def new_experiment(

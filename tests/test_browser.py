@@ -652,3 +652,218 @@ def test_transcript_and_side_by_side_page_search_and_jump_offline(
     page.screenshot(path=str(ARTIFACTS / f"side-by-side-{scheme}.png"))
     assert outside == [] and errors == []
     context.close()
+
+
+def _theme(page: Any, name: str) -> None:
+    """Switch JupyterLab's theme ("Light" or "Dark") from its Settings menu."""
+    page.click(".lm-MenuBar-itemLabel:text-is('Settings')")
+    page.hover(".lm-Menu-itemLabel:text-is('Theme')")
+    page.click(f".lm-Menu-itemLabel:text-is('JupyterLab {name}')")
+    time.sleep(2)
+
+
+def _agent_runs_notebook(lab: Lab, name: str, last: str) -> None:
+    """A scratch notebook loading the two checkpoints of ``sample_data/agent_runs`` (Harbor
+    trial folders with ATIF trajectories), ending with the cell ``last``."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import envloop_nb as enb\n"
+            "ws = enb.open()\n"
+            "base = ws.load('../sample_data/agent_runs/base', job_id='coder-base')\n"
+            "sft = ws.load('../sample_data/agent_runs/sft-step2000', job_id='coder-sft-step2000')"
+        ),
+        nbformat.v4.new_code_cell(last),
+    ]
+    _write_notebook(nb, lab.root / name)
+
+
+def _flashed(view: Any) -> str | None:
+    """The step the transcript last jumped to (its flashed block), waited for."""
+    flash = view.locator(".enb-flash").first
+    flash.wait_for(state="attached", timeout=10_000)
+    return str(flash.get_attribute("data-step"))
+
+
+_CLIPPED_PRE = """el => [...el.querySelectorAll('.enb-tr-view pre')].filter(
+    p => p.offsetParent !== null && p.scrollHeight > p.clientHeight + 1).length"""
+
+
+def test_cases_tab_transcript_of_a_harbor_attempt(browser: Any, lab: Lab) -> None:
+    """The job panel's Cases tab on a Harbor job with ATIF trajectories, in JupyterLab: a
+    case opens its transcript, "jump to first error", the transcript's own search, a
+    timeline mark and "show more" all work, in the light and the dark theme."""
+    _agent_runs_notebook(lab, "cases_transcript_check.ipynb", "base.panel()")
+    page = _open_and_run(browser, lab, "cases_transcript_check.ipynb")
+    page.wait_for_selector(".enb-job-panel", state="attached", timeout=120_000)
+    _wait_idle(page)
+    assert _visible_problems(page) == []
+    panel = page.locator(".enb-job-panel").first
+    panel.locator(".lm-TabBar-tab:has-text('Cases')").first.click()
+    table = panel.locator(".enb-cases table").first
+    table.wait_for(state="visible", timeout=20_000)
+    search = panel.locator("input[placeholder='search input, output, error…']").first
+    search.fill("fix-git-merge-conflict")
+    search.press("Enter")
+    _wait_text(panel, "rows 1–3 of 3")
+    table.locator("tbody tr[data-row='1']").click()  # attempt 2: an edit_file error at step 12
+    tr = panel.locator(".enb-tr").first
+    tr.wait_for(state="visible", timeout=20_000)
+    deadline = time.time() + 10
+    while tr.get_attribute("data-wired") != "1" and time.time() < deadline:
+        time.sleep(0.2)
+    assert tr.get_attribute("data-wired") == "1", "the transcript's script did not run"
+    assert "fix-git-merge-conflict · attempt 2" in tr.inner_text()
+    assert "26 steps" in tr.inner_text()  # 19 blocks: each call's result in its card
+    assert tr.locator(".enb-tr-view .enb-block").count() == 19
+    view = tr.locator(".enb-tr-view")
+
+    tr.locator("a.enb-go:has-text('first error')").first.click()
+    assert _flashed(view) == "12"
+    assert "no such file or directory" in view.locator(".enb-flash").first.inner_text()
+
+    box = tr.locator(".enb-tr-search")
+    box.fill("src/client.py")
+    box.press("Enter")
+    page.wait_for_function(
+        "document.querySelector('.enb-job-panel .enb-tr-count').textContent.includes(' of ')"
+    )
+    assert view.locator("mark").count() >= 2
+    assert tr.locator(".enb-tl a.enb-hit").count() >= 2
+    box.fill("")
+    box.press("Enter")
+
+    tr.locator(".enb-tl a").nth(19).click()  # the timeline's 20th mark: step 20
+    assert _flashed(view) == "20"
+
+    more = view.locator("details.enb-more").first  # step 9: the conflicted file, 17 lines
+    assert more.get_attribute("open") is None
+    more.locator("summary").click()
+    assert more.get_attribute("open") is not None
+    assert ">>>>>>> feature/retry" in more.inner_text()
+    more.scroll_into_view_if_needed()
+    # the Cases detail's own "pre" rule (240px high, 11px) does not reach the transcript's
+    # text: nothing cut, one code size (it was 11px in light and 13px in dark)
+    assert tr.evaluate(_CLIPPED_PRE) == 0
+    size = more.evaluate("el => getComputedStyle(el.querySelector('pre')).fontSize")
+    _shot(page, tr, "transcript-cases-light")
+    assert _visible_problems(page) == []
+
+    _theme(page, "Dark")
+    try:
+        colours = tr.evaluate(
+            "el => [getComputedStyle(el.querySelector('.enb-block')).backgroundColor,"
+            " getComputedStyle(el.querySelector('.enb-block pre')).color]"
+        )
+        assert "rgb(255, 255, 255)" not in colours[0], colours  # no white block in dark
+        assert tr.evaluate(_CLIPPED_PRE) == 0
+        assert more.evaluate("el => getComputedStyle(el.querySelector('pre')).fontSize") == size
+        tr.locator("a.enb-go:has-text('first error')").first.click()
+        assert _flashed(view) == "12"
+        _shot(page, tr, "transcript-cases-dark")
+    finally:
+        _theme(page, "Light")
+    page.close()
+
+
+def test_transitions_open_two_attempts_side_by_side(browser: Any, lab: Lab) -> None:
+    """The comparison panel's transitions drill-down in JupyterLab: "broken" lists the
+    tasks the fine-tuned checkpoint broke, a task opens the two attempts side by side with
+    the first divergence marked and one click away, in the light and the dark theme."""
+    _agent_runs_notebook(
+        lab, "side_by_side_check.ipynb", "ws.compare([base, sft], baseline=base).panel()"
+    )
+    page = _open_and_run(browser, lab, "side_by_side_check.ipynb")
+    page.wait_for_selector(".jp-Cell-outputArea .lm-TabBar-tab", timeout=120_000)
+    _wait_idle(page)
+    assert _visible_problems(page) == []
+    out = page.locator(".jp-Cell-outputArea").nth(1)
+    out.locator(".lm-TabBar-tab:has-text('Transitions')").first.click()
+    out.locator("button:has-text('broken: 2')").first.click()
+    _wait_text(out, "coder-sft-step2000: broken")
+    _shot(page, out.locator(".lm-TabBar").first, "transitions-drilldown-light")
+    out.locator("button:has-text('⇆ cron-log-rotate')").first.click()
+    sbs = out.locator(".enb-tr").first
+    sbs.wait_for(state="visible", timeout=20_000)
+    deadline = time.time() + 10
+    while sbs.get_attribute("data-wired") != "1" and time.time() < deadline:
+        time.sleep(0.2)
+    assert sbs.get_attribute("data-wired") == "1", "the side-by-side view's script did not run"
+    text = sbs.inner_text()
+    assert "coder-base · cron-log-rotate · attempt 1" in text
+    assert "coder-sft-step2000 · cron-log-rotate · attempt 1" in text
+    assert sbs.locator(".enb-first").count() >= 1  # the first divergence is marked
+    sbs.locator(".enb-sbs-div a.enb-go").first.click()
+    flash = sbs.locator(".enb-flash").first
+    flash.wait_for(state="attached", timeout=10_000)
+    assert "enb-first" in (flash.get_attribute("class") or "")
+    _shot(page, sbs, "side-by-side-transitions-light")
+    assert _visible_problems(page) == []
+    _theme(page, "Dark")
+    try:
+        _shot(page, sbs, "side-by-side-transitions-dark")
+    finally:
+        _theme(page, "Light")
+    page.close()
+
+
+def test_experiment_case_transcript_from_mlflow_traces(browser: Any, lab: Lab) -> None:
+    """An experiment loaded from MLflow traces not judged yet (a real SQLite store, built by
+    MLflow in the kernel; no feedback, so no evaluator): a case opened in the experiment panel shows its trace's spans as a transcript
+    with the failing tool in red and "jump to first error" reaching it, light and dark."""
+    pytest.importorskip("mlflow")
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import os, tempfile, warnings\n"
+            "from pathlib import Path\n"
+            "os.environ['MLFLOW_DISABLE_TELEMETRY'] = 'true'\n"
+            "warnings.simplefilter('ignore')\n"
+            "import mlflow\n"
+            "from tests.test_mlflow_steps import _build\n"
+            "import envloop_nb as enb\n"
+            "root = Path(tempfile.mkdtemp())\n"
+            "made = _build(root)\n"
+            "ws = enb.open()\n"
+            "exp = ws.load_mlflow(experiment='agents', tracking_uri=f'sqlite:///{root}/mlflow.db')\n"
+            "print('CASES', len(exp.steps().groupby('task')))"
+        ),
+        nbformat.v4.new_code_cell("exp.panel()"),
+    ]
+    _write_notebook(nb, lab.root / "experiment_steps_check.ipynb")
+    page = _open_and_run(browser, lab, "experiment_steps_check.ipynb")
+    page.wait_for_selector(".enb-exp-panel", timeout=180_000)
+    _wait_idle(page, 180)
+    assert _visible_problems(page) == []
+    panel = page.locator(".enb-exp-panel").first
+    # the travel agent's trace: the one with the most steps, opened from the case list
+    tid = page.evaluate(
+        "[...document.querySelectorAll('.enb-exp-panel tr[data-trace]')].map(r => r.dataset.trace)"
+    )
+    assert len(tid) == 3
+    for trace in tid:
+        panel.locator(f"tr[data-trace='{trace}']").click()
+        tr = panel.locator(".enb-tr").first
+        tr.wait_for(state="visible", timeout=20_000)
+        if "no seats on AF1" in tr.inner_text():
+            break
+    assert "11 steps" in tr.inner_text() and "case tr-" in tr.inner_text()
+    deadline = time.time() + 10
+    while tr.get_attribute("data-wired") != "1" and time.time() < deadline:
+        time.sleep(0.2)
+    tr.locator("a.enb-go:has-text('first error')").first.click()
+    flash = tr.locator(".enb-flash").first
+    flash.wait_for(state="attached", timeout=10_000)
+    assert "no seats on AF1" in flash.inner_text()
+    assert tr.evaluate(_CLIPPED_PRE) == 0
+    _shot(page, tr, "experiment-case-transcript-light")
+    _theme(page, "Dark")
+    try:
+        _shot(page, tr, "experiment-case-transcript-dark")
+    finally:
+        _theme(page, "Light")
+    page.close()

@@ -414,3 +414,15 @@ def test_a_failing_tab_says_so_in_the_frame(
     assert "could not build the Overview tab" in p.progress_label.value
     assert "no overview today" in p.progress_label.value and p.progress.bar_style == "danger"
     assert not p.built and p._tab.layout.display == "none"
+
+
+def test_a_job_without_subset_tags_gets_its_overview(ws: enb.Workspace) -> None:
+    """A Harbor job whose tasks carry no ``subset`` tag (only ``source``): the Overview
+    builds without a subset table or chart (it raised "no task of job … has tag
+    'subset'" and the panel showed a traceback)."""
+    job = ws.load(SAMPLE_DATA / "agent_runs" / "base", job_id="coder-base")
+    panel = job.panel().build()
+    ov = panel.overview
+    assert ov.summary is not None and "pass@3" in ov.cards.value
+    assert ov.groups.value == "" and "subset" not in ov.chart_widgets
+    assert {"reward", "curve"} <= set(ov.chart_widgets)

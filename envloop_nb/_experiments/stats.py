@@ -174,9 +174,12 @@ def experiment_summary(con: duckdb.DuckDBPyConnection, experiment_id: str) -> Ex
     """
     p = {"e": experiment_id}
     row = con.execute(
-        f"""SELECT {scored_mean("CASE WHEN counted THEN score END", _ORDER)}, count_if(counted),
-                   count(*), count_if(status = 'succeeded'), count_if(status = 'failed'),
-                   count_if(status IN ('pending', 'running')), count_if(status = 'missing'),
+        f"""SELECT {scored_mean("CASE WHEN counted THEN score END", _ORDER)},
+                   coalesce(count_if(counted), 0), count(*),
+                   coalesce(count_if(status = 'succeeded'), 0),
+                   coalesce(count_if(status = 'failed'), 0),
+                   coalesce(count_if(status IN ('pending', 'running')), 0),
+                   coalesce(count_if(status = 'missing'), 0),
                    count(DISTINCT trace_id), count(corrected_score)
             FROM ({current_sql()})""",
         p,
@@ -249,7 +252,9 @@ def result_table(con: duckdb.DuckDBPyConnection, experiment_id: str) -> duckdb.D
 def case_table(con: duckdb.DuckDBPyConnection, experiment_id: str) -> duckdb.DuckDBPyRelation:
     """One row per case: ``trace_id``, ``composite`` (NULL when nothing counted),
     ``counted``, ``total``, then for each evaluator ``<name>`` (its effective score),
-    ``<name> status`` and ``<name> corrected`` (a live correction is in force), then ``input``, ``output``, ``reference``, ``added_by``, ``tags``."""
+    ``<name> status`` and ``<name> corrected`` (a live correction is in force), then ``input``, ``output``, ``reference``, ``added_by``, ``tags``.
+    Every case is a row, also one no evaluator has a row for (an experiment of MLflow traces
+    not judged yet: ``counted`` and ``total`` 0)."""
     from .._store.sql import ident
 
     names = evaluator_names(con, experiment_id)
@@ -274,11 +279,15 @@ def case_table(con: duckdb.DuckDBPyConnection, experiment_id: str) -> duckdb.Duc
                                AS composite,
                            count_if(counted)::BIGINT AS counted, count(*) AS total{per_eval}
                     FROM p GROUP BY trace_id)
-            SELECT agg.* EXCLUDE (case_position), c.input, c.input_is_chat, c.output,
+            SELECT c.trace_id, agg.composite, coalesce(agg.counted, 0) AS counted,
+                   coalesce(agg.total, 0) AS total,
+                   agg.* EXCLUDE (trace_id, case_position, composite, counted, total),
+                   c.input, c.input_is_chat, c.output,
                    c.reference, c.reference_source, c.added_by, c.status AS trace_status,
                    c.tags
-            FROM agg JOIN exp_cases c ON c.experiment_id = $e AND c.trace_id = agg.trace_id
-            ORDER BY agg.case_position""",
+            FROM exp_cases c LEFT JOIN agg ON agg.trace_id = c.trace_id
+            WHERE c.experiment_id = $e
+            ORDER BY c.position""",
         params=params,
     )
 

@@ -53,7 +53,7 @@ PAGED_CSS = """
   border-radius:6px;padding:8px 10px;max-height:90vh;overflow:auto}
 .enb-tr h4{margin:0 0 6px 0;font-size:13px}
 .enb-tr h5{margin:8px 0 3px 0;font-size:12px;color:var(--jp-ui-font-color2,inherit)}
-.enb-tr pre{white-space:pre-wrap;word-break:break-word;margin:0;padding:3px 6px;
+div.enb-tr pre{white-space:pre-wrap;word-break:break-word;margin:0;padding:3px 6px;
   font-family:var(--jp-code-font-family,ui-monospace,monospace);font-size:11.5px;
   background:var(--jp-layout-color2,#8881);border-radius:4px;max-height:none}
 .enb-tr .enb-dim{color:var(--jp-ui-font-color2,#888)}

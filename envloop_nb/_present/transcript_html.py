@@ -338,10 +338,12 @@ def _side(attempt: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
             value = g(key)
             kv.append((label, _esc(f"{value:,.4g}" if isinstance(value, float) else value)))
     table = "".join(f"<tr><th>{_esc(k)}</th><td>{v}</td></tr>" for k, v in kv)
-    parts = [
-        '<div class="enb-dim">reward</div>'
-        f'<div class="enb-side-big">{_esc("-" if reward is None else f"{float(reward):.4g}")}</div>'
-        f'<table class="enb-side-kv">{table}</table>'
+    big = f"{float(reward):.4g}" if reward is not None else "-"
+    parts = [  # an experiment's case has no reward (its evaluators' scores are beside it)
+        f'<div class="enb-dim">reward</div><div class="enb-side-big">{_esc(big)}</div>'
+        if "reward" in attempt or "label" not in attempt
+        else "",
+        f'<table class="enb-side-kv">{table}</table>',
     ]
     extra = g("extra") if isinstance(g("extra"), dict) else {}
     judge = _v(g("judge_summary"))
@@ -475,7 +477,8 @@ def transcript_html(
     ``rows`` are the attempt's step rows in order (a pandas or polars frame of
     ``job.steps(task, attempt)``, or mappings with its columns); ``attempt`` is the
     attempt's row (``task``, ``attempt``, ``status``, ``reward``, ``judge_summary``,
-    ``error``, ``extra`` with its ``scores`` …) shown beside the steps.
+    ``error``, ``extra`` with its ``scores`` …) shown beside the steps; its ``label``, when
+    given, heads the transcript instead of "task … · attempt …" (an experiment's case).
 
     ``compact=True``: a static, bounded fragment for a standalone report (no script,
     pages or search). ``rows`` may be some of the attempt's steps (its first and last,
@@ -526,10 +529,8 @@ def transcript_html(
         if first_error is not None
         else '<span class="enb-dim">no errors</span>'
     )
-    head = (
-        f"<h4>task {_esc(task)} · attempt {number} · {len(records):,} step"
-        f"{'s' if len(records) != 1 else ''}</h4>"
-    )
+    subject = info.get("label") or f"task {task} · attempt {number}"
+    head = f"<h4>{_esc(subject)} · {len(records):,} step{'s' if len(records) != 1 else ''}</h4>"
     if not records:
         body = '<div class="enb-dim">This attempt has no steps: its source recorded none.</div>'
         out = (

@@ -69,7 +69,9 @@ JOB_TABLES = (
 ANNOTATION_TABLES = ("manual_dimensions", "annotations")
 
 # Tables whose rows belong to one experiment (``experiment_id`` first).
-EXPERIMENT_TABLES = ("experiments", "exp_evaluators", "exp_cases", "exp_results", "exp_corrections")
+EXPERIMENT_TABLES = (
+    "experiments", "exp_evaluators", "exp_cases", "exp_results", "exp_corrections", "exp_steps",
+)  # fmt: skip
 
 #: ``attempt_rows`` in the ``attempts`` view's columns: a row numbered by ``source_row``
 #: is placed at ``row N`` here, where only a question that shows the place makes the
@@ -388,6 +390,37 @@ CREATE TABLE IF NOT EXISTS exp_corrections (
     undone_by      VARCHAR,
     undone_at      TIMESTAMPTZ,
     origin         VARCHAR NOT NULL       -- source | local
+);
+
+-- An experiment case's trajectory (an MLflow trace's spans): the columns of ``steps``,
+-- owned by the experiment instead of a job; ``task`` is the case's trace_id and
+-- ``attempt`` is always 0 (a case is one run). Its own table, so a job and an experiment
+-- that share an id never see or delete each other's steps.
+CREATE TABLE IF NOT EXISTS exp_steps (
+    experiment_id  VARCHAR NOT NULL,
+    task           VARCHAR NOT NULL,
+    attempt        INTEGER NOT NULL,
+    step           INTEGER NOT NULL,
+    turn           INTEGER,
+    parent_step    INTEGER,
+    agent          VARCHAR,
+    role           VARCHAR NOT NULL,
+    kind           VARCHAR NOT NULL,
+    tool           VARCHAR,
+    call_id        VARCHAR,
+    arguments      JSON,
+    content        VARCHAR,
+    is_error       BOOLEAN NOT NULL,
+    tokens_in      BIGINT,
+    tokens_out     BIGINT,
+    tokens_cached  BIGINT,
+    cost_usd       DOUBLE,
+    model          VARCHAR,
+    started_at     TIMESTAMPTZ,
+    duration_s     DOUBLE,
+    copied         BOOLEAN NOT NULL,
+    extra          JSON,
+    source_place   VARCHAR
 );
 
 -- Display names given with ws.rename (the job id when absent). Not a job table: a

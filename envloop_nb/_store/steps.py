@@ -16,13 +16,17 @@ Readers (one beside each source's job reader) write through :class:`StepWriter`,
 streams rows into the table in Arrow batches (never a Python object per step kept for
 the whole load); :func:`check_steps` then checks every invariant over the job's rows in
 SQL, inside the load's transaction, naming the file and step of the first violation.
+
+An experiment's cases (MLflow traces) keep their steps in ``exp_steps``, the same columns
+owned by ``experiment_id`` (``task``: the case's trace id, ``attempt``: 0); the writer,
+the checks and :func:`steps_relation` take ``table="exp_steps"`` for them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pyarrow as pa
 
@@ -38,6 +42,7 @@ __all__ = [
     "HeldRows",
     "StepSink",
     "StepWriter",
+    "StepsTable",
     "check_steps",
     "has_steps",
     "has_tool_calls",
@@ -78,6 +83,10 @@ STEP_COLUMNS: dict[str, pa.DataType] = {
     "source_place": pa.string(),
 }
 _DEFAULTS: dict[str, Any] = {"is_error": False, "copied": False}
+#: Where steps live: a job's (``steps``) or an experiment's cases' (``exp_steps``).
+StepsTable = Literal["steps", "exp_steps"]
+#: The column naming each table's owner.
+_OWNER: dict[str, str] = {"steps": "job_id", "exp_steps": "experiment_id"}
 _BATCH = 65_536
 
 
@@ -87,7 +96,8 @@ class StepWriter:
 
     ``add`` takes a row as a mapping of :data:`STEP_COLUMNS` names (absent ones are
     null; ``is_error`` and ``copied`` default to false); ``close`` writes what is left.
-    Rows go straight into the table inside the load's transaction.
+    Rows go straight into the table inside the load's transaction; ``table="exp_steps"``
+    writes an experiment's (``job_id`` is then the experiment's id).
 
     Examples
     --------
@@ -104,6 +114,7 @@ class StepWriter:
     con: duckdb.DuckDBPyConnection
     job_id: str
     batch: int = _BATCH
+    table: StepsTable = "steps"
     written: int = 0
     _cols: dict[str, list[Any]] = field(default_factory=dict, repr=False)
 
@@ -133,8 +144,8 @@ class StepWriter:
         for values in self._cols.values():
             values.clear()
         self.con.execute(
-            "INSERT INTO steps BY NAME SELECT $job_id AS job_id, * REPLACE "
-            "(arguments::JSON AS arguments, extra::JSON AS extra) FROM _el_steps_batch",
+            f"INSERT INTO {self.table} BY NAME SELECT $job_id AS {_OWNER[self.table]}, * "
+            "REPLACE (arguments::JSON AS arguments, extra::JSON AS extra) FROM _el_steps_batch",
             {"job_id": self.job_id},
         )
         del _el_steps_batch
@@ -223,17 +234,37 @@ _CHECKS: tuple[tuple[str, str], ...] = (
         "steps of an attempt the job does not have",
     ),
 )
+# An experiment's steps: each belongs to one of its cases, as its only run (attempt 0).
+_EXP_OWNER_CHECK = (
+    """SELECT s.source_place, s.task, s.attempt, min(s.step) FROM exp_steps s
+       WHERE s.experiment_id = $job AND (s.attempt <> 0 OR NOT EXISTS (
+           SELECT 1 FROM exp_cases c
+           WHERE c.experiment_id = s.experiment_id AND c.trace_id = s.task))
+       GROUP BY ALL LIMIT 1""",
+    "steps of a case the experiment does not have (or not as attempt 0)",
+)
 
 
-def check_steps(con: duckdb.DuckDBPyConnection, job_id: str, source: str) -> None:
+def check_steps(
+    con: duckdb.DuckDBPyConnection, job_id: str, source: str, *, table: StepsTable = "steps"
+) -> None:
     """Check the job's step rows; raise :class:`LoadError` naming the first bad one.
 
     Kinds and sources are known ones, a tool call names its tool, each attempt's steps
     run ``1..n`` without gaps, a result that names a call answers an earlier call of its
-    attempt, and every attempt with steps is one of the job's attempts.
+    attempt, and every attempt with steps is one of the job's attempts (with
+    ``table="exp_steps"``: ``job_id`` is an experiment's, and every task with steps is
+    one of its cases, as attempt 0).
     """
     params = {"job": job_id, "kinds": list(KINDS), "roles": list(ROLES)}
-    for sql, problem in _CHECKS:
+    checks = _CHECKS
+    if table == "exp_steps":
+        renamed = (
+            (sql.replace("FROM steps", "FROM exp_steps").replace("job_id", "experiment_id"), p)
+            for sql, p in _CHECKS[:-1]
+        )
+        checks = (*renamed, _EXP_OWNER_CHECK)
+    for sql, problem in checks:
         used = {k: v for k, v in params.items() if f"${k}" in sql}
         row = con.execute(sql, used).fetchone()
         if row is not None:
@@ -264,8 +295,10 @@ def steps_relation(
     *,
     task: str | None = None,
     attempt: int | None = None,
+    table: StepsTable = "steps",
 ) -> duckdb.DuckDBPyRelation:
-    """The job's steps (one attempt's, one task's, or all), in order.
+    """The job's steps (one attempt's, one task's, or all), in order (``table="exp_steps"``:
+    an experiment's, ``job_id`` its id and ``task`` a case's trace id).
 
     Examples
     --------
@@ -281,9 +314,10 @@ def steps_relation(
     >>> steps_relation(ws.con, job.id, task="A").select("step, kind, tool").fetchall()
     [(1, 'message', None), (2, 'tool_call', 'ls')]
     """
+    owner = _OWNER[table]
     return con.sql(
-        """SELECT * EXCLUDE (job_id) FROM steps
-           WHERE job_id = $job AND ($task IS NULL OR task = $task)
+        f"""SELECT * EXCLUDE ({owner}) FROM {table}
+           WHERE {owner} = $job AND ($task IS NULL OR task = $task)
              AND ($attempt IS NULL OR attempt = $attempt)
            ORDER BY task, attempt, step""",
         params={"job": job_id, "task": task, "attempt": attempt},

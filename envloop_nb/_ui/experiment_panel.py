@@ -25,7 +25,9 @@ from .._present.experiment_html import (
     history_html,
     summary_card_html,
 )
+from .html_view import HtmlView
 from .state import Guard, describe_error, widget_bundle
+from .steps_view import case_transcript_of
 
 if TYPE_CHECKING:
     import duckdb
@@ -111,6 +113,8 @@ class ExperimentPanel:
         )
         self.table = ClickableTable()
         self.detail = w.HTML()
+        # the case's trace as steps (an MLflow experiment's spans): paged, searchable
+        self.transcript = HtmlView()
         self.selected: str | None = None
         self.digits = 1
         self.visible: list[str] = []
@@ -166,6 +170,7 @@ class ExperimentPanel:
                 self.table,
                 self.detail,
                 self.form,
+                self.transcript,
                 self.new_case,
                 self.history_box,
             ]
@@ -265,11 +270,19 @@ class ExperimentPanel:
         case = cases.get(str(self.selected))
         if case is None:
             self.detail.value = ""
+            self.transcript.value = ""
             return
         results = [
             r for r in _rows(stats.result_table(con, self.exp.id)) if r["trace_id"] == self.selected
         ]
         self.detail.value = case_detail_html(case, results, digits=self.digits)
+        has_steps = con.execute(
+            "SELECT 1 FROM exp_steps WHERE experiment_id = ? AND task = ? LIMIT 1",
+            [self.exp.id, str(self.selected)],
+        ).fetchone()
+        self.transcript.value = (
+            case_transcript_of(con, self.exp.id, str(self.selected)).html if has_steps else ""
+        )
 
     def _fill_form(self) -> None:
         if self.selected is None or self.form_evaluator.value is None:

@@ -88,7 +88,7 @@ class _Computed:
     groups: str
     dims: str
     points: Any  # the curve's frame
-    scores: Any  # score by subset
+    scores: Any  # score by subset (None: no task has a subset tag)
 
 
 class OverviewTab:
@@ -128,6 +128,13 @@ class OverviewTab:
         self.guard = Guard(self.error)
         self.summary: JobSummary | None = None
         self.has_dimensions = has_dimensions(con, job_id)
+        # a job whose tasks carry no subset tag (a Harbor job: only "source") has no table
+        self.has_subsets = (
+            con.execute(
+                "SELECT 1 FROM task_tags WHERE job_id = ? AND key = 'subset' LIMIT 1", [job_id]
+            ).fetchone()
+            is not None
+        )
         self._cache: dict[tuple[Any, ...], _Computed] = {}
         self._status = _charts.status_frame(con, job_id)
         self.status_counts = {str(s): int(c) for s, c in self._status.itertuples(index=False)}
@@ -272,16 +279,18 @@ class OverviewTab:
         if key not in self._cache:
             summary = noted_summary(con, job_id, policy=policy, threshold=threshold)
             dims = ""
-            by_subset = group_summaries(
-                con, job_id, by="subset", policy=policy, threshold=threshold
-            )
-            groups = groups_html(by_subset, "subset")
+            groups, scores = "", None
+            if self.has_subsets:
+                by_subset = group_summaries(
+                    con, job_id, by="subset", policy=policy, threshold=threshold
+                )
+                groups = groups_html(by_subset, "subset")
+                scores = by_subset[["value", "score"]].rename(columns={"value": "subset"})
             if self.has_dimensions:  # else it would repeat the cards' reward row
                 by_dimension = group_summaries(
                     con, job_id, by="dimension", policy=policy, threshold=threshold
                 )
                 dims = groups_html(by_dimension, "dimension")
-            scores = by_subset[["value", "score"]].rename(columns={"value": "subset"})
             points = curve(con, job_id, policy=policy, threshold=threshold)
             self._cache[key] = _Computed(summary, groups, dims, points, scores)
         return self._cache[key]
@@ -293,7 +302,7 @@ class OverviewTab:
         done = self._compute(policy, threshold)
         title = f"pass@k / pass^k, k = 1..{job_k(self.state.con, self.state.job_id)}"
         out = {"curve": _charts.curve_chart(done.points, title=title)}
-        if len(done.scores):
+        if done.scores is not None and len(done.scores):
             rate = bool(done.scores["score"].dropna().between(0, 1).all())
             out["subset"] = _charts.bar_chart(
                 done.scores, category="subset", value="score", title="score by subset",

@@ -21,7 +21,10 @@ from .cases_detail import attempt_detail
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["attempt_steps", "attempt_view_html", "side_by_side_of", "transcript_of"]
+__all__ = [
+    "attempt_steps", "attempt_view_html", "case_transcript_of", "side_by_side_of",
+    "transcript_of",
+]  # fmt: skip
 
 
 def attempt_steps(
@@ -48,6 +51,31 @@ def transcript_of(
     detail = attempt_detail(con, job_id, task, attempt)
     rows = attempt_steps(con, job_id, task, attempt)
     return transcript_html(rows, detail, page_size=page_size)
+
+
+def case_transcript_of(
+    con: duckdb.DuckDBPyConnection, experiment_id: str, case: str, *, page_size: int = 200
+) -> Transcript:
+    """The transcript of an experiment's case (its trace's steps, ``exp_steps``), with
+    the case's run status beside it (``KeyError`` when the experiment has no such case).
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> exp = enb.open().load("../shared/formats/examples/experiment-two-evaluators.json")
+    >>> case_transcript_of(exp.con, exp.id, exp.cases()["trace_id"].iloc[0])
+    <Transcript task 'tr_001' · attempt 0 · 0 steps · 0 pages>
+    """
+    row = con.execute(
+        "SELECT status FROM exp_cases WHERE experiment_id = ? AND trace_id = ?",
+        [experiment_id, case],
+    ).fetchone()
+    if row is None:
+        raise KeyError(f"experiment {experiment_id!r} has no case {case!r}")
+    rel = steps_relation(con, experiment_id, task=case, table="exp_steps")
+    rows = [dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()]
+    info = {"task": case, "attempt": 0, "status": row[0], "label": f"case {case}"}
+    return transcript_html(rows, info, page_size=page_size)
 
 
 def attempt_view_html(con: duckdb.DuckDBPyConnection, job_id: str, task: str, attempt: int) -> str:

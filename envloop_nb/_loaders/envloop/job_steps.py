@@ -18,7 +18,8 @@ compare the two). Every other trial is read in Python, a page of trials at a tim
 
 A bad trajectory or message is a :class:`LoadError` naming the file and step (and the
 trial of the export that led to it); under ``lenient=True`` the attempt keeps its row but
-none of its steps, counted in the load's :class:`~envloop_nb.LoadWarning`.
+none of its steps (each trial's rows are held in a :class:`~envloop_nb._store.steps.HeldRows`
+until its reader finished), counted in the load's :class:`~envloop_nb.LoadWarning`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import duckdb
 import pyarrow as pa
 
 from ..._errors import LoadError
-from ..._store.steps import StepWriter
+from ..._store.steps import HeldRows, StepSink, StepWriter
 from ..common.values import physical_place
 from ..harbor.atif import AtifRead, read_atif
 from .steps import read_chatml_steps
@@ -106,7 +107,7 @@ class _Tally:
     compared: int = 0
     missing: int = 0
     first_missing: str | None = None
-    skipped: list[tuple[str, int]] = field(default_factory=list)
+    skipped: int = 0
     first_skip: str | None = None
     final: dict[str, list[Any]] = field(
         default_factory=lambda: {k: [] for k in ("task", "attempt", "ord", "place", *_FINAL)}
@@ -163,7 +164,7 @@ def _trajectory_file(export: Path, row: tuple[Any, ...]) -> Path | None:
 
 
 def _read_trial(
-    writer: StepWriter, export: Path, row: tuple[Any, ...], path: Path | None
+    writer: StepSink, export: Path, row: tuple[Any, ...], path: Path | None
 ) -> AtifRead | int:
     """One trial's steps: what the ATIF reader read, or the ChatML rows written."""
     _, place, task, attempt, input_text, output, _, trajectory = row
@@ -258,16 +259,19 @@ def _python_trials(
         start += _PAGE
         for row in page:
             path = None
+            held = HeldRows() if lenient else None  # a refused trial leaves no rows
             try:
                 path = _trajectory_file(export, row)
-                got = _read_trial(writer, export, row, path)
+                got = _read_trial(writer if held is None else held, export, row, path)
             except LoadError as err:
                 named = _named(err, export, row[1], jsonl, path)
                 if not lenient:
                     raise named from err
-                tally.skipped.append((row[2], row[3]))
+                tally.skipped += 1
                 tally.first_skip = tally.first_skip or str(named)
                 continue
+            if held is not None:
+                held.write_to(writer)
             if isinstance(got, int):
                 tally.chatml += got > 0
                 tally.with_steps += got > 0
@@ -280,21 +284,6 @@ def _python_trials(
             _final_metrics(tally, row, got)
         _flush_final(con, tally)
     writer.close()
-    if tally.skipped:  # a skipped attempt keeps none of its rows (some may have been flushed)
-        con.register(
-            "_el_skipped",
-            pa.table(
-                {"task": [t for t, _ in tally.skipped], "attempt": [a for _, a in tally.skipped]}
-            ),
-        )
-        try:
-            con.execute(
-                "DELETE FROM steps WHERE job_id = ? AND (task, attempt) IN "
-                "(SELECT (task, attempt) FROM _el_skipped)",
-                [job_id],
-            )
-        finally:
-            con.unregister("_el_skipped")
     return tally
 
 
@@ -344,7 +333,7 @@ def stage_steps(
         "source": "+".join(readers) or None,
         "attempts_with_steps": with_steps,
         "attempts_without": total - with_steps,
-        "skipped": len(tally.skipped),
+        "skipped": tally.skipped,
         "atif": tally.atif,
         "chatml": tally.chatml,
     }
@@ -361,4 +350,4 @@ def stage_steps(
         info["final_metrics_differ"] = int(differ[0])
         if differ[0]:
             info["final_metrics_first_differs"] = differ[1]
-    return StepsLoaded(info, len(tally.skipped), tally.first_skip)
+    return StepsLoaded(info, tally.skipped, tally.first_skip)

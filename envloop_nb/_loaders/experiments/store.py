@@ -16,7 +16,7 @@ start over:
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import duckdb
@@ -109,15 +109,19 @@ def write_experiment(
     source_format: str,
     source_path: str | None,
     extra: str | None = None,
+    also: Callable[[duckdb.DuckDBPyConnection, str], None] | None = None,
 ) -> str:
     """Write (or merge, see the module docstring) ``doc``; returns the experiment id.
 
-    One transaction: on any error nothing changes.
+    One transaction: on any error nothing changes. ``also(con, experiment_id)`` writes
+    what else the source holds (an MLflow trace's spans as its case's steps) inside it.
     """
     eid = str(doc.experiment["experiment_id"])
     con.execute("BEGIN TRANSACTION")
     try:
         _merge(con, doc, eid, source_format, source_path, extra)
+        if also is not None:
+            also(con, eid)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

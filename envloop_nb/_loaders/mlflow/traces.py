@@ -101,7 +101,7 @@ from urllib.parse import unquote, urlparse
 
 from ..._errors import LoadError
 
-__all__ = ["mlflow_experiment_doc"]
+__all__ = ["experiment_doc_from_dicts", "mlflow_experiment_doc", "read_mlflow_traces"]
 
 SCHEMA_VERSION = "envloop.experiment-result/v1"
 #: Expectation names read as the case's reference, in order of preference.
@@ -148,6 +148,18 @@ def mlflow_experiment_doc(
     >>> [e["name"] for e in doc["experiment"]["evaluators"]]  # doctest: +SKIP
     ['correctness', 'is_polite']
     """
+    return experiment_doc_from_dicts(
+        *read_mlflow_traces(experiment=experiment, tracking_uri=tracking_uri, max_traces=max_traces)
+    )
+
+
+def read_mlflow_traces(
+    *, experiment: str, tracking_uri: str, max_traces: int | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The MLflow experiment's record and its traces, oldest first, as
+    :func:`experiment_doc_from_dicts` takes them; each trace also holds its ``"spans"``
+    (``Span.to_dict()`` each, what :mod:`.steps` reads as the case's steps). Parameters
+    and errors: :func:`mlflow_experiment_doc`'s."""
     try:
         from mlflow import MlflowClient
     except ImportError as e:
@@ -187,6 +199,7 @@ def mlflow_experiment_doc(
             info = trace.info.to_dict()
             info["request"] = trace.data.request
             info["response"] = trace.data.response
+            info["spans"] = [span.to_dict() for span in trace.data.spans]
             traces.append(info)
         token = page.token
         if not token or not page:
@@ -196,7 +209,7 @@ def mlflow_experiment_doc(
         "name": found.name,
         "creation_time": found.creation_time,
     }
-    return experiment_doc_from_dicts(record, traces)
+    return record, traces
 
 
 def _check_sqlite_file(tracking_uri: str) -> None:
