@@ -62,7 +62,7 @@ def test_interval_is_frozen_and_printable() -> None:
     iv = wilson_interval(5, 10)
     with pytest.raises(dataclasses.FrozenInstanceError):
         iv.low = 0  # type: ignore[misc]
-    assert str(iv) == "50% (95% CI 23.7% – 76.3%)"
+    assert str(iv) == "50.0% (95% CI 23.7% – 76.3%)"
     assert str(Interval(None, None, None, "x", 0.9, 0)) == "- (90% CI: -)"
 
 

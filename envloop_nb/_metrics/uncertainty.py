@@ -76,7 +76,7 @@ class Interval:
         return self.high - self.low
 
     def __str__(self) -> str:
-        level = format_pct(self.confidence)
+        level = format_pct(self.confidence, trim=True)
         if self.estimate is None:
             return f"- ({level} CI: -)"
         return (

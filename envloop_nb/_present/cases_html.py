@@ -163,7 +163,7 @@ def table_html(
     --------
     >>> import pandas as pd
     >>> f = pd.DataFrame({"task": ["<b>x</b>"], "pass_rate": [0.5]})
-    >>> "&lt;b&gt;x&lt;/b&gt;" in table_html(f) and ">50%<" in table_html(f)
+    >>> "&lt;b&gt;x&lt;/b&gt;" in table_html(f) and ">50.0%<" in table_html(f)
     True
     >>> "<mark>x</mark>" in table_html(f, highlight="x", row_link="attempts ›")
     True

@@ -28,8 +28,7 @@ from .._compare.paired import attempts_of, paired, transitions
 from .._compare.state import CompareState, colors, others, with_baseline
 from .._compare.tables import groups, strengths, table_html
 from .._export.compare_xlsx import export_compare_xlsx
-from .._present.compare_html import guard_html
-from .._present.display import format_metric, format_pct
+from .._present.compare_html import guard_html, leaderboard_html, paired_html, strengths_html
 from .._present.render import chart_widget
 from .._store.steps import has_tool_calls
 from .html_view import HtmlView
@@ -76,118 +75,6 @@ def _cell(value: Any) -> str:
     if isinstance(value, list | tuple):
         return ", ".join(map(str, value))
     return str(value)
-
-
-def _signed_pts(value: Any) -> str:
-    if value is None or value != value:
-        return "-"
-    return f"{value * 100:+.1f}"
-
-
-def paired_html(frame: pd.DataFrame) -> str:
-    """The paired statistics as HTML: differences with intervals, McNemar, verdict."""
-    if frame.empty:
-        return "<i>no other job to pair with the baseline</i>"
-    rows = []
-    for _, r in frame.iterrows():
-        verdict = str(r["verdict"])
-        color = (
-            "#2e7d32"
-            if verdict.startswith("beyond noise")
-            else "#b45309"
-            if verdict.startswith(("borderline", "not assessed"))
-            else "inherit"
-        )
-        p = r["mcnemar_p"]
-        p_text = "-" if p is None or p != p else (f"{p:.2g}" if p >= 1e-4 else "< 0.0001")
-        rows.append(
-            "<tr>"
-            f'<td style="padding:3px 8px"><b>{html.escape(str(r["job"]))}</b></td>'
-            f'<td style="padding:3px 8px;text-align:right;white-space:nowrap">{_signed_pts(r["score_diff"])} pts'
-            f"<br><small>[{_signed_pts(r['score_low'])}, {_signed_pts(r['score_high'])}]</small></td>"
-            f'<td style="padding:3px 8px;text-align:right;white-space:nowrap">{_signed_pts(r["pass_diff"])} pts'
-            f"<br><small>[{_signed_pts(r['pass_low'])}, {_signed_pts(r['pass_high'])}]</small></td>"
-            f'<td style="padding:3px 8px;text-align:right;white-space:nowrap">{_cell(r["fixed"])} / {_cell(r["broken"])}</td>'
-            f'<td style="padding:3px 8px;text-align:right;white-space:nowrap">{p_text}</td>'
-            f'<td style="padding:3px 8px;text-align:right;white-space:nowrap">{int(r["shared_complete"]):,}/{int(r["tasks_union"]):,}'
-            f" ({format_pct(float(r['shared_share']))})</td>"
-            f'<td style="padding:3px 8px;color:{color}">{html.escape(verdict)}'
-            + (
-                f'<br><small style="opacity:0.8">{html.escape(str(r["note"]))}</small>'
-                if r["note"]
-                else ""
-            )
-            + "</td></tr>"
-        )
-    base = html.escape(str(frame["baseline"].iloc[0]))
-    return (
-        f'<div style="{_FONT};margin-bottom:4px">Each job − baseline <b>{base}</b>, on tasks both '
-        "scored completely; 95% paired bootstrap interval over tasks (seeded); exact McNemar "
-        "test on tasks solved (pass rate ≥ solved_at) by one job only.</div>"
-        f'<table style="border-collapse:collapse;{_FONT}"><thead><tr>'
-        '<th style="text-align:left;padding:3px 8px">job</th>'
-        '<th style="padding:3px 8px">Δ score</th><th style="padding:3px 8px">Δ pass rate</th>'
-        '<th style="padding:3px 8px">fixed / broken</th><th style="padding:3px 8px">McNemar p</th>'
-        '<th style="padding:3px 8px">shared & complete</th>'
-        '<th style="text-align:left;padding:3px 8px">verdict</th></tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>"
-    )
-
-
-def leaderboard_html(frame: pd.DataFrame, colors: dict[str, str], baseline: str) -> str:
-    """The leaderboard as HTML with its coverage and warnings impossible to miss."""
-    metric_cols = [c for c in frame.columns if c.startswith(("pass@", "pass^"))]
-    head = ["#", "job", "model", "score", "pass", *metric_cols, "coverage", ""]
-    rows = []
-    for _, r in frame.iterrows():
-        jid = str(r["job"])
-        mark = " <small>(baseline)</small>" if jid == baseline else ""
-        warn = str(r["warning"])
-        cells = [
-            str(int(r["rank"])),
-            f'<span style="color:{colors.get(jid, "#888")}">■</span> <b>{html.escape(jid)}</b>{mark}',
-            html.escape(str(r["model"])),
-            format_metric(_num(r["score"])),
-            format_metric(_num(r["pass"])),
-            *[format_metric(_num(r[c])) for c in metric_cols],
-            f'<span style="{"color:#b45309;font-weight:600" if r["missing"] else ""}">'
-            f"{html.escape(str(r['coverage']))}</span>",
-            f'<span style="color:#b45309;font-weight:600">{html.escape(warn)}</span>',
-        ]
-        rows.append(
-            "<tr>"
-            + "".join(
-                f'<td style="padding:3px 8px;white-space:nowrap">{c}</td>' for c in cells[:-1]
-            )
-            + f'<td style="padding:3px 8px;min-width:160px">{cells[-1]}</td>'
-            + "</tr>"
-        )
-    header = "".join(
-        f'<th style="text-align:left;padding:3px 8px">{html.escape(h)}</th>' for h in head
-    )
-    return (
-        f'<table style="border-collapse:collapse;{_FONT}"><thead><tr>{header}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>"
-    )
-
-
-def _num(value: Any) -> float | None:
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if f != f else f
-
-
-def strengths_html(frame: pd.DataFrame) -> str:
-    """Strengths and weaknesses as a bullet list of sentences."""
-    if frame.empty:
-        return "<i>no job is above or below all the others on any row</i>"
-    items = "".join(
-        f"<li>{'▲' if r['kind'] == 'strength' else '▼'} {html.escape(str(r['sentence']))}</li>"
-        for _, r in frame.iterrows()
-    )
-    return f'<ul style="{_FONT};margin:2px 0">{items}</ul>'
 
 
 class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types

@@ -57,7 +57,7 @@ def row_cells_html(row: JobRow) -> list[str]:
     >>> r = JobRow("j1", "base <v1>", None, "harbor", "cancelled", 0.5, 3, 4, 1, 2, 2, t, t)
     >>> cells = row_cells_html(r)
     >>> cells[0], cells[3], cells[4]
-    ('<b title="j1">base &lt;v1&gt;</b>', '<span class="enb-st enb-st-cancelled">terminated</span>', '<b>50%</b> · 3/4 scored · 1/2 complete')
+    ('<b title="j1">base &lt;v1&gt;</b>', '<span class="enb-st enb-st-cancelled">terminated</span>', '<b>50.0%</b> · 3/4 scored · 1/2 complete')
     >>> cells[6]
     '2026-03-02'
     """
