@@ -33,6 +33,7 @@ __all__ = [
     "header",
     "is_missing",
     "shorten",
+    "shorten_middle",
 ]
 
 #: The minus sign numbers are written with.
@@ -275,6 +276,25 @@ def shorten(text: str, limit: int) -> str:
     if space > 0:
         cut = cut[:space]
     return cut.rstrip(" ,;:.") + "…"
+
+
+def shorten_middle(text: str, limit: int, *, tail: int | None = None) -> str:
+    """``text`` at most ``limit`` characters, its middle replaced by ``…``: names that
+    share a long prefix stay apart by their ends (``tail`` characters kept at the end,
+    by default nearly two thirds).
+
+    Examples
+    --------
+    >>> shorten_middle("inspect:capitals:mockllm/ckpt-a:GZykN69u", 26)
+    'inspect:…m/ckpt-a:GZykN69u'
+    >>> shorten_middle("job_base", 26)
+    'job_base'
+    """
+    if len(text) <= limit:
+        return text
+    keep = limit - 1
+    end = min(tail if tail is not None else (keep * 2 + 2) // 3, keep)
+    return text[: keep - end] + "…" + text[len(text) - end :]
 
 
 #: Column names and the headers people read (tables in panels, reports and workbooks).
