@@ -470,9 +470,34 @@ def test_export_xlsx_text_stays_text(ws: enb.Workspace, tmp_path: Path) -> None:
     assert cells and all(c.data_type == "s" for c in cells)
     lb = wb["Leaderboard"]
     header = [c.value for c in lb[1]]
-    assert header[:3] == ["rank", "job", "model"]
-    score = lb.cell(row=2, column=header.index("score") + 1)
+    assert header[:3] == ["#", "Job", "Model"]
+    score = lb.cell(row=2, column=header.index("Score") + 1)
     assert score.data_type == "n" and score.value == 1
+
+
+def test_comparison_workbook_headers_and_number_formats(ws: enb.Workspace, tmp_path: Path) -> None:
+    """Issue 37: the comparison workbook's headers were column names (``complete_members``)
+    and its numbers had no format (a rate read 0.6101694915, a difference -0.0227); now
+    people's headers, and formats on cells whose values stay numbers."""
+    import re
+
+    from openpyxl import load_workbook
+
+    a, b = load(ws, tmp_path, *fixing_pair())
+    wb = load_workbook(ws.compare([a, b]).export_xlsx(tmp_path / "cmp.xlsx"))
+    for name in ("Leaderboard", "Paired", "Strengths"):
+        heads = [c.value for c in wb[name][1] if c.value]
+        assert heads and not [h for h in heads if re.fullmatch(r"[a-z]+(_[a-z0-9]+)+", h)]
+    paired = wb["Paired"]
+    heads = [c.value for c in paired[1]]
+    diff = paired.cell(row=2, column=heads.index("Δ score") + 1)
+    low = paired.cell(row=2, column=heads.index("Δ score low") + 1)
+    assert diff.data_type == "n" and diff.number_format == "+0.0%;−0.0%;0.0%"
+    assert low.number_format == diff.number_format
+    lb = wb["Leaderboard"]
+    heads = [c.value for c in lb[1]]
+    assert lb.cell(row=2, column=heads.index("Score") + 1).number_format == "0.0%"
+    assert lb.cell(row=2, column=heads.index("Scored") + 1).number_format == "#,##0"
 
 
 def test_export_xlsx_uses_the_safe_cell_writer(ws: enb.Workspace, tmp_path: Path) -> None:
@@ -498,10 +523,10 @@ def test_export_xlsx_uses_the_safe_cell_writer(ws: enb.Workspace, tmp_path: Path
         and note.font.color.rgb.endswith("C00000")
     )
     header = [c.value for c in sheet[2]]
-    assert header[:4] == ["job", "transition", "count", "tasks"] and sheet.freeze_panes == "A3"
+    assert header[:4] == ["Job", "Transition", "Count", "Tasks"] and sheet.freeze_panes == "A3"
     fixed = next(r for r in sheet.iter_rows(min_row=3, values_only=True) if r[1] == "fixed")
     full = ", ".join(names)  # 46,803 characters
-    tasks = fixed[header.index("tasks")]
+    tasks = fixed[header.index("Tasks")]
     assert xl.utf16_len(tasks) <= xl.MAX_CELL_CHARS
     head, marker = tasks.rsplit("… [truncated ", 1)
     assert head.startswith("task-0000-" + "x" * 40 + "\\x07bell, task-0001")  # escaped
