@@ -124,3 +124,19 @@ def test_a_drill_down_is_paged(panel: ComparisonPanel) -> None:
     assert "tasks 26–30 of 30" in panel.detail_page_label.value and panel.detail_next.disabled
     # people's headers, not column names
     assert "<th" in panel.detail.value and ">Reward<" in panel.detail.value
+
+
+def test_panel_numbers_have_one_format(panel: ComparisonPanel) -> None:
+    """Issue 37: percentages three ways (``61%``, ``52.3%``), differences with an ASCII
+    minus, raw column names as headers — in the leaderboard, tables and paired tab."""
+    import re
+
+    text = "\n".join(
+        str(w.value) for w in (panel.leaderboard, panel.table, panel.strengths, panel.paired)
+    )
+    cells = [re.sub(r"<[^>]+>", " ", c) for c in re.findall(r"<td\b[^>]*>(.*?)</td>", text, re.S)]
+    pcts = [p for c in cells for p in re.findall(r"(?<![\d.])\d+(?:\.\d+)?%", c)]
+    assert pcts and all(re.fullmatch(r"\d+\.\d%", p) for p in pcts)
+    assert not [c for c in cells if re.search(r"(^|[\s\[(])-\d", c)]  # a real minus
+    heads = [re.sub(r"<[^>]+>", "", h) for h in re.findall(r"<th\b[^>]*>(.*?)</th>", text, re.S)]
+    assert not [h for h in heads if re.fullmatch(r"[a-z]+(_[a-z0-9]+)+", h.strip())]
