@@ -295,7 +295,8 @@ class Comparison:
     @overload
     def leaderboard(self, *, frame: Literal["polars"]) -> pl.DataFrame: ...
     def leaderboard(self, *, frame: FrameKind = "pandas") -> pd.DataFrame | pl.DataFrame:
-        """One row per job, ranked by score (best first; a job without a score ranks last).
+        """One row per job, ranked by score (best first; a job without a score ranks last);
+        jobs not comparable with the baseline rank after every comparable one.
 
         Columns: ``rank, job, model`` (the job id when there is none), ``status, score,
         pass, pass@K, pass^K`` at the shared K (the smallest k of the jobs; as
@@ -303,7 +304,8 @@ class Comparison:
         attempts), ``scored,
         missing, total, complete_members, total_members``, then ``composite`` and each
         named dimension where present, ``coverage`` ("780/800 scored, 20 missing") and
-        ``warning`` (missing attempts, an unfinished job, not comparable to the baseline).
+        ``warning`` (missing attempts, an unfinished job, not comparable to the baseline)
+        and ``comparable`` (False for a job not comparable with the baseline).
 
         Examples
         --------

@@ -199,9 +199,14 @@ def test_quick_annotation_in_the_cases_tab(ws: enb.Workspace) -> None:
         ["math-001", 1, "correct", "checked by hand"]
     ]
     before = _tables(ws)
+    # issue 37: a refusal showed in the success green — the front end draws the message
+    # when it changes, and the error flag came after it (and was not listened to)
+    styles: list[bool] = []
+    w.observe(lambda _: styles.append(w.message_is_error), names="message")
     w.event = {"kind": "label", "index": 4}  # the key "5": no such label
     w.events += 1
     assert w.message_is_error and "no label on key 5" in w.message
+    assert styles == [True] and '"message_is_error"' in w._esm
     assert _tables(ws) == before and w.position == "case 2 of 160"
     w.event = {"kind": "move", "delta": -1}
     w.events += 1

@@ -209,7 +209,7 @@ def test_task_detail(job: enb.Job) -> None:
 def test_page_html_formats_numbers(job: enb.Job) -> None:
     page = fetch_page(job.con, job.id, CaseQuery(view="task"))
     out = page_html(page, selected=1)
-    assert ">50%<" in out and ">100%<" in out and 'class="enb-selected"' in out
+    assert ">50.0%<" in out and ">100.0%<" in out and 'class="enb-selected"' in out
     assert 'class="num"' in out and "tabular-nums" in out
     empty = fetch_page(job.con, job.id, CaseQuery(search="zzz"))
     assert "no rows match" in page_html(empty) and empty.describe() == "no rows match"

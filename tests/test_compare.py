@@ -170,9 +170,21 @@ def test_incomparable_jobs_are_listed_and_paired_uses_shared_tasks(
         assert frame.attrs["mark"] == cmp.mark
     lb = cmp.leaderboard().set_index("job")
     assert "not comparable to baseline" in lb.loc["job_otherrev", "warning"]
+    assert not lb.loc["job_otherrev", "comparable"] and lb.loc["job_a", "comparable"]
     assert "NOT comparable" in cmp._repr_html_()
     strengths = cmp.strengths()
     assert strengths.empty or strengths["noise"].eq("not assessed").all()
+
+
+def test_incomparable_job_ranks_after_comparable_ones(ws: enb.Workspace, tmp_path: Path) -> None:
+    """Issue 37: an incomparable job with the higher score ranked #1 above the baseline."""
+    base, new = fixing_pair()
+    other = envloop_job("job_other", {f"x{i}": [1.0, 1.0] for i in range(10)}, model="other")
+    a, b, c = load(ws, tmp_path, base, new, other)
+    lb = ws.compare([a, b, c]).leaderboard()
+    assert lb["job"].tolist() == ["job_new", "job_base", "job_other"]
+    assert lb["rank"].tolist() == [1, 2, 3]
+    assert lb["comparable"].tolist() == [True, True, False]
 
 
 def test_digest_and_three_job_task_differences(ws: enb.Workspace, tmp_path: Path) -> None:
@@ -202,7 +214,7 @@ def test_mostly_missing_is_not_assessed(ws: enb.Workspace, tmp_path: Path) -> No
     assert cmp.comparable
     row = cmp.paired().iloc[0]
     assert row["shared_complete"] == 8
-    assert row["verdict"].startswith("not assessed: only 8 of 20 tasks (40%)")
+    assert row["verdict"].startswith("not assessed: only 8 of 20 tasks (40.0%)")
     lb = cmp.leaderboard().set_index("job")
     assert lb.loc["b", "coverage"] == "28/40 scored, 12 missing"
     assert lb.loc["b", "warning"].startswith("⚠ 12 missing")
@@ -342,10 +354,22 @@ def test_strengths_in_words(ws: enb.Workspace, tmp_path: Path) -> None:
     strengths = s[s["kind"] == "strength"]
     assert set(strengths["job"]) == {"job_new"} and set(strengths["group"]) == {"code", "math"}
     sentence = strengths.set_index("group").loc["math", "sentence"]
-    assert sentence.startswith("job_new is above the others on math by +50.0 pts (beyond noise:")
+    assert sentence.startswith("job_new is above the others on math by 50.0 pts (beyond noise:")
     assert "paired 95% CI [+" in sentence
     weak = s[s["kind"] == "weakness"].set_index("group")
     assert weak.loc["code", "sentence"].startswith("job_base is below the others on code by")
+
+
+def test_strengths_sentence_has_no_double_sign(ws: enb.Workspace, tmp_path: Path) -> None:
+    """Issue 37: "below the others … by -11.2 pts" said the sign twice. The words carry
+    the direction, the size is unsigned; the interval keeps its signs with a real minus."""
+    a, b = load(ws, tmp_path, *fixing_pair())
+    s = ws.compare([a, b]).strengths()
+    for sentence in s["sentence"]:
+        size = sentence.split(" by ", 1)[1].split(" ", 1)[0]
+        assert size[0].isdigit(), sentence
+    weak = s[s["kind"] == "weakness"]["sentence"].iloc[0]
+    assert "−" in weak and "[-" not in weak and ", -" not in weak
 
 
 def test_strengths_on_a_lower_is_better_dimension(ws: enb.Workspace, tmp_path: Path) -> None:
@@ -367,12 +391,12 @@ def test_strengths_on_a_lower_is_better_dimension(ws: enb.Workspace, tmp_path: P
     assert strength["job"] == "fast" and weakness["job"] == "slow"
     assert strength["gap"] == pytest.approx(-3) and strength["high"] < 0
     assert strength["sentence"].startswith(
-        "fast is below the others on latency by -3, and lower is better (beyond noise: "
-        "paired 95% CI [-3, -3]"
+        "fast is below the others on latency by 3, and lower is better (beyond noise: "
+        "paired 95% CI [−3, −3]"
     )
     assert weakness["gap"] == pytest.approx(3) and weakness["low"] > 0
     assert weakness["sentence"].startswith(
-        "slow is above the others on latency by +3, and lower is better (beyond noise: "
+        "slow is above the others on latency by 3, and lower is better (beyond noise: "
         "paired 95% CI [+3, +3]"
     )
 
@@ -446,9 +470,34 @@ def test_export_xlsx_text_stays_text(ws: enb.Workspace, tmp_path: Path) -> None:
     assert cells and all(c.data_type == "s" for c in cells)
     lb = wb["Leaderboard"]
     header = [c.value for c in lb[1]]
-    assert header[:3] == ["rank", "job", "model"]
-    score = lb.cell(row=2, column=header.index("score") + 1)
+    assert header[:3] == ["#", "Job", "Model"]
+    score = lb.cell(row=2, column=header.index("Score") + 1)
     assert score.data_type == "n" and score.value == 1
+
+
+def test_comparison_workbook_headers_and_number_formats(ws: enb.Workspace, tmp_path: Path) -> None:
+    """Issue 37: the comparison workbook's headers were column names (``complete_members``)
+    and its numbers had no format (a rate read 0.6101694915, a difference -0.0227); now
+    people's headers, and formats on cells whose values stay numbers."""
+    import re
+
+    from openpyxl import load_workbook
+
+    a, b = load(ws, tmp_path, *fixing_pair())
+    wb = load_workbook(ws.compare([a, b]).export_xlsx(tmp_path / "cmp.xlsx"))
+    for name in ("Leaderboard", "Paired", "Strengths"):
+        heads = [c.value for c in wb[name][1] if c.value]
+        assert heads and not [h for h in heads if re.fullmatch(r"[a-z]+(_[a-z0-9]+)+", h)]
+    paired = wb["Paired"]
+    heads = [c.value for c in paired[1]]
+    diff = paired.cell(row=2, column=heads.index("Δ score") + 1)
+    low = paired.cell(row=2, column=heads.index("Δ score low") + 1)
+    assert diff.data_type == "n" and diff.number_format == "+0.0%;−0.0%;0.0%"
+    assert low.number_format == diff.number_format
+    lb = wb["Leaderboard"]
+    heads = [c.value for c in lb[1]]
+    assert lb.cell(row=2, column=heads.index("Score") + 1).number_format == "0.0%"
+    assert lb.cell(row=2, column=heads.index("Scored") + 1).number_format == "#,##0"
 
 
 def test_export_xlsx_uses_the_safe_cell_writer(ws: enb.Workspace, tmp_path: Path) -> None:
@@ -474,10 +523,10 @@ def test_export_xlsx_uses_the_safe_cell_writer(ws: enb.Workspace, tmp_path: Path
         and note.font.color.rgb.endswith("C00000")
     )
     header = [c.value for c in sheet[2]]
-    assert header[:4] == ["job", "transition", "count", "tasks"] and sheet.freeze_panes == "A3"
+    assert header[:4] == ["Job", "Transition", "Count", "Tasks"] and sheet.freeze_panes == "A3"
     fixed = next(r for r in sheet.iter_rows(min_row=3, values_only=True) if r[1] == "fixed")
     full = ", ".join(names)  # 46,803 characters
-    tasks = fixed[header.index("tasks")]
+    tasks = fixed[header.index("Tasks")]
     assert xl.utf16_len(tasks) <= xl.MAX_CELL_CHARS
     head, marker = tasks.rsplit("… [truncated ", 1)
     assert head.startswith("task-0000-" + "x" * 40 + "\\x07bell, task-0001")  # escaped

@@ -103,3 +103,40 @@ def test_errors_show_as_a_message_not_a_traceback(
     ws.remove("job_mid")  # the job disappears under the panel
     panel.baseline.value = "job_mid"
     assert "⚠" in panel.message.value and "job_mid" in panel.message.value
+
+
+def test_a_drill_down_is_paged(panel: ComparisonPanel) -> None:
+    """Issue 37: the transitions drill-down was one flat list of every attempt of up to 40
+    tasks (~126 rows and more). Now DETAIL_PAGE tasks a page, with previous / next."""
+    from envloop_nb._ui.compare_panel import DETAIL_PAGE
+
+    panel.transition_buttons[("job_new", "fixed")].click()  # 30 tasks
+    assert "30 task(s)" in panel.detail_title.value
+    assert panel.detail_pager.layout.display is None and panel.detail_prev.disabled
+    rows = panel.detail.value.count("<tr>") - 1  # the header row
+    assert rows == DETAIL_PAGE * 3 * 2  # the page's tasks × 3 jobs × k = 2
+    assert "tasks 1–5 of 30" in panel.detail_page_label.value
+    first = panel.detail.value
+    panel.detail_next.click()
+    assert "tasks 6–10 of 30" in panel.detail_page_label.value and panel.detail.value != first
+    for _ in range(10):
+        panel.detail_next.click()
+    assert "tasks 26–30 of 30" in panel.detail_page_label.value and panel.detail_next.disabled
+    # people's headers, not column names
+    assert "<th" in panel.detail.value and ">Reward<" in panel.detail.value
+
+
+def test_panel_numbers_have_one_format(panel: ComparisonPanel) -> None:
+    """Issue 37: percentages three ways (``61%``, ``52.3%``), differences with an ASCII
+    minus, raw column names as headers — in the leaderboard, tables and paired tab."""
+    import re
+
+    text = "\n".join(
+        str(w.value) for w in (panel.leaderboard, panel.table, panel.strengths, panel.paired)
+    )
+    cells = [re.sub(r"<[^>]+>", " ", c) for c in re.findall(r"<td\b[^>]*>(.*?)</td>", text, re.S)]
+    pcts = [p for c in cells for p in re.findall(r"(?<![\d.])\d+(?:\.\d+)?%", c)]
+    assert pcts and all(re.fullmatch(r"\d+\.\d%", p) for p in pcts)
+    assert not [c for c in cells if re.search(r"(^|[\s\[(])-\d", c)]  # a real minus
+    heads = [re.sub(r"<[^>]+>", "", h) for h in re.findall(r"<th\b[^>]*>(.*?)</th>", text, re.S)]
+    assert not [h for h in heads if re.fullmatch(r"[a-z]+(_[a-z0-9]+)+", h.strip())]

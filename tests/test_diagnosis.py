@@ -104,7 +104,7 @@ def test_confident_but_wrong(ws: enb.Workspace, tmp_path: Path) -> None:
     (f,) = [f for f in job.diagnose() if f.code == "confident-wrong"]
     assert f.numbers["wrong"] == 6 and f.numbers["confident"] == 7
     assert f.tasks == ("t0", "t1", "t2", "t3", "t4", "t5")
-    assert "the other 1 scored rollouts fail 100%" in f.evidence
+    assert "the other 1 scored rollouts fail 100.0%" in f.evidence
     right = [trial(f"t{i}", 1, 1, logprob=sure) for i in range(6)] + trials[6:]
     assert "confident-wrong" not in _codes(load(ws, tmp_path, job_doc(right, k=1), "b"))
 

@@ -55,11 +55,14 @@ def test_panel_correction_form(exp: enb.Experiment) -> None:
         assert p.form_score.value == 80
         p.form_score.value = 95
         p.form_reason.value = ""
-        assert not p.guard.run(p._save)
-        assert "needs a reason" in p.message.value
+        # issue 37: the feedback showed at the panel's top, out of sight of the form
+        assert p.form_message in p.form.children
+        p.save.click()
+        assert "needs a reason" in p.form_message.value and "enb-error-box" in p.form_message.value
+        assert p.message.value == ""
         p.form_reason.value = "complete answer"
-        assert p.guard.run(p._save)
-        assert "corrected tr_003" in p.message.value
+        p.save.click()
+        assert "corrected tr_003" in p.form_message.value and p.message.value == ""
         assert (
             exp.results()
             .set_index(["trace_id", "evaluator"])
@@ -75,8 +78,8 @@ def test_panel_correction_form(exp: enb.Experiment) -> None:
             == 80
         )
         # re-evaluate needs a notebook function for a platform judge: the message says so
-        assert not p.guard.run(p._rerun)
-        assert "exp.use" in p.message.value
+        p.rerun.click()
+        assert "exp.use" in p.form_message.value
         exp.use(enb.Evaluator("answer_quality", lambda c: 50))
         assert p.guard.run(p._rerun)
         assert (

@@ -150,3 +150,103 @@ def test_a_report_that_fails_while_writing_leaves_no_partial_file(
     with pytest.raises(OSError, match="No space left"):
         export(tmp_path / "exp.html")
     assert list(tmp_path.iterdir()) == []
+
+
+# -- issue 37: the reports' defects ------------------------------------------------------------
+SNAKE = re.compile(r"^[a-z]+(_[a-z0-9]+)+$")
+RAW_FRACTION = re.compile(r"(?<![\d.$])-?0\.\d{4,}")
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The job reports of base, running and graded and the comparison report of base,
+    sft-step1000 and other-revision (not comparable), as text."""
+    ws = enb.open()
+    out = tmp_path_factory.mktemp("reports")
+    jobs = {n: ws.load(ROOT / "sample_data" / f) for n, f in (
+        ("base", "base.json"), ("running", "running.json"), ("graded", "graded.json"),
+        ("sft", "sft-step1000.jsonl.gz"), ("other", "other-revision.json"))}  # fmt: skip
+    texts = {}
+    for name in ("base", "running", "graded"):
+        texts[name] = jobs[name].export_html(out / f"{name}.html").path.read_text("utf-8")
+    cmp = ws.compare([jobs["base"], jobs["sft"], jobs["other"]], baseline=jobs["base"])
+    texts["compare"] = cmp.export_html(out / "compare.html").path.read_text("utf-8")
+    return texts
+
+
+def _body(text: str) -> str:
+    return text.split("<body>", 1)[1].split('<script type="text/javascript">', 1)[0]
+
+
+def _cells(text: str, tag: str) -> list[str]:
+    found = re.findall(rf"<{tag}\b[^>]*>(.*?)</{tag}>", _body(text), flags=re.S)
+    return [re.sub(r"<[^>]+>", " ", c).strip() for c in found]
+
+
+@pytest.mark.parametrize("name", ["base", "running", "graded", "compare"])
+def test_report_tables_have_human_headers(reports: dict[str, str], name: str) -> None:
+    """Raw column names (``complete_members``, ``score_low``) were the headers."""
+    heads = _cells(reports[name], "th")
+    assert heads and not [h for h in heads if SNAKE.match(h)]
+
+
+@pytest.mark.parametrize("name", ["base", "running", "graded", "compare"])
+def test_report_numbers_have_one_format(reports: dict[str, str], name: str) -> None:
+    """Interval bounds printed as raw fractions (``-0.02273``) beside ``8.3%``; a
+    negative number carries a real minus."""
+    cells = _cells(reports[name], "td")
+    assert not [c for c in cells if RAW_FRACTION.search(c)]
+    assert not [c for c in cells if re.search(r"(^|[\s\[(])-\d", c)]
+
+
+def test_comparison_tables_fit_the_page(reports: dict[str, str]) -> None:
+    """The leaderboard (15 columns) and the paired statistics (18) ran off the page."""
+    body = _body(reports["compare"])
+    sections = dict(re.findall(r"<h2>(.*?)</h2>(.*?)</section>", body, flags=re.S))
+    for title, most in (("Leaderboard", 10), ("Paired statistics", 7)):
+        heads = re.findall(r"<th\b", sections[title].split("</tr>", 1)[0])
+        assert len(heads) <= most, title
+        assert "enb-table-scroll" in sections[title]  # wider still: it scrolls, not the page
+    assert "Verdict" in sections["Paired statistics"]
+    assert "+11.2 pts" in sections["Paired statistics"]
+
+
+def test_no_section_repeats_its_heading(reports: dict[str, str]) -> None:
+    """ "Job" over "Job", "Diagnosis" over "Diagnosis"."""
+    for name in ("base", "running", "graded"):
+        for title, body in re.findall(r"<h2>(.*?)</h2>(.*?)</section>", reports[name], re.S):
+            assert f"<h4>{title}</h4>" not in body, (name, title)
+
+
+def test_running_job_slots_add_up(reports: dict[str, str]) -> None:
+    """A running job's 267 undispatched slots were left out of the attempt slots."""
+    part = reports["running"].split("Attempt slots", 1)[1].split("</table>", 1)[0]
+    slots = dict(re.findall(r"<td>([^<]+)</td><td class=\"num\">([\d,]+)</td>", part))
+    assert slots["not dispatched"] == "267"
+    assert sum(int(v.replace(",", "")) for v in slots.values()) == 200 * 4
+
+
+def test_graded_job_says_why_it_has_no_curve(reports: dict[str, str]) -> None:
+    """The pass@k chart was drawn empty with no word why."""
+    text = reports["graded"]
+    assert "No pass@k / pass^k chart: the rewards are graded" in text
+    assert "threshold=" in text and text.count('data-chart="') == 1
+
+
+def test_hard_case_inputs_are_cut_at_a_word(reports: dict[str, str]) -> None:
+    """Inputs were cut mid-word (``so that it p``) with no ellipsis."""
+    part = reports["running"].split("lowest pass rate", 1)[1].split("</table>", 1)[0]
+    inputs = [
+        re.sub(r"<[^>]+>", "", row[-1])
+        for row in (re.findall(r"<td[^>]*>(.*?)</td>", r) for r in part.split("<tr>")[2:])
+    ]
+    assert len(inputs) == 50
+    assert "The test tests/test_cli.py::test_case_00 fails. Fix src/cli.py so that it…" in inputs
+    for text in inputs:
+        assert len(text) <= 80 and (text.endswith((".", "…", "?", ")")) or "error" in text), text
+
+
+def test_consumption_table_is_styled(reports: dict[str, str]) -> None:
+    """The consumption table stood outside the panel's styles (no rules, centred heads)."""
+    section = reports["base"].split("<h2>Inference configuration and consumption</h2>", 1)[1]
+    assert section.split("enb-consumption", 1)[0].count('class="enb-panel"') == 1

@@ -426,3 +426,59 @@ def test_a_job_without_subset_tags_gets_its_overview(ws: enb.Workspace) -> None:
     assert ov.summary is not None and "pass@3" in ov.cards.value
     assert ov.groups.value == "" and "subset" not in ov.chart_widgets
     assert {"reward", "curve"} <= set(ov.chart_widgets)
+
+
+# -- issue 37: one number format and people's headers in what the panels show ---------------
+def _html_of(widget: object) -> str:
+    """Every HTML text a widget tree shows (its HTML widgets' values)."""
+    import ipywidgets as w
+
+    out = []
+    stack = [widget]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, w.HTML | w.HTMLMath):
+            out.append(str(node.value))
+        stack.extend(getattr(node, "children", ()) or ())
+    return "\n".join(out)
+
+
+def _table_texts(text: str, tag: str) -> list[str]:
+    import re
+
+    cells = re.findall(rf"<{tag}\b[^>]*>(.*?)</{tag}>", text, flags=re.S)
+    return [re.sub(r"<[^>]+>", " ", c).strip() for c in cells]
+
+
+@pytest.mark.parametrize("name", ["base.json", "running.json"])
+def test_panels_show_one_number_format(ws: enb.Workspace, name: str) -> None:
+    """Percentages showed three ways (``61%``, ``52.3%``, ``44%``), headers as raw column
+    names (``duration_s``), timestamps with microseconds."""
+    import re
+
+    job = ws.load(SAMPLE_DATA / name)
+    panel = job.panel().build()
+    text = _html_of(panel.widget)
+    cells = _table_texts(text, "td")
+    pcts = [p for c in cells for p in re.findall(r"(?<![\d.])\d+(?:\.\d+)?%", c)]
+    assert pcts and not [p for p in pcts if not re.fullmatch(r"\d+\.\d%", p)]
+    heads = _table_texts(text, "th")
+    assert heads and not [h for h in heads if re.fullmatch(r"[a-z]+(_[a-z0-9]+)+", h)]
+    assert not re.search(r"\d{2}:\d{2}:\d{2}\.\d", text)  # no microseconds
+    assert not [c for c in cells if re.search(r"(?<![\d.$])-?0\.\d{4,}", c)]
+
+
+def test_cases_output_column_is_not_clipped(ws: enb.Workspace) -> None:
+    """The Cases table clipped every text at 240px (``overflow:hidden``, one line); the
+    output column now wraps and a long text is cut at a word with "…"."""
+    import pandas as pd
+
+    from envloop_nb._present.cases_html import CASES_CSS, table_html
+
+    long = "Changed src/models.py but tests/test_models.py::test_case_06 still fails: AssertionError: expected 3, got 2."
+    out = table_html(pd.DataFrame({"task": ["t"], "output": [long], "duration_s": [75.5]}))
+    assert 'class="enb-text"' in out and ".enb-cases td.enb-text{" in CASES_CSS
+    rule = CASES_CSS.split(".enb-cases td.enb-text{", 1)[1].split("}", 1)[0]
+    assert "white-space:normal" in rule
+    assert "test_case_06 still fails…<" in out
+    assert ">Duration<" in out and ">1 min 16 s<" in out

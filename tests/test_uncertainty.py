@@ -62,7 +62,7 @@ def test_interval_is_frozen_and_printable() -> None:
     iv = wilson_interval(5, 10)
     with pytest.raises(dataclasses.FrozenInstanceError):
         iv.low = 0  # type: ignore[misc]
-    assert str(iv) == "50% (95% CI 23.7% – 76.3%)"
+    assert str(iv) == "50.0% (95% CI 23.7% – 76.3%)"
     assert str(Interval(None, None, None, "x", 0.9, 0)) == "- (90% CI: -)"
 
 
@@ -241,3 +241,14 @@ def test_comparison_statistics_use_the_same_bootstrap() -> None:
         ref.n_tasks,
     )
     assert pd_.n_tasks == 59
+
+
+def test_interval_counts_the_tasks_it_is_computed_over() -> None:
+    """Issue 37: ``intervals()`` said ``n_tasks`` 200 for a pass@4 over 169 complete tasks."""
+    job = enb.open().load(SAMPLE_DATA / "base.json")
+    ivs = job.intervals(resamples=200, frame=None)
+    complete = job.summary().complete_members
+    assert complete == 169
+    assert ivs["pass@k"].n_tasks == ivs["pass^k"].n_tasks == complete
+    assert "the estimate counts 169 of them" in ivs["pass@k"].method
+    assert ivs["score"].n_tasks == 200  # every task has a scored attempt

@@ -3,6 +3,7 @@ driven by clicking the real widgets."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +170,36 @@ def test_an_older_file_opened_read_only_still_lists_and_groups(tmp_path: Path) -
     assert job.manual_dimensions() == [] and job.annotation_progress() == []
     panel = ro.panel()
     assert len(panel.rows) == 1 and panel.rows[0].scored == job.summary().scored
+
+
+def test_long_names_stay_apart(ws: enb.Workspace) -> None:
+    """Issue 37: two Inspect jobs both read ``inspect:capitals:m…`` in the list."""
+    from envloop_nb._ui.workspace_panel import row_cells_html
+
+    panel = ws.panel()
+    inspect = [r for r in panel.rows if r.method.startswith("inspect")]
+    shown = [re.sub(r"<[^>]+>", "", row_cells_html(r)[0]) for r in inspect]
+    # the column (190px) shows 26 characters whole: the CSS cut a 40-character name at
+    # the same place for both jobs
+    assert len(set(shown)) == 2 and all("ckpt-" in s and len(s) <= 26 for s in shown)
+    line = panel.list.children[1 + panel.rows.index(inspect[0])]
+    assert f'title="{inspect[0].name} ({inspect[0].job_id})"' in line.children[1].value
+
+
+def test_compare_selected_lets_you_choose_the_baseline(ws: enb.Workspace) -> None:
+    """Issue 37: "Compare selected" silently made the newer job the baseline (the list's
+    first). Now a baseline dropdown, by default the oldest ticked job."""
+    panel = ws.panel()
+    inspect = [r for r in panel.rows if r.method.startswith("inspect")]
+    assert panel.baseline.layout.display == "none"
+    for r in inspect:
+        panel.ticks[r.job_id].value = True
+    oldest = min(inspect, key=lambda r: r.created_at or r.loaded_at).job_id
+    assert panel.baseline.layout.display is None
+    assert panel.baseline.value == oldest != panel.selected()[0]
+    panel.compare_button.click()
+    assert panel.detail.children[0].state.baseline == oldest
+    newer = next(r.job_id for r in inspect if r.job_id != oldest)
+    panel.baseline.value = newer
+    panel.compare_button.click()
+    assert panel.detail.children[0].state.baseline == newer

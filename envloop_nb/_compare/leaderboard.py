@@ -8,6 +8,7 @@ the same job is never saved twice) and ``saved_leaderboard`` ranks what was save
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -87,16 +88,26 @@ def leaderboard(state: CompareState) -> pd.DataFrame:
             warnings.append(f"⚠ {s.missing:,} missing")
         if info["status"] != "completed":
             warnings.append(f"⚠ job {info['status']}")
-        if job_id != state.baseline and pair_differences(state, job_id):
+        comparable = job_id == state.baseline or not pair_differences(state, job_id)
+        if not comparable:
             warnings.append("⚠ not comparable to baseline")
         row["warning"] = " · ".join(warnings)
+        row["comparable"] = comparable
         rows.append(row)
     frame = pd.DataFrame(rows)
-    score = pd.to_numeric(frame["score"], errors="coerce")
-    frame.insert(0, "rank", score.rank(method="min", ascending=False, na_option="bottom"))
-    frame["rank"] = frame["rank"].astype(int)
-    # Ties keep the comparison's job order.
-    frame = frame.sort_values("rank", kind="stable").reset_index(drop=True)
+    # Jobs comparable with the baseline rank first by score; the others after them (their
+    # scores are over other work), marked in ``comparable`` and ``warning``.
+    score = pd.to_numeric(frame["score"], errors="coerce").tolist()
+    keys = [
+        (not ok, -s if s == s else math.inf)
+        for ok, s in zip(frame["comparable"], score, strict=True)
+    ]
+    order = sorted(range(len(keys)), key=keys.__getitem__)  # stable: ties keep the job order
+    ranks: dict[int, int] = {}
+    for pos, i in enumerate(order):  # the same group and score: the same rank
+        ranks[i] = next((ranks[j] for j in order[:pos] if keys[j] == keys[i]), pos + 1)
+    frame.insert(0, "rank", [ranks[i] for i in range(len(frame))])
+    frame = frame.iloc[order].reset_index(drop=True)
     frame.attrs["mark"] = mark(state)
     return frame
 

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .._metrics.paired_stats import PairedDiff, paired_diff_ci, ratio_ci
-from .._present.compare_html import best_jobs, signed_points
+from .._present.compare_html import best_jobs
 from .._present.compare_html import table_html as render_table_html
-from .._present.display import format_pct
+from .._present.display import format_pct, format_points, format_signed
 from .._store.sql import ident
 from .guard import mark, pair_blockers
 from .state import CompareState, colors
@@ -46,12 +46,6 @@ def coverage_text(scored: int, total: int) -> str:
     """``"780/800 scored, 20 missing"``."""
     missing = total - scored
     return f"{scored:,}/{total:,} scored" + (f", {missing:,} missing" if missing else "")
-
-
-def _signed(value: float | None, percent: bool) -> str:
-    if value is None:
-        return "-"
-    return f"{value * 100:+.1f}" if percent else f"{value:+.3g}"
 
 
 def none_or_float(value: Any) -> float | None:
@@ -249,14 +243,12 @@ def strengths(state: CompareState, by: By = "subset", *, tag: str | None = None)
                 continue
             diff = paired_on(state, values, grp, str(ref["job"]), str(this["job"]))
             noise = noise_words(state, diff, str(this["job"]), str(ref["job"]), percent)
-            # The words follow the values (the gap's sign, as in the interval); on a
-            # lower-is-better dimension a strength is a value below the others.
+            # The words carry the sign ("below … by 4.1 pts", the interval keeps its
+            # signs); on a lower-is-better dimension a strength is a value below the others.
             where = "above" if gap > 0 else "below"
             better = "" if hib else ", and lower is better"
-            sentence = (
-                f"{this['job']} is {where} the others on {grp} by {signed_points(gap, percent)}"
-                f"{better} ({noise})"
-            )
+            size = format_points(abs(gap), percent=percent).removeprefix("+")
+            sentence = f"{this['job']} is {where} the others on {grp} by {size}{better} ({noise})"
             out.append(
                 {
                     "job": this["job"],
@@ -307,11 +299,11 @@ def paired_on(state: CompareState, values: pd.DataFrame, grp: Any, a: str, b: st
 
 def noise_words(state: CompareState, diff: PairedDiff, a: str, b: str, percent: bool = True) -> str:
     """``"beyond noise: paired 95% CI [...] over N tasks complete in both"`` and kin."""
-    level = format_pct(state.confidence)
+    level = format_pct(state.confidence, trim=True)
     if diff.estimate is None:
         return "not assessed: no task scored completely by both"
     ci = (
-        f"paired {level} CI [{_signed(diff.low, percent)}, {_signed(diff.high, percent)}]"
+        f"paired {level} CI [{format_signed(diff.low, percent=percent)}, {format_signed(diff.high, percent=percent)}]"
         f" over {diff.n_tasks} tasks complete in both"
     )
     if pair_blockers(state, a, b):

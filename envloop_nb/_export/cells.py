@@ -53,10 +53,13 @@ from pathlib import Path
 from typing import Any
 
 from .._files import written_whole
+from .formats import COUNT, DIFF, NUM, PCT, number_format
 from .sheet_rows import FORMULA_START as _FORMULA_START
 from .sheet_rows import RowFile, splice
 
 __all__ = [
+    "COUNT",
+    "DIFF",
     "MAX_CELL_CHARS",
     "MAX_ROWS",
     "MAX_ROW_LINES",
@@ -69,6 +72,7 @@ __all__ = [
     "frame_value",
     "free_sheet",
     "new_workbook",
+    "number_format",
     "plain",
     "print_setup",
     "save_workbook",
@@ -84,10 +88,6 @@ MAX_ROWS = 1_048_576
 #: Excel's hard limit of characters per cell, counted in UTF-16 code units (an emoji or
 #: any other character beyond U+FFFF takes two).
 MAX_CELL_CHARS = 32_767
-#: Number format of a rate (``0.25`` shows as ``25.0%``).
-PCT = "0.0%"
-#: Number format of a reward or other plain number (up to three decimals).
-NUM = "0.###"
 
 # XML 1.0 forbids these characters (C0 controls other than tab/newline/CR, U+FFFE, U+FFFF)
 # and lone surrogates (U+D800-U+DFFF as code points of a str: not encodable as UTF-8).
@@ -504,19 +504,37 @@ def frame_value(value: Any) -> Any:
 
 
 def write_frame(
-    wb: Any, cells: CellWriter, titles: set[str], title: str, frame: Any, note: str = ""
+    wb: Any,
+    cells: CellWriter,
+    titles: set[str],
+    title: str,
+    frame: Any,
+    note: str = "",
+    *,
+    human: bool = False,
+    formats: dict[str, str] | None = None,
 ) -> dict[str, int]:
     """Write a pandas frame on sheet ``title`` (continued past Excel's row limit).
 
     The same cells as the job workbook: text always text (never a formula), cut at
     Excel's limit with a visible marker, XML-illegal characters escaped; ``note`` is a
-    bold red first row. Returns the data rows per sheet part.
+    bold red first row. Numbers stay numbers with a number format from
+    :func:`number_format` (``formats`` overrides it per column); ``human`` writes the
+    headers people read (:func:`envloop_nb._present.display.header`) instead of the
+    column names. Returns the data rows per sheet part.
     """
+    from .._present.display import header
+
     widths = []
-    for i, name in enumerate(frame.columns):
+    names = [header(c) if human else str(c) for c in frame.columns]
+    for i, name in enumerate(names):
         longest = max((min(len(str(v)), 60) for v in frame.iloc[:, i]), default=0)
-        widths.append(min(max(len(str(name)), longest, 6) + 2, 62))
-    columns = [Column(str(c), w) for c, w in zip(frame.columns, widths, strict=True)]
+        widths.append(min(max(len(name), longest, 6) + 2, 62))
+    fmts = [
+        (formats or {}).get(str(c)) or number_format(str(c), frame.iloc[:, i].tolist())
+        for i, c in enumerate(frame.columns)
+    ]
+    columns = [Column(n, w, f) for n, w, f in zip(names, widths, fmts, strict=True)]
     sheet = Sheet(wb, title, columns, cells, titles, note=note)
     for row in frame.itertuples(index=False, name=None):
         sheet.append([frame_value(v) for v in row])

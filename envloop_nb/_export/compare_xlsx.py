@@ -17,7 +17,7 @@ from .._compare.paired import paired, transitions
 from .._compare.state import CompareState, others
 from .._compare.tables import strengths, table
 from .._files import output_file
-from .cells import new_workbook, save_workbook, write_frame
+from .cells import DIFF, new_workbook, save_workbook, write_frame
 
 if TYPE_CHECKING:
     import os
@@ -71,7 +71,9 @@ def export_compare_xlsx(
             long = transitions(state, other, rules, shape="long")
             sheets.append((f"Buckets {other}", long, note))
     for title, frame, text in sheets:
-        write_frame(wb, cells, titles, title, frame, text)
+        # people's headers and number formats; the strengths' interval is of a difference
+        formats = {"low": DIFF, "high": DIFF} if title == "Strengths" else None
+        write_frame(wb, cells, titles, title, frame, text, human=True, formats=formats)
     out.parent.mkdir(parents=True, exist_ok=True)
     save_workbook(wb, out)
     return out

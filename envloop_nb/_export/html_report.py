@@ -33,8 +33,9 @@ from .._metrics.groups import group_summaries
 from .._metrics.inference import inference_config
 from .._metrics.passk_views import curve, samples
 from .._present import charts
-from .._present.cases_html import chat_snippet
-from .._present.display import format_pct
+from .._present.cases_html import SNIPPET, chat_snippet
+from .._present.compare_html import leaderboard_html, paired_html, strengths_html
+from .._present.display import format_pct, shorten
 from .._present.experiment_html import case_list_html, history_html, summary_card_html
 from .._present.job_details import consumption_html, inference_html
 from .._present.paged_view import PAGED_CSS
@@ -44,9 +45,10 @@ from .._present.panel_html import (
     facts_html,
     findings_html,
     groups_html,
+    note_html,
     rows_table,
 )
-from .._present.report_html import ReportSection, frame_table_html, report_html
+from .._present.report_html import ReportSection, report_html
 from .._present.transcript_html import COMPACT_CHARS, TRANSCRIPT_CSS, transcript_html
 from .._store.ref import JobRef, job_k, summarised
 from .._store.schema import written_by
@@ -99,6 +101,28 @@ def write_report(path: str | Path, text: str, sections: Sequence[ReportSection])
     )
 
 
+def _no_curve(job: JobRef, threshold: float | None) -> str:
+    """Why a job has no pass@k curve (every point undefined), in words."""
+    graded, complete = job.con.execute(
+        """SELECT count(*) FILTER (WHERE reward IS NOT NULL AND reward NOT IN (0, 1)),
+                  (SELECT count(*) FROM tasks WHERE job_id = $job)
+           FROM attempts WHERE job_id = $job""",
+        {"job": job.id},
+    ).fetchone() or (0, 0)
+    if graded and threshold is None:
+        return (
+            "No pass@k / pass^k chart: the rewards are graded (not only 0 and 1), so an "
+            "attempt has no pass without a threshold — export with threshold=0.5 (say) to "
+            "count a reward at or above it as a pass."
+        )
+    if not complete:
+        return "No pass@k / pass^k chart: the job has no tasks."
+    return (
+        "No pass@k / pass^k chart: no task has all its attempts scored yet (pass@k is "
+        "defined over complete tasks only)."
+    )
+
+
 def _hard_cases(job: JobRef, policy: Policy, threshold: float | None, limit: int) -> str:
     frame = samples(job.con, job.id, policy=policy, threshold=threshold)
     if not len(frame) or limit <= 0:
@@ -118,14 +142,14 @@ def _hard_cases(job: JobRef, policy: Policy, threshold: float | None, limit: int
     for r in hard.to_dict("records"):
         error, prompt, chat = firsts.get(r["task"], (None, None, False))
         if error:
-            text = f"error: {' '.join(str(error).split())}"
+            text = f"error: {error}"
         elif prompt and chat:
-            text = chat_snippet(str(prompt))
+            text = chat_snippet(str(prompt))  # at most SNIPPET + 1 characters: longer is cut
         else:
-            text = " ".join(str(prompt or "").split())
+            text = str(prompt or "")
         rows.append(
             [str(r["task"]), str(r.get("subset") or ""), format_pct(r.get("pass_rate")),
-             f"{int(r.get('scored') or 0)}/{int(r.get('n') or 0)}", text[:120] + ("…" if len(text) > 120 else "")]
+             f"{int(r.get('scored') or 0)}/{int(r.get('n') or 0)}", shorten(text, SNIPPET)]
         )  # fmt: skip
     note = (
         f'<div class="enb-dim">the {len(rows)} tasks with the lowest pass rate of {len(frame):,} '
@@ -215,17 +239,11 @@ def export_job_html(
     con, jid = job.con, job.id
     info = shown_info(con, jid)  # the status says when annotations are awaited
     summary = noted_summary(con, jid, policy=policy, threshold=threshold)
-    states = dict(
-        con.execute(
-            "SELECT status, count(*) FROM attempts WHERE job_id = ? GROUP BY status ORDER BY 2 DESC",
-            [jid],
-        ).fetchall()
-    )
+    # every requested slot: attempts by state and the slots never dispatched (they add up
+    # to tasks × k); a summarised job's slots as far as its counts tell
+    states = {s: c for s, c in charts.status_frame(con, jid).itertuples(index=False) if c}
     config = inference_config(con, jid)
     reduced = summarised(con, jid)
-    if reduced is not None:  # no attempt here: the slots as far as the counts tell
-        frame = charts.status_frame(con, jid)
-        states = {s: c for s, c in frame.itertuples(index=False) if c}
     sections = [
         ReportSection(
             "Summary",
@@ -240,6 +258,7 @@ def export_job_html(
                 {str(k): int(v) for k, v in states.items()},
                 dimensions=dimension_names(con, jid),
                 concurrency=config.concurrency,
+                titled=False,
             ),
             note=""
             if reduced is None
@@ -250,15 +269,17 @@ def export_job_html(
         ),
         ReportSection(
             "Inference configuration and consumption",
-            inference_html(config.to_dict()) + consumption_html(consumption_rows(con, jid)),
+            f'{PANEL_CSS}<div class="enb-panel">{inference_html(config.to_dict())}'
+            f"{consumption_html(consumption_rows(con, jid))}</div>",
         ),
     ]
-    curve_chart = charts.curve_chart(
-        curve(con, jid, policy=policy, threshold=threshold),
-        title=f"pass@k / pass^k, k = 1..{job_k(con, jid)}",
-    )
+    points = curve(con, jid, policy=policy, threshold=threshold)
+    specs = []
+    why = "" if points["pass@k"].notna().any() else _no_curve(job, threshold)
+    if not why:
+        title = f"pass@k / pass^k, k = 1..{job_k(con, jid)}"
+        specs.append(charts.curve_chart(points, title=title).to_dict())
     by_subset = group_summaries(con, jid, by="subset", policy=policy, threshold=threshold)
-    specs = [curve_chart.to_dict()]
     if len(by_subset):
         scores = by_subset[["value", "score"]].rename(columns={"value": "subset"})
         rate = bool(scores["score"].dropna().between(0, 1).all())
@@ -267,14 +288,15 @@ def export_job_html(
                 scores, category="subset", value="score", title="score by subset", percent=rate
             ).to_dict()
         )
-    sections.append(ReportSection("Charts", "", charts=tuple(specs)))
+    if specs or why:
+        sections.append(ReportSection("Charts", note_html(why) if why else "", charts=tuple(specs)))
     tables = groups_html(by_subset, "subset")
     by_dim = group_summaries(con, jid, by="dimension", policy=policy, threshold=threshold)
     if len(by_dim):
         tables += groups_html(by_dim, "dimension")
     if tables:
         sections.append(ReportSection("By subset and dimension", tables))
-    sections.append(ReportSection("Diagnosis", findings_html(diagnose(job))))
+    sections.append(ReportSection("Diagnosis", findings_html(diagnose(job), titled=False)))
     behaviour = behaviour_section(job, threshold)
     if behaviour is not None:  # a job without steps has no behaviour to show
         sections.append(behaviour)
@@ -351,13 +373,18 @@ def export_compare_html(state: CompareState, path: str | Path) -> HtmlReport:
     from .._compare.guard import differences, mark
     from .._compare.leaderboard import leaderboard
     from .._compare.paired import paired
+    from .._compare.state import colors
     from .._compare.tables import strengths, table, table_html
     from .._present.compare_html import guard_html
 
     note = mark(state)
     sections = [
         ReportSection("Guard", guard_html(differences(state), len(state.job_ids))),
-        ReportSection("Leaderboard", frame_table_html(leaderboard(state)), note=note),
+        ReportSection(
+            "Leaderboard",
+            leaderboard_html(leaderboard(state), colors(state), state.baseline),
+            note=note,
+        ),
         ReportSection(
             "Charts",
             charts=(
@@ -373,10 +400,8 @@ def export_compare_html(state: CompareState, path: str | Path) -> HtmlReport:
         sections.append(ReportSection("By dimension", table_html(state, "dimension"), note=note))
     words = strengths(state, "subset")
     if len(words):
-        sections.append(
-            ReportSection("Strengths and weaknesses", frame_table_html(words, columns=["sentence"]))
-        )
-    sections.append(ReportSection("Paired statistics", frame_table_html(paired(state)), note=note))
+        sections.append(ReportSection("Strengths and weaknesses", strengths_html(words)))
+    sections.append(ReportSection("Paired statistics", paired_html(paired(state)), note=note))
     behaviour = compare_behaviour_section(state)
     if behaviour is not None:
         sections.append(behaviour)

@@ -523,7 +523,13 @@ def _platform(job: JobRef, o: DiagnosisOptions) -> list[Finding]:
         return []
 
     def show(v: Any) -> str:
-        return "null" if v is None else format_metric(v, 3) if isinstance(v, float) else f"{v}"
+        return (
+            "null"
+            if v is None
+            else format_metric(v, 3, trim=True)
+            if isinstance(v, float)
+            else f"{v}"
+        )
 
     parts = "; ".join(
         f"{k}: platform {show(a)} vs recomputed {show(b)}" for k, (a, b) in diffs.items()

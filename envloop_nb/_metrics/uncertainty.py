@@ -50,8 +50,10 @@ class Interval:
     """An estimate with a confidence interval and a sentence saying how it was made.
 
     ``estimate``, ``low`` and ``high`` are None when there is nothing to estimate from
-    (no task, or no task with a value). ``n_tasks`` is the number of resampled units (for
-    a Wilson interval, the number of observations). ``resamples`` and ``seed`` are None
+    (no task, or no task with a value). ``n_tasks`` is the number of tasks the estimate is
+    computed over — for a ratio, those that count in its denominator (pass@k over the
+    complete tasks, not every task resampled); for a Wilson interval, the number of
+    observations. ``resamples`` and ``seed`` are None
     for closed-form intervals.
     """
 
@@ -76,7 +78,7 @@ class Interval:
         return self.high - self.low
 
     def __str__(self) -> str:
-        level = format_pct(self.confidence)
+        level = format_pct(self.confidence, trim=True)
         if self.estimate is None:
             return f"- ({level} CI: -)"
         return (
@@ -282,12 +284,14 @@ def _ratio_cis(
                 stats[i] = np.where(sums[:, b] > 0, sums[:, a] / sums[:, b], np.nan)
     out = []
     for i, (num, den, what) in enumerate(arrays):
+        used = int(np.count_nonzero(np.asarray(den) > 0))  # the tasks the ratio counts
         method = (
             f"percentile bootstrap of the {what}: {resamples:,} resamples of the {n:,} tasks "
             f"with replacement (attempts stay with their task), seed {seed}"
+            + ("" if used == n else f"; the estimate counts {used:,} of them")
         )
         if i not in stats:
-            out.append(Interval(None, None, None, method, confidence, n, resamples, seed))
+            out.append(Interval(None, None, None, method, confidence, used, resamples, seed))
             continue
         low, high = _percentile(stats[i], confidence)
         out.append(
@@ -297,7 +301,7 @@ def _ratio_cis(
                 _none_if_nan(high),
                 method,
                 confidence,
-                n,
+                used,
                 resamples,
                 seed,
             )
@@ -415,7 +419,7 @@ def job_intervals(
     >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
     >>> ivs = job_intervals(job.con, job.id, resamples=200)
     >>> ivs["score"].estimate, ivs["pass@k"].estimate, ivs["pass^k"].n_tasks
-    (0.6, 1.0, 3)
+    (0.6, 1.0, 2)
     """
     from .counts import check_options, task_counts
     from .lm_eval_results import results_rows

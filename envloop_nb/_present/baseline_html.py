@@ -110,7 +110,7 @@ def report_table_html(frame: Any, *, heading: bool = True) -> str:
     ...     "samples": "2/3", "score": 0.6, "pass@k": 1.0, "pass^k": 0.5,
     ...     "coverage": "5/6 scored, 1 missing", "bad_cases": 0, "bad_below": 0.5}])
     >>> out = report_table_html(t)
-    >>> "60%" in out and "2/3" in out and "below 0.5" in out
+    >>> "60.0%" in out and "2/3" in out and "below 0.5" in out
     True
     """
     header = ["benchmark", "job", "status", "k", "completed/total", "score", "pass@k",
@@ -182,7 +182,7 @@ def combined_html(
     >>> f = pd.DataFrame([{"benchmark": "x", "A": 0.5, "A coverage": "2/2 scored",
     ...     "B": None, "B coverage": "not run", "best": None, "mark": "not run by B"}])
     >>> out = combined_html(f, ["A", "B"], ["#111", "#222"])
-    >>> "not run by B" in out and "50%" in out and out.count("enb-mark") == 2
+    >>> "not run by B" in out and "50.0%" in out and out.count("enb-mark") == 2
     True
     """
     head = "".join(

@@ -140,7 +140,7 @@ def tool_table_html(tools: pd.DataFrame, *, note: str = "", limit: int = 30) -> 
     ...     "error_rate_high": 1.0, "passed_with": 0, "scored_with": 1, "pass_with": 0.0,
     ...     "passed_without": 1, "scored_without": 2, "pass_without": 0.5}])
     >>> out = tool_table_html(t)
-    >>> "&lt;b&gt;" in out and "enb-bad" in out and "100% <span" in out
+    >>> "&lt;b&gt;" in out and "enb-bad" in out and "100.0% <span" in out
     True
     """
     if not len(tools):

@@ -8,12 +8,13 @@ their style lives in :data:`CASES_CSS`.
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from .display import format_metric, format_pct
+from .display import format_duration, format_metric, format_pct, format_timestamp, header, shorten
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,6 +59,7 @@ CASES_CSS = """
   padding:0 1px;border-radius:2px}
 .enb-cases td.enb-link{color:var(--jp-brand-color1,#1976d2);white-space:nowrap}
 .enb-cases td.enb-match{max-width:320px}
+.enb-cases td.enb-text{max-width:460px;min-width:160px;white-space:normal;overflow-wrap:anywhere}
 .enb-cases .enb-st-failed,.enb-cases .enb-st-cancelled{color:var(--jp-error-color1,#c62828)}
 .enb-cases .enb-st-running,.enb-cases .enb-st-pending{color:var(--jp-warn-color1,#b45309)}
 .enb-detail{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:12px;
@@ -108,6 +110,8 @@ def _cell(column: str, value: Any) -> tuple[str, bool]:
         return "-", True
     if isinstance(value, bool):
         return ("yes" if value else "no"), False
+    if isinstance(value, dt.datetime) or type(value).__name__ in ("Timestamp", "datetime64"):
+        return format_timestamp(value if isinstance(value, dt.datetime) else str(value)), False
     if isinstance(value, int | float) or hasattr(value, "dtype"):
         v = float(value)
         if column.startswith(("pass@", "pass^")) or column in _RATE_COLUMNS:
@@ -115,12 +119,12 @@ def _cell(column: str, value: Any) -> tuple[str, bool]:
         if column in ("n", "scored", "passes", "attempt", "turns", "tokens", "exit_code"):
             return f"{int(v):,}", True
         if column == "duration_s":
-            return f"{v:,.1f}", True
-        return f"{v:.4g}", True
+            return format_duration(v), True
+        return f"{v:.4g}".replace("-", "−"), True
     text = str(value)
     limit = 2 * SNIPPET if column == "match" else SNIPPET
-    if column in TEXT_COLUMNS and len(text) > limit:
-        text = text[:limit] + "…"
+    if column in TEXT_COLUMNS:
+        text = shorten(text, limit)  # at a word, with "…": the whole text is the title
     return text, False
 
 
@@ -163,7 +167,7 @@ def table_html(
     --------
     >>> import pandas as pd
     >>> f = pd.DataFrame({"task": ["<b>x</b>"], "pass_rate": [0.5]})
-    >>> "&lt;b&gt;x&lt;/b&gt;" in table_html(f) and ">50%<" in table_html(f)
+    >>> "&lt;b&gt;x&lt;/b&gt;" in table_html(f) and ">50.0%<" in table_html(f)
     True
     >>> "<mark>x</mark>" in table_html(f, highlight="x", row_link="attempts ›")
     True
@@ -175,7 +179,7 @@ def table_html(
     }  # fmt: skip
     heads = ["#", *cols] + ([""] if row_link else [])
     head = "".join(
-        f'<th class="{"num" if c in numeric else ""}">{html.escape(c)}</th>' for c in heads
+        f'<th class="{"num" if c in numeric else ""}">{html.escape(header(c))}</th>' for c in heads
     )
     body = []
     for i, row in enumerate(frame.itertuples(index=False)):
@@ -187,6 +191,8 @@ def table_html(
                 cls += f" enb-st-{html.escape(str(value))}"
             if col == "match":
                 cls += " enb-match"
+            elif col in TEXT_COLUMNS:
+                cls += " enb-text"  # wraps: an output is read, not clipped at 240px
             hover = titles[col][i] if col in titles else str(value)
             title = "" if col not in TEXT_COLUMNS or is_missing(value) else (
                 f' title="{html.escape(hover, quote=True)}"'
@@ -326,6 +332,8 @@ def chat_html(text: str | None, is_chat: bool | None = None) -> str:
 def _fmt(value: Any, unit: str = "") -> str:
     if is_missing(value):
         return "-"
+    if isinstance(value, dt.datetime):
+        return format_timestamp(value)  # to the second
     if isinstance(value, float):
         return f"{value:,.4g}{unit}"
     if isinstance(value, int):
@@ -368,7 +376,7 @@ def attempt_detail_html(detail: dict[str, Any]) -> str:
             ("error type", _fmt(g("error_type"))),
             ("turns", _fmt(g("turns"))),
             ("tokens in / out / cache", " / ".join(_fmt(t) for t in tokens)),
-            ("duration", _fmt(g("duration_s"), " s")),
+            ("duration", format_duration(g("duration_s"))),
             ("started / finished", f"{_fmt(g('started_at'))} / {_fmt(g('finished_at'))}"),
             ("cost", _fmt(g("cost_usd"), " USD")),
             ("logprob mean", _fmt(g("logprob_mean"))),

@@ -10,7 +10,7 @@ import html
 import math
 from typing import TYPE_CHECKING, Any
 
-from .display import format_metric, format_pct
+from .display import format_metric, format_pct, format_timestamp
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,15 +74,17 @@ def facts_html(
     *,
     dimensions: list[str] | None = None,
     concurrency: int | None = None,
+    titled: bool = True,
 ) -> str:
     """Job facts and attempt states as a compact table (pure; escaped).
 
     ``dimensions``: the job's score dimension names (the reward alone when empty);
-    ``concurrency``: attempts run at once, where the source says.
+    ``concurrency``: attempts run at once, where the source says; ``titled``: False
+    under a heading that already says "Job" (a report's section).
     """
 
     def when(v: Any) -> str:
-        return "-" if v is None else str(v)[:19].replace("T", " ")
+        return format_timestamp(v)
 
     dataset = f"{info.get('dataset_name') or '-'}@{info.get('dataset_version') or '-'}"
     profile = info.get("profile_name") or "-"
@@ -124,7 +126,7 @@ def facts_html(
     )
     return (
         f'{PANEL_CSS}<div class="enb-panel" style="display:flex;gap:24px">'
-        f'<div><h4>Job</h4><table class="enb-facts">{facts}</table></div>'
+        f'<div>{"<h4>Job</h4>" if titled else ""}<table class="enb-facts">{facts}</table></div>'
         f'<div><h4>Attempt slots</h4><table class="enb-facts">{states}</table></div></div>'
     )
 
@@ -320,8 +322,9 @@ def groups_html(frame: Any, label: str) -> str:
     )
 
 
-def findings_html(findings: Any) -> str:
-    """Diagnosis flags with their evidence (pure)."""
+def findings_html(findings: Any, *, titled: bool = True) -> str:
+    """Diagnosis flags with their evidence (pure); ``titled``: False under a heading that
+    already says "Diagnosis"."""
     items = list(findings or [])
     if not items:
         return f'{PANEL_CSS}<div class="enb-panel enb-dim">No diagnosis flags.</div>'
@@ -336,7 +339,8 @@ def findings_html(findings: Any) -> str:
             f'<div class="enb-flag enb-sev-{html.escape(sev)}"><b>{html.escape(title)}</b>'
             f"<div>{html.escape(str(evidence))}</div></div>"
         )
-    return f'{PANEL_CSS}<div class="enb-panel"><h4>Diagnosis</h4>{"".join(out)}</div>'
+    title = "<h4>Diagnosis</h4>" if titled else ""
+    return f'{PANEL_CSS}<div class="enb-panel">{title}{"".join(out)}</div>'
 
 
 def bucket_counts_html(counts: pd.DataFrame, head: str, what: str) -> str:
@@ -348,7 +352,7 @@ def bucket_counts_html(counts: pd.DataFrame, head: str, what: str) -> str:
     >>> f = pd.DataFrame({"bucket": ["hard"], "range": ["[0, 0.5)"], "count": [3],
     ...                   "share": [0.75], "note": [None]})
     >>> out = bucket_counts_html(f, "Buckets of j on pass_rate", "tasks")
-    >>> ">3<" in out and ">75%<" in out
+    >>> ">3<" in out and ">75.0%<" in out
     True
     """
     rows = []

@@ -56,7 +56,9 @@ section{margin-top:26px;break-inside:avoid-page} section h2{font-size:16px;margi
 section .enb-section-note{color:var(--jp-ui-font-color2);font-size:12px;margin:-4px 0 8px}
 .enb-charts{display:flex;flex-wrap:wrap;gap:18px;margin-top:10px}
 .enb-chart{min-width:320px}
-.enb-report-table{overflow-x:auto} .enb-report-table table{border-collapse:collapse;font-size:12px}
+.enb-report-table,.enb-table-scroll{overflow-x:auto;max-width:100%} .enb-report-table table{border-collapse:collapse;font-size:12px}
+section .enb-panel table{border-collapse:collapse} section .enb-panel th{white-space:normal}
+section .enb-panel td{white-space:normal} section .enb-panel td.num{white-space:nowrap}
 .enb-report-table th{text-align:left;color:var(--jp-ui-font-color2);border-bottom:1px solid var(--jp-border-color1);padding:3px 8px;white-space:nowrap}
 .enb-report-table td{padding:2px 8px;border-bottom:1px solid var(--jp-border-color3);vertical-align:top}
 .enb-report-table td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
@@ -104,21 +106,26 @@ document.querySelectorAll("[data-chart]").forEach((el) => {
 def frame_table_html(
     frame: Any, *, columns: Sequence[str] | None = None, max_rows: int = 200
 ) -> str:
-    """A frame as a plain table for a report: numbers right-aligned (rates in [0, 1] as
-    percentages where the column says ``score``/``pass``/``rate``), missing as ``-``;
-    at most ``max_rows`` rows, with a note when cut. Escaped.
+    """A frame as a plain table for a report: human headers (:func:`.display.header`),
+    numbers right-aligned (rates in [0, 1] as percentages where the column says
+    ``score``/``pass``/``rate``, differences — ``*_diff``, ``*_low``, ``*_high``, ``gap``
+    — in points with their sign), missing as ``-``; at most ``max_rows`` rows, with a note
+    when cut. Escaped.
 
     Examples
     --------
     >>> import pandas as pd
-    >>> out = frame_table_html(pd.DataFrame({"job": ["<a>"], "score": [0.5], "n": [3]}))
-    >>> "&lt;a&gt;" in out and ">50%<" in out and ">3<" in out
+    >>> out = frame_table_html(pd.DataFrame({"job": ["<a>"], "score": [0.5], "n": [3],
+    ...                                      "score_low": [-0.009804]}))
+    >>> "&lt;a&gt;" in out and ">50.0%<" in out and ">3<" in out and ">−1.0 pts<" in out
     True
+    >>> "score_low" in out
+    False
     """
     import html as _html
     import math
 
-    from .display import format_pct
+    from .display import format_int, format_pct, format_points, header
 
     cols = [c for c in (columns or list(frame.columns)) if c in frame.columns]
     rate_words = ("score", "pass", "rate", "share", "coverage_rate")
@@ -129,12 +136,16 @@ def frame_table_html(
         if isinstance(v, bool):
             return ("yes" if v else "no"), False
         if isinstance(v, int | float) and not isinstance(v, bool):
-            if any(w in col.lower() for w in rate_words) and 0 <= float(v) <= 1:
+            name = col.lower()
+            if name in ("gap", "low", "high") or name.endswith(("_diff", "_low", "_high")):
+                return format_points(float(v)), True
+            if any(w in name for w in rate_words) and 0 <= float(v) <= 1:
                 return format_pct(float(v)), True
-            return (f"{v:,}" if isinstance(v, int) else f"{v:,.4g}"), True
+            text = format_int(v) if isinstance(v, int) else f"{v:,.4g}".replace("-", "−")
+            return text, True
         return str(v), False
 
-    head = "".join(f"<th>{_html.escape(str(c))}</th>" for c in cols)
+    head = "".join(f"<th>{_html.escape(header(c))}</th>" for c in cols)
     body = []
     for row in frame[cols].head(max_rows).itertuples(index=False, name=None):
         tds = []

@@ -111,7 +111,7 @@ function render({ model, el }) {
     if (handled) { e.preventDefault(); e.stopPropagation(); }
   });
   el.addEventListener("click", (e) => { if (e.target !== reason) el.focus(); });
-  ["card", "choices", "current", "progress", "position", "reason", "message"].forEach(
+  ["card", "choices", "current", "progress", "position", "reason", "message", "message_is_error"].forEach(
     (name) => model.on("change:" + name, draw)
   );
   draw();
@@ -282,7 +282,9 @@ class QuickAnnotation:
             w.position = f"case {self.index + 1:,} of {self.total:,}"
             w.current, w.reason = self._current(task, attempt)
             w.card = attempt_detail_html(attempt_detail(self.con, self.job_id, task, attempt))
-        w.message, w.message_is_error = message, error
+        # the style first: the front end draws on "message" and must see it an error
+        w.message_is_error = error
+        w.message = message
 
     # -- actions (the keys call these; tests call them too) ----------------------------
     def move(self, delta: int) -> None:

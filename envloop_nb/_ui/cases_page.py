@@ -121,7 +121,7 @@ def page_html(page: CasePage, *, selected: int | None = None) -> str:
     >>> import pandas as pd
     >>> f = pd.DataFrame({"task": ["<b>x</b>"], "pass_rate": [0.5]})
     >>> p = CasePage(f, 1, CaseQuery(view="task"), ("task", "pass_rate"))
-    >>> "&lt;b&gt;x&lt;/b&gt;" in page_html(p) and ">50%<" in page_html(p)
+    >>> "&lt;b&gt;x&lt;/b&gt;" in page_html(p) and ">50.0%<" in page_html(p)
     True
     """
     return table_html(

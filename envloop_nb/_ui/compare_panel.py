@@ -7,8 +7,9 @@ the panel (``panel.message``), never as a traceback.
 
 Drive it from Python (tests do): ``panel.baseline.value = "job_b"`` recomputes against
 another baseline (``panel.state`` becomes the state with that baseline); ``panel.transition_buttons[("job_b", "fixed")].click()`` shows those
-tasks' attempts in every job in ``panel.detail`` and one button per task in
-``panel.side_task_buttons``: ``panel.side_task_buttons["t1"].click()`` shows that task's
+tasks' attempts in every job in ``panel.detail``, :data:`DETAIL_PAGE` tasks a page
+(``panel.detail_next.click()`` / ``panel.detail_prev.click()`` turn the page), and one
+button per task of the page in ``panel.side_task_buttons``: ``panel.side_task_buttons["t1"].click()`` shows that task's
 attempts in the baseline and that job side by side, aligned step by step with the first
 divergence marked (``panel.side_by_side``; ``panel.side_attempts`` picks the attempts);
 ``panel.export_button.click()`` writes the XLSX named in ``panel.export_path``.
@@ -28,8 +29,8 @@ from .._compare.paired import attempts_of, paired, transitions
 from .._compare.state import CompareState, colors, others, with_baseline
 from .._compare.tables import groups, strengths, table_html
 from .._export.compare_xlsx import export_compare_xlsx
-from .._present.compare_html import guard_html
-from .._present.display import format_metric, format_pct
+from .._present.compare_html import guard_html, leaderboard_html, paired_html, strengths_html
+from .._present.display import MINUS, header
 from .._present.render import chart_widget
 from .._store.steps import has_tool_calls
 from .html_view import HtmlView
@@ -38,16 +39,17 @@ from .steps_view import side_by_side_of
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ComparisonPanel", "compare_panel"]
+__all__ = ["DETAIL_PAGE", "ComparisonPanel", "compare_panel"]
 
 _FONT = "font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"
-_MAX_DETAIL_TASKS = 40
+#: Tasks per page of a drill-down (their attempts in every job: a few dozen rows).
+DETAIL_PAGE = 5
 
 
 def _frame_html(frame: pd.DataFrame, *, max_rows: int = 400) -> str:
     """A plain HTML table of a small frame (escaped text)."""
     head = "".join(
-        f'<th style="text-align:left;padding:2px 8px">{html.escape(str(c))}</th>'
+        f'<th style="text-align:left;padding:2px 8px">{html.escape(header(c))}</th>'
         for c in frame.columns
     )
     rows = []
@@ -72,122 +74,10 @@ def _cell(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return "-" if value != value else f"{value:.4g}"
+        return "-" if value != value else f"{value:.4g}".replace("-", MINUS)
     if isinstance(value, list | tuple):
         return ", ".join(map(str, value))
     return str(value)
-
-
-def _signed_pts(value: Any) -> str:
-    if value is None or value != value:
-        return "-"
-    return f"{value * 100:+.1f}"
-
-
-def paired_html(frame: pd.DataFrame) -> str:
-    """The paired statistics as HTML: differences with intervals, McNemar, verdict."""
-    if frame.empty:
-        return "<i>no other job to pair with the baseline</i>"
-    rows = []
-    for _, r in frame.iterrows():
-        verdict = str(r["verdict"])
-        color = (
-            "#2e7d32"
-            if verdict.startswith("beyond noise")
-            else "#b45309"
-            if verdict.startswith(("borderline", "not assessed"))
-            else "inherit"
-        )
-        p = r["mcnemar_p"]
-        p_text = "-" if p is None or p != p else (f"{p:.2g}" if p >= 1e-4 else "< 0.0001")
-        rows.append(
-            "<tr>"
-            f'<td style="padding:3px 8px"><b>{html.escape(str(r["job"]))}</b></td>'
-            f'<td style="padding:3px 8px;text-align:right;white-space:nowrap">{_signed_pts(r["score_diff"])} pts'
-            f"<br><small>[{_signed_pts(r['score_low'])}, {_signed_pts(r['score_high'])}]</small></td>"
-            f'<td style="padding:3px 8px;text-align:right;white-space:nowrap">{_signed_pts(r["pass_diff"])} pts'
-            f"<br><small>[{_signed_pts(r['pass_low'])}, {_signed_pts(r['pass_high'])}]</small></td>"
-            f'<td style="padding:3px 8px;text-align:right;white-space:nowrap">{_cell(r["fixed"])} / {_cell(r["broken"])}</td>'
-            f'<td style="padding:3px 8px;text-align:right;white-space:nowrap">{p_text}</td>'
-            f'<td style="padding:3px 8px;text-align:right;white-space:nowrap">{int(r["shared_complete"]):,}/{int(r["tasks_union"]):,}'
-            f" ({format_pct(float(r['shared_share']))})</td>"
-            f'<td style="padding:3px 8px;color:{color}">{html.escape(verdict)}'
-            + (
-                f'<br><small style="opacity:0.8">{html.escape(str(r["note"]))}</small>'
-                if r["note"]
-                else ""
-            )
-            + "</td></tr>"
-        )
-    base = html.escape(str(frame["baseline"].iloc[0]))
-    return (
-        f'<div style="{_FONT};margin-bottom:4px">Each job − baseline <b>{base}</b>, on tasks both '
-        "scored completely; 95% paired bootstrap interval over tasks (seeded); exact McNemar "
-        "test on tasks solved (pass rate ≥ solved_at) by one job only.</div>"
-        f'<table style="border-collapse:collapse;{_FONT}"><thead><tr>'
-        '<th style="text-align:left;padding:3px 8px">job</th>'
-        '<th style="padding:3px 8px">Δ score</th><th style="padding:3px 8px">Δ pass rate</th>'
-        '<th style="padding:3px 8px">fixed / broken</th><th style="padding:3px 8px">McNemar p</th>'
-        '<th style="padding:3px 8px">shared & complete</th>'
-        '<th style="text-align:left;padding:3px 8px">verdict</th></tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>"
-    )
-
-
-def leaderboard_html(frame: pd.DataFrame, colors: dict[str, str], baseline: str) -> str:
-    """The leaderboard as HTML with its coverage and warnings impossible to miss."""
-    metric_cols = [c for c in frame.columns if c.startswith(("pass@", "pass^"))]
-    head = ["#", "job", "model", "score", "pass", *metric_cols, "coverage", ""]
-    rows = []
-    for _, r in frame.iterrows():
-        jid = str(r["job"])
-        mark = " <small>(baseline)</small>" if jid == baseline else ""
-        warn = str(r["warning"])
-        cells = [
-            str(int(r["rank"])),
-            f'<span style="color:{colors.get(jid, "#888")}">■</span> <b>{html.escape(jid)}</b>{mark}',
-            html.escape(str(r["model"])),
-            format_metric(_num(r["score"])),
-            format_metric(_num(r["pass"])),
-            *[format_metric(_num(r[c])) for c in metric_cols],
-            f'<span style="{"color:#b45309;font-weight:600" if r["missing"] else ""}">'
-            f"{html.escape(str(r['coverage']))}</span>",
-            f'<span style="color:#b45309;font-weight:600">{html.escape(warn)}</span>',
-        ]
-        rows.append(
-            "<tr>"
-            + "".join(
-                f'<td style="padding:3px 8px;white-space:nowrap">{c}</td>' for c in cells[:-1]
-            )
-            + f'<td style="padding:3px 8px;min-width:160px">{cells[-1]}</td>'
-            + "</tr>"
-        )
-    header = "".join(
-        f'<th style="text-align:left;padding:3px 8px">{html.escape(h)}</th>' for h in head
-    )
-    return (
-        f'<table style="border-collapse:collapse;{_FONT}"><thead><tr>{header}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>"
-    )
-
-
-def _num(value: Any) -> float | None:
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if f != f else f
-
-
-def strengths_html(frame: pd.DataFrame) -> str:
-    """Strengths and weaknesses as a bullet list of sentences."""
-    if frame.empty:
-        return "<i>no job is above or below all the others on any row</i>"
-    items = "".join(
-        f"<li>{'▲' if r['kind'] == 'strength' else '▼'} {html.escape(str(r['sentence']))}</li>"
-        for _, r in frame.iterrows()
-    )
-    return f'<ul style="{_FONT};margin:2px 0">{items}</ul>'
 
 
 class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
@@ -225,6 +115,16 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
         self.bucket_buttons: dict[tuple[str, str], widgets.Button] = {}
         self.detail_title = widgets.HTML()
         self.detail = widgets.HTML()
+        # a drill-down is paged by task: DETAIL_PAGE tasks' attempts at a time
+        self.detail_prev = widgets.Button(description="◀ previous", layout={"width": "auto"})
+        self.detail_next = widgets.Button(description="next ▶", layout={"width": "auto"})
+        self.detail_page_label = widgets.HTML()
+        self.detail_pager = widgets.HBox(
+            [self.detail_prev, self.detail_page_label, self.detail_next],
+            layout={"display": "none", "align_items": "center"},
+        )
+        self.detail_page = 0
+        self._detail: tuple[str, list[str], str | None] | None = None  # title, tasks, job
         # a task of the detail opens its two attempts side by side (baseline | other job)
         self.side_task_buttons: dict[str, widgets.Button] = {}
         self.side_tasks = widgets.HBox(layout={"flex_flow": "row wrap"})
@@ -252,6 +152,7 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
                         self.bucket_other,
                         self.bucket_matrix,
                         self.detail_title,
+                        self.detail_pager,
                         self.detail,
                         self.side_tasks,
                         self.side_by_side,
@@ -286,6 +187,8 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
         self.by.observe(self._on_by, names="value")
         self.bucket_other.observe(self._on_bucket_other, names="value")
         self.export_button.on_click(self._on_export)
+        self.detail_prev.on_click(lambda _: self._safely(self._turn, -1))
+        self.detail_next.on_click(lambda _: self._safely(self._turn, 1))
         for box in self.side_attempts:
             box.observe(lambda _: self._safely(self._refresh_side), names="value")
         self._safely(self._refresh_all)
@@ -447,14 +350,37 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
         ]
 
     def _show(self, title: str, tasks: list[str], other: str | None = None) -> None:
-        shown = tasks[:_MAX_DETAIL_TASKS]
+        self._detail = (title, list(tasks), other)
+        self.detail_page = 0
+        self._draw_detail()
+
+    def _turn(self, step: int) -> None:
+        """Show the drill-down's previous (``-1``) or next (``1``) page of tasks."""
+        if self._detail is None:
+            return
+        pages = max(-(-len(self._detail[1]) // DETAIL_PAGE), 1)
+        self.detail_page = min(max(self.detail_page + step, 0), pages - 1)
+        self._draw_detail()
+
+    def _draw_detail(self) -> None:
+        assert self._detail is not None
+        title, tasks, other = self._detail
+        first = self.detail_page * DETAIL_PAGE
+        shown = tasks[first : first + DETAIL_PAGE]
         frame = attempts_of(self.state, shown)
-        more = f" (first {_MAX_DETAIL_TASKS} of {len(tasks)})" if len(tasks) > len(shown) else ""
         self.detail_title.value = (
-            f'<div style="{_FONT}"><b>{html.escape(title)}</b>: {len(tasks)} task(s){more}, '
+            f'<div style="{_FONT}"><b>{html.escape(title)}</b>: {len(tasks):,} task(s), '
             "their attempts in every job</div>"
         )
-        self.detail.value = _frame_html(frame, max_rows=120) if len(frame) else "<i>no attempts</i>"
+        paged = len(tasks) > DETAIL_PAGE
+        self.detail_pager.layout.display = None if paged else "none"
+        self.detail_page_label.value = (
+            f'<span style="{_FONT};margin:0 8px">tasks {first + 1:,}–{first + len(shown):,} '
+            f"of {len(tasks):,}</span>"
+        )
+        self.detail_prev.disabled = first == 0
+        self.detail_next.disabled = first + len(shown) >= len(tasks)
+        self.detail.value = _frame_html(frame) if len(frame) else "<i>no attempts</i>"
         self._side = None
         self.side_by_side.value = ""
         self.side_task_buttons = {}

@@ -131,10 +131,14 @@ class ExperimentPanel:
                               tooltip="a new run of this case × evaluator (clears its correction)")  # fmt: skip
         self.rerun_failed = w.Button(description="Re-evaluate failed", icon="refresh",
                                      tooltip="every failed row of this case")  # fmt: skip
+        # what the form's buttons did (or why not) shows beside them, not at the top
+        self.form_message = w.HTML()
+        self.form_guard = Guard(self.form_message)
         self.form = w.VBox(
             [
                 w.HBox([self.form_evaluator, self.form_score, self.form_reason]),
                 w.HBox([self.save, self.undo, self.rerun, self.rerun_failed]),
+                self.form_message,
             ],
             layout=w.Layout(display="none"),
         )
@@ -150,11 +154,21 @@ class ExperimentPanel:
             placeholder="reference (optional)", layout=w.Layout(width="200px", height="52px")
         )
         self.add = w.Button(description="Add and evaluate", icon="plus")
+        self.new_message = w.HTML()
+        self.new_guard = Guard(self.new_message)
         self.new_case = w.Accordion(
             children=[
-                w.HBox([self.new_id, self.new_input, self.new_output, self.new_reference, self.add])
+                w.VBox(
+                    [
+                        w.HBox(
+                            [self.new_id, self.new_input, self.new_output, self.new_reference,
+                             self.add]
+                        ),
+                        self.new_message,
+                    ]
+                )
             ]
-        )
+        )  # fmt: skip
         self.new_case.set_title(0, "+ new case")
         self.new_case.selected_index = None
         self.history = w.HTML()
@@ -182,11 +196,11 @@ class ExperimentPanel:
             lambda _: self.guard.run(lambda: self.select(self.table.clicked)), names="clicks"
         )
         self.form_evaluator.observe(lambda _: self._fill_form(), names="value")
-        self.save.on_click(lambda _: self.guard.run(self._save))
-        self.undo.on_click(lambda _: self.guard.run(self._undo))
-        self.rerun.on_click(lambda _: self.guard.run(self._rerun))
-        self.rerun_failed.on_click(lambda _: self.guard.run(self._rerun_failed))
-        self.add.on_click(lambda _: self.guard.run(self._add))
+        self.save.on_click(lambda _: self.form_guard.run(self._save))
+        self.undo.on_click(lambda _: self.form_guard.run(self._undo))
+        self.rerun.on_click(lambda _: self.form_guard.run(self._rerun))
+        self.rerun_failed.on_click(lambda _: self.form_guard.run(self._rerun_failed))
+        self.add.on_click(lambda _: self.new_guard.run(self._add))
         self.refresh()
         self._stop = threading.Event()
         self._mark = self._change_mark(self.con)
@@ -310,7 +324,7 @@ class ExperimentPanel:
         )
         self.form_reason.value = ""
         self.refresh()
-        self.message.value = ok_box(
+        self.form_message.value = ok_box(
             f"corrected {trace} · {self.form_evaluator.value}: {self.form_score.value:g}"
         )
 
@@ -318,7 +332,7 @@ class ExperimentPanel:
         trace = self._need_case()
         self.exp.undo_correction(trace, self.form_evaluator.value)
         self.refresh()
-        self.message.value = ok_box(
+        self.form_message.value = ok_box(
             f"undid the correction of {trace} · {self.form_evaluator.value}"
         )
 
@@ -328,13 +342,15 @@ class ExperimentPanel:
             trace_id=trace, evaluator=self.form_evaluator.value, progress=False
         )
         self.refresh()
-        self.message.value = ok_box(f"re-evaluated {trace} · {self.form_evaluator.value}: {out}")
+        self.form_message.value = ok_box(
+            f"re-evaluated {trace} · {self.form_evaluator.value}: {out}"
+        )
 
     def _rerun_failed(self) -> None:
         trace = self._need_case()
         out = self.exp.reevaluate(trace_id=trace, failed=True, progress=False)
         self.refresh()
-        self.message.value = ok_box(f"re-evaluated the failed rows of {trace}: {out}")
+        self.form_message.value = ok_box(f"re-evaluated the failed rows of {trace}: {out}")
 
     def _add(self) -> None:
         tid = self.new_id.value.strip()
@@ -351,7 +367,7 @@ class ExperimentPanel:
         for box in (self.new_id, self.new_input, self.new_output, self.new_reference):
             box.value = ""
         self.refresh()
-        self.message.value = ok_box(f"added {tid} and evaluated it")
+        self.new_message.value = ok_box(f"added {tid} and evaluated it")
 
     # -- live updates --------------------------------------------------------------
     @staticmethod

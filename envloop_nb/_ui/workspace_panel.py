@@ -5,7 +5,10 @@ method, status, score with its coverage, attempts per task, created. Search by n
 id, or model), filter by status, sort by created time. Per row: **open** its job panel,
 **rename** it (a display name kept in the workspace), download its standalone HTML
 **report**, **delete** it (after a confirmation; one transaction). Tick two to five rows
-to open their **comparison** panel.
+to open their **comparison** panel, measured against the job chosen in **baseline** — by
+default the oldest of the ticked jobs (by created time), so a newer checkpoint is
+compared with an older one. A long name is shortened in its middle (two names with a
+long common start stay apart by their ends); the whole name and id show on hover.
 
 What happens on a click is the facade's: the panel is given callbacks (open, compare,
 rename, remove, report) and never names ``Job`` or ``Comparison`` itself.
@@ -21,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._metrics.job_list import STATUS_LABELS, JobRow, filter_jobs, job_rows
-from .._present.display import format_count, format_metric
+from .._present.display import format_count, format_metric, shorten_middle
 from .._present.panel_html import PANEL_CSS
 from .state import widget_bundle
 
@@ -31,9 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["WorkspaceActions", "WorkspacePanel", "row_cells_html"]
 
 #: (header, width) of the list's columns, after the tick box and before the buttons.
-_COLUMNS = (("name", "140px"), ("model", "105px"), ("method", "80px"), ("status", "80px"),
+_COLUMNS = (("name", "190px"), ("model", "105px"), ("method", "80px"), ("status", "80px"),
             ("score · coverage", "195px"), ("k", "22px"), ("created", "82px"))  # fmt: skip
 _MAX_COMPARE = 5
+#: Characters of a name shown in the list (the middle of a longer one becomes "…").
+_NAME_CHARS = 26
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,7 @@ def row_cells_html(row: JobRow) -> list[str]:
     >>> r = JobRow("j1", "base <v1>", None, "harbor", "cancelled", 0.5, 3, 4, 1, 2, 2, t, t)
     >>> cells = row_cells_html(r)
     >>> cells[0], cells[3], cells[4]
-    ('<b title="j1">base &lt;v1&gt;</b>', '<span class="enb-st enb-st-cancelled">terminated</span>', '<b>50%</b> · 3/4 scored · 1/2 complete')
+    ('<b>base &lt;v1&gt;</b>', '<span class="enb-st enb-st-cancelled">terminated</span>', '<b>50.0%</b> · 3/4 scored · 1/2 complete')
     >>> cells[6]
     '2026-03-02'
     """
@@ -68,7 +73,7 @@ def row_cells_html(row: JobRow) -> list[str]:
     )
     created = row.created_at or row.loaded_at
     return [
-        f'<b title="{html.escape(row.job_id)}">{html.escape(row.name)}</b>',
+        f"<b>{html.escape(shorten_middle(row.name, _NAME_CHARS))}</b>",
         html.escape(row.model or "-"),
         html.escape(row.method),
         f'<span class="enb-st enb-st-{html.escape(row.status)}">'
@@ -147,6 +152,13 @@ class WorkspacePanel:
             description="Compare selected", icon="columns", disabled=True,
             tooltip="tick 2 to 5 jobs", layout=w.Layout(width="auto"),
         )  # fmt: skip
+        self.baseline = w.Dropdown(
+            description="baseline", options=[], layout=w.Layout(width="300px"),
+            tooltip="the job the others are measured against (default: the oldest ticked)",
+        )  # fmt: skip
+        self._picked: str | None = None  # the baseline the user chose, if any
+        self._updating = False
+        self.baseline.observe(self._baseline_picked, names="value")
         self.message = w.HTML()
         self.list = w.VBox(layout=w.Layout(overflow="auto hidden"))  # a narrow window scrolls
         self.detail = w.VBox()
@@ -161,7 +173,7 @@ class WorkspacePanel:
                 w.HTML(_CSS),
                 w.HBox([self.search, self.status, self.order, self.count]),
                 self.list,
-                w.HBox([self.compare_button, self.message]),
+                w.HBox([self.compare_button, self.baseline, self.message]),
                 self.detail,
             ]
         )
@@ -258,13 +270,28 @@ class WorkspacePanel:
         self._selection_changed()
 
     def _selection_changed(self) -> None:
-        n = len(self.selected())
+        ticked = self.selected()
+        n = len(ticked)
+        rows = {r.job_id: r for r in self.all_rows}
+        oldest = min(ticked, key=lambda j: rows[j].created_at or rows[j].loaded_at, default=None)
+        keep = self._picked if self._picked in ticked else oldest
+        self._updating = True  # not a pick of the user's
+        try:
+            self.baseline.options = [(self._name(j), j) for j in ticked]
+            self.baseline.value = keep
+        finally:
+            self._updating = False
+        self.baseline.layout.display = None if n >= 2 else "none"
         self.compare_button.disabled = not 2 <= n <= _MAX_COMPARE
         self.compare_button.description = f"Compare selected ({n})" if n else "Compare selected"
         if n > _MAX_COMPARE:
             self._say(f"{n} jobs ticked: a comparison takes 2 to {_MAX_COMPARE}")
         else:
             self._say("")
+
+    def _baseline_picked(self, change: dict[str, Any]) -> None:
+        if not self._updating:
+            self._picked = change["new"]
 
     def _say(self, text: str, *, error: bool = False) -> None:
         style = "color:var(--jp-error-color1,#c62828)" if error else ""
@@ -281,6 +308,8 @@ class WorkspacePanel:
 
     def _compare(self) -> None:
         ids = self.selected()
+        if self.baseline.value in ids:  # the comparison's baseline is its first job
+            ids = [self.baseline.value] + [j for j in ids if j != self.baseline.value]
         try:
             self.detail.children = [self.actions.compare(ids)]
         except (ValueError, TypeError) as err:
