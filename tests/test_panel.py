@@ -43,9 +43,7 @@ def test_overview_cards_facts_and_agreement(small: enb.JobPanel) -> None:
         assert text in ov.facts.value
     assert ov.status_counts["running"] == 1 and ov.status_counts["completed"] == 4
     assert "numbers agree" in ov.agreement.value and "numbers disagree" not in ov.agreement.value
-    assert {"reward", "turns", "tokens", "duration", "status", "curve", "subset"} <= set(
-        ov.chart_widgets
-    )
+    assert {"reward", "turns", "tokens", "duration", "curve", "subset"} <= set(ov.chart_widgets)
     assert "math" in ov.groups.value and "bad cases" in ov.groups.value
     assert "tests_passed" in ov.dimensions.value  # named dimensions get their own table
 
@@ -361,7 +359,7 @@ def test_the_cards_are_shown_before_the_charts_are_drawn(ws: enb.Workspace) -> N
     o.policy.value = "failure"  # before the charts: the cards follow, no chart is made
     assert "score 50.0%" in str(o.summary) and o.charts == {}
     p.build(2)
-    assert o.drawn and {"reward", "status", "curve", "subset"} <= set(o.charts)
+    assert o.drawn and {"reward", "curve", "subset"} <= set(o.charts)
     assert o.chart_box.children == tuple(o.chart_widgets.values()) and o.diagnosis.value
     # the charts drawn late follow the policy in force (failure: missing counts as 0)
     spec = o.charts["curve"].to_dict()
