@@ -103,3 +103,14 @@ def test_errors_show_as_a_message_not_a_traceback(
     ws.remove("job_mid")  # the job disappears under the panel
     panel.baseline.value = "job_mid"
     assert "⚠" in panel.message.value and "job_mid" in panel.message.value
+
+
+def test_bucket_matrix_is_coloured_by_direction(panel: ComparisonPanel) -> None:
+    """Improvement and regression looked alike ("info" both, issue 37): green / red / plain."""
+    better, worse = panel.bucket_buttons[("hard", "easy")], panel.bucket_buttons[("easy", "hard")]
+    assert better.button_style == "success" and "better" in better.tooltip
+    panel.baseline.value = "job_new"
+    worse = panel.bucket_buttons[("easy", "hard")]
+    assert worse.button_style == "danger" and "worse" in worse.tooltip
+    same = [b for (r, c), b in panel.bucket_buttons.items() if r == c and not b.disabled]
+    assert same and all(b.button_style == "" for b in same)

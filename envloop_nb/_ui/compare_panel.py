@@ -41,6 +41,14 @@ if TYPE_CHECKING:
 __all__ = ["ComparisonPanel", "compare_panel"]
 
 _FONT = "font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"
+#: A bucket transition's button, by its direction (``BucketRules.direction``).
+_DIRECTION_STYLE = {"better": "success", "worse": "danger", "same": "", "unordered": "info"}
+_DIRECTION_WORDS = {
+    "better": "to a better bucket",
+    "worse": "to a worse bucket",
+    "same": "same bucket",
+    "unordered": "buckets without an order",
+}
 _MAX_DETAIL_TASKS = 40
 
 
@@ -414,7 +422,8 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
         self.bucket_buttons = {}
         header = [
             widgets.HTML(
-                f"<small>{html.escape(self.state.baseline)} ↓ · {html.escape(str(other))} →</small>"
+                f"<small>{html.escape(self.state.baseline)} ↓ · {html.escape(str(other))} →"
+                "<br>green: a better bucket · red: a worse one</small>"
             )
         ]
         header += [widgets.HTML(f"<b>{html.escape(str(c))}</b>") for c in matrix.columns]
@@ -423,12 +432,13 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
             grid.append(widgets.HTML(f"<b>{html.escape(str(r))}</b>"))
             for c in matrix.columns:
                 tasks = cells.get((str(r), str(c)), [])
+                way = self.rules.direction(str(r), str(c))
                 b = widgets.Button(
                     description=str(len(tasks)),
                     disabled=not tasks,
                     layout={"width": "auto"},
-                    button_style="info" if r != c and tasks else "",
-                    tooltip=f"{r} → {c}: {len(tasks)} task(s)",
+                    button_style=_DIRECTION_STYLE[way] if tasks else "",
+                    tooltip=f"{r} → {c}: {len(tasks)} task(s) ({_DIRECTION_WORDS[way]})",
                 )
                 b.on_click(
                     lambda _b, t=tasks, rr=r, cc=c: self._safely(
