@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import duckdb
 
+from ._annotations.manual import awaiting_jobs
 from ._errors import EnvloopError, LoadError
 from ._experiments.session import Session
 from ._job import Job
@@ -115,7 +116,7 @@ class Workspace:
         >>> list(enb.open().jobs().columns)[:4]
         ['job_id', 'source_format', 'status', 'model']
         """
-        rel = self.con.sql(job_list_sql())
+        rel = self.con.sql(job_list_sql(awaiting=awaiting_jobs(self.con)))
         return to_frame(rel, frame)
 
     def job(self, job_id: str) -> Job:
