@@ -412,3 +412,13 @@ def test_a_failing_tab_says_so_in_the_frame(
     assert "could not build the Overview tab" in p.progress_label.value
     assert "no overview today" in p.progress_label.value and p.progress.bar_style == "danger"
     assert not p.built and p._tab.layout.display == "none"
+
+
+def test_each_dimension_shows_its_scale(ws: enb.Workspace) -> None:
+    """A 0–100 dimension showed ``83.72`` in a % column, judged at 0.5, with no unit or
+    direction (issue 37): its scale and cut-off stand beside it, its score in its units."""
+    job = ws.load(Path(__file__).parent / "data" / "dimension_scale" / "two-scales.json")
+    html = job.panel().overview.dimensions.value
+    assert "quality (0–100 pct · higher is better · bad below 50)" in html
+    assert "error_rate (0–1 ratio · lower is better · bad above 0.5)" in html
+    assert ">51.88<" in html and "5187" not in html  # 51.875 of 100, not a % of one
