@@ -46,8 +46,9 @@ DISTRIBUTIONS: dict[str, tuple[str, str]] = {
 #: Order of attempt states (plus slots never dispatched).
 STATUS_ORDER = ("completed", "failed", "cancelled", "running", "pending", "not dispatched")
 
-#: Plot width of a panel chart: two side by side fill a ~1,000-px panel (labels beside).
-WIDTH = 400
+#: Plot width of a panel chart: two side by side (with their labels and menus) fill a
+#: ~950-px panel; a narrower one shows one per row.
+WIDTH = 360
 #: Plot width of the bucket chart: beside the counts table it fits a 900-px panel.
 BUCKET_WIDTH = 320
 HEIGHT = 160
