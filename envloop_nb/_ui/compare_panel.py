@@ -28,6 +28,7 @@ from .._compare.paired import attempts_of, paired, transitions
 from .._compare.state import CompareState, colors, others, with_baseline
 from .._compare.tables import groups, strengths, table_html
 from .._export.compare_xlsx import export_compare_xlsx
+from .._metrics.scale import dimension_scales
 from .._present.compare_html import guard_html
 from .._present.display import format_metric, format_pct
 from .._present.render import chart_widget
@@ -418,6 +419,9 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
     def _refresh_bucket_matrix(self) -> None:
         other = self.bucket_other.value
         matrix = transitions(self.state, other, self.rules)
+        # a lower-is-better dimension: a bucket lower on it is the better one
+        scale = dimension_scales(self.state.con, self.state.baseline).get(str(self.rules.metric))
+        higher = scale is None or scale.higher_is_better
         cells: dict[tuple[str, str], list[str]] = matrix.attrs["tasks"]
         self.bucket_buttons = {}
         header = [
@@ -432,7 +436,7 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
             grid.append(widgets.HTML(f"<b>{html.escape(str(r))}</b>"))
             for c in matrix.columns:
                 tasks = cells.get((str(r), str(c)), [])
-                way = self.rules.direction(str(r), str(c))
+                way = self.rules.direction(str(r), str(c), higher_is_better=higher)
                 b = widgets.Button(
                     description=str(len(tasks)),
                     disabled=not tasks,
