@@ -33,6 +33,8 @@ PALETTE = JOB_PALETTE
 MAX_SERIES = 5
 _GRID = "#9a9a9a"
 _LABEL = "#7a7a7a"
+#: Interval whiskers: a grey that reads on the bars and on light and dark pages.
+_WHISKER = "#8c8c8c"
 SIZE = 300
 #: Below this many axes a radar is a segment or a line: :func:`radar_chart` draws bars.
 MIN_RADAR_AXES = 3
@@ -376,7 +378,7 @@ def bars_chart(
     bars = base.mark_bar(opacity=0.9).encode(
         x=x, xOffset=alt.XOffset("job:N", sort=jobs), y=y, color=color, tooltip=tooltip
     )
-    whiskers = base.mark_rule(color="#333333", strokeWidth=1.4).encode(
+    whiskers = base.mark_rule(color=_WHISKER, strokeWidth=1.6).encode(
         x=x, xOffset=alt.XOffset("job:N", sort=jobs), y="low:Q", y2="high:Q", tooltip=tooltip
     )
     step = max(14, min(28, 120 // len(jobs)))
@@ -392,7 +394,7 @@ def bars_chart(
         )
     facet_x = alt.X("job:N", sort=jobs, title=None, axis=alt.Axis(labels=False, ticks=False))
     bars_f = base.mark_bar(opacity=0.9).encode(x=facet_x, y=y, color=color, tooltip=tooltip)
-    whiskers_f = base.mark_rule(color="#333333", strokeWidth=1.4).encode(
+    whiskers_f = base.mark_rule(color=_WHISKER, strokeWidth=1.6).encode(
         x=facet_x, y="low:Q", y2="high:Q", tooltip=tooltip
     )
     return themed(
