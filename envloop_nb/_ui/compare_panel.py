@@ -427,7 +427,8 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
         header = [
             widgets.HTML(
                 f"<small>{html.escape(self.state.baseline)} ↓ · {html.escape(str(other))} →"
-                "<br>green: a better bucket · red: a worse one</small>"
+                "<br>green: a better bucket · red: a worse one · blue: to or from one without an order"
+                "</small>"
             )
         ]
         header += [widgets.HTML(f"<b>{html.escape(str(c))}</b>") for c in matrix.columns]
