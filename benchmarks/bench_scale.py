@@ -175,9 +175,7 @@ def setup(
 
         def body_phases() -> Any:
             t = time.perf_counter()
-            import pandas  # noqa: F401  (what the first enb.open imports)
-
-            import envloop_nb._workspace  # noqa: F401
+            import envloop_nb._workspace  # noqa: F401  (enb.open imports no pandas: issue 37)
 
             t = span("import_workspace_modules", t)
             ws = enb.open(path)
@@ -249,7 +247,10 @@ def setup(
 
         def body_html_phases() -> Any:
             t = time.perf_counter()
-            import altair  # noqa: F401  (jsonschema, and rfc3987_syntax when installed)
+            # as the report imports it (rfc3987_syntax's grammars left out: issue 37)
+            from envloop_nb._present.altair_import import altair
+
+            altair()
 
             t = span("import_altair", t)
             from envloop_nb._export import html_report as hr

@@ -613,13 +613,13 @@ def _spark_section(res: list[dict[str, Any]], w: Any) -> None:
 
 #: Stage 8 phases, in the order they run.
 SCALE_PHASES = {
-    "import_workspace_modules": "imports the first `enb.open` pays (pandas, the workspace module)",
+    "import_workspace_modules": "imports the first `enb.open` pays (the workspace module; no pandas)",
     "open": "`envloop_nb.open(file)`",
     "import_ipywidgets": "`import ipywidgets` (first widget of the process)",
     "import_panel_modules": "import of the panel's modules",
     "job_rows": "the list's data: `job_rows` (one `job_summary` per job, cold)",
     "draw_widgets": "drawing the list (`WorkspacePanel`, rows given)",
-    "import_altair": "`import altair` (jsonschema; rfc3987_syntax compiles Lark grammars)",
+    "import_altair": "`import altair` through `_present.altair_import` (jsonschema, without rfc3987_syntax's grammars)",
     "import_report_modules": "import of the report's modules",
     "vega_bundle": "the vega-embed bundle: `vl_convert.javascript_bundle` (~0.9 MB inlined)",
     "diagnose": "`job.diagnose()` (its SQL over the attempts)",

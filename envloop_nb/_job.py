@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ._store.frames import attempts_frame, to_frame
-from ._store.ref import job_info
 from ._types import FrameKind, Policy
 
 if TYPE_CHECKING:
@@ -75,8 +74,12 @@ class Job:
 
     @property
     def info(self) -> dict[str, Any]:
-        """The job's row in ``jobs`` as a dict (JSON columns decoded)."""
-        return job_info(self.con, self.id)
+        """The job's row in ``jobs`` as a dict (JSON columns decoded); a completed job
+        whose required manual dimension lacks annotations has the status
+        ``"awaiting annotation"``."""
+        from ._metrics.facts import current_info
+
+        return current_info(self.con, self.id)
 
     @property
     def k(self) -> int:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import duckdb
 
+from ._annotations.manual import awaiting_jobs
 from ._errors import EnvloopError, LoadError
 from ._experiments.session import Session
 from ._job import Job
@@ -27,6 +28,7 @@ from ._store.schema import (
     missing_tables_sql,
     written_by,
 )
+from ._store.sql import literal
 from ._store.workspace_file import check_schema_version, connect
 from ._types import FrameKind, Policy
 
@@ -90,9 +92,9 @@ class Workspace:
             if have and found != SCHEMA_VERSION:  # an older file: brought to this schema
                 migrate(con)
             con.execute(SCHEMA_SQL)
-            con.execute(
-                "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), ('written_by', ?)",
-                [str(SCHEMA_VERSION), written_by()],
+            con.execute(  # literals: a bound parameter makes DuckDB import pandas (~1 s)
+                "INSERT OR REPLACE INTO meta VALUES ('schema_version', "
+                f"{literal(str(SCHEMA_VERSION))}), ('written_by', {literal(written_by())})"
             )
         attempt_sources.refresh(con, read_only=read_only)  # a source file went or came back
 
@@ -115,7 +117,7 @@ class Workspace:
         >>> list(enb.open().jobs().columns)[:4]
         ['job_id', 'source_format', 'status', 'model']
         """
-        rel = self.con.sql(job_list_sql())
+        rel = self.con.sql(job_list_sql(awaiting=awaiting_jobs(self.con)))
         return to_frame(rel, frame)
 
     def job(self, job_id: str) -> Job:

@@ -98,12 +98,16 @@ def test_awaiting_annotation_until_every_attempt_is_annotated(ws: enb.Workspace)
     job.add_manual_dimension("correct", {"yes": 1, "no": 0})
     job.add_manual_dimension("notes", {"ok": 1, "odd": 0}, required=False)
     assert [r.status for r in job_rows(ws.con)] == ["awaiting annotation"]
+    # ws.jobs() and job.info say it too, not "completed" (issue 37)
+    assert list(ws.jobs()["status"]) == ["awaiting annotation"]
+    assert job.info["status"] == "awaiting annotation"
     assert "awaiting annotation: correct: 0/6 annotated" in (job.summary().note or "")
     html = job.panel().overview.facts.value
-    assert "completed · awaiting annotation" in html
+    assert "awaiting annotation" in html
     for task, attempt in job.attempts()[["task", "attempt"]].itertuples(index=False):
         job.annotate(task, int(attempt), "correct", label="yes")
     assert [r.status for r in job_rows(ws.con)] == ["completed"]  # the optional one waits not
+    assert list(ws.jobs()["status"]) == ["completed"] and job.info["status"] == "completed"
     assert job.summary().note is None
 
 
@@ -230,3 +234,11 @@ def test_the_panel_form_refuses_bad_specs(ws: enb.Workspace) -> None:
     p.cases.add_manual_dimension()
     assert "at least two" in p.cases.manual_message.value
     assert job.manual_dimensions() == [] and p.cases.mode.disabled
+
+
+def test_a_running_job_awaiting_annotation_stays_running(ws: enb.Workspace) -> None:
+    """Only a completed job waits for annotation; a running one is still running."""
+    job = ws.load(EXAMPLE)
+    job.add_manual_dimension("correct", {"yes": 1, "no": 0})
+    assert list(ws.jobs()["status"]) == ["running"]
+    assert job.info["status"] == "running"  # the panel adds "· awaiting annotation"

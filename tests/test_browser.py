@@ -583,6 +583,8 @@ def test_the_browser_timing_benchmark_runs(browser: Any) -> None:
 
     results = bench_browser.run(2_000, 1, browser=browser)
     assert [r["what"] for r in results] == [
+        "fresh kernel: import, load the sample job, cards",
+        "fresh kernel: first chart after the cards",
         "cards: sample job", "whole panel built: sample job",
         "cards: generated job (2,000 attempts)", "whole panel built: generated job (2,000 attempts)",
         "overview: policy change",

@@ -67,8 +67,6 @@ def test_status_frame_counts_requested_slots(ws: enb.Workspace) -> None:
     total = job.summary().total
     assert int(frame["count"].sum()) == total
     assert list(frame["status"])[:6] == list(_charts.STATUS_ORDER)
-    spec = _charts.status_chart(frame).to_dict()
-    assert spec["encoding"]["color"]["scale"]["domain"] == list(frame["status"])
 
 
 def test_curve_chart_long_form_drops_nulls(job: enb.Job) -> None:
@@ -106,7 +104,8 @@ def test_bucket_chart_fits_and_reads() -> None:
 
 
 def test_charts_are_theme_neutral(job: enb.Job) -> None:
-    spec = _charts.status_chart(_charts.status_frame(job.con, job.id)).to_dict()
+    frame = _charts.distribution_frame(job.con, job.id, "reward")
+    spec = _charts.distribution_chart(frame, title="r", x_title="r").to_dict()
     assert spec["config"]["background"] == "transparent"
 
 
@@ -132,7 +131,7 @@ def test_every_job_chart_renders_offline(ws: enb.Workspace) -> None:
     """The panel's charts (``panel.overview.charts``) and every builder: no CDN."""
     job = ws.load(SAMPLE_DATA / "base.json")
     panel = job.panel()
-    assert {"reward", "status", "curve", "subset"} <= set(panel.overview.charts)
+    assert {"reward", "curve", "subset"} <= set(panel.overview.charts)
     for chart in panel.overview.charts.values():
         assert_renders_offline(chart)
     f = pd.DataFrame({"subset": ["a", "b"], "score": [0.25, 0.5]})
@@ -156,3 +155,47 @@ def test_counts_are_binned_by_whole_values() -> None:
     assert (frame["high"] - frame["low"]).eq(2.0).all()  # edges halfway between integers
     spec = _charts.distribution_chart(frame, title="turns", x_title="turns").to_dict()
     assert spec["encoding"]["tooltip"][0]["field"] == "from"
+
+
+def _first_label(axis: dict, value: float) -> str:
+    """What an axis with ``labelExpr`` prints for ``value`` (vl-convert: d3-format)."""
+    import vl_convert as vlc
+
+    spec = {
+        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+        "data": {"values": [{"v": value}]},
+        "mark": "point",
+        "encoding": {"x": {"field": "v", "type": "quantitative", "axis": axis}},
+    }
+    return str(vlc.vegalite_to_svg(spec))
+
+
+def test_si_axes_read_40k_not_4e4() -> None:
+    """Token axes read ``4e+4`` (issue 37): counts and measures use SI from 1,000 on."""
+    frame = pd.DataFrame({"low": [0.0, 40_000.0], "high": [40_000.0, 80_000.0], "count": [3, 4]})
+    spec = _charts.distribution_chart(frame, title="tokens", x_title="tokens").to_dict()
+    x_axis, y_axis = spec["encoding"]["x"]["axis"], spec["encoding"]["y"]["axis"]
+    assert "format" not in x_axis and "labelExpr" in x_axis and "labelExpr" in y_axis
+    svg = _first_label(x_axis, 40_000.0)
+    assert ">40k<" in svg and "e+4" not in svg
+    small = _first_label(x_axis, 0.5)  # below 1,000: plain numbers, never "500m"
+    assert ">0.5<" in small and "500m" not in small
+
+
+def test_job_charts_use_the_theme(job: enb.Job) -> None:
+    """Readable type (issue 37: 8–9 px) and a width that fills half a panel."""
+    frame = _charts.distribution_frame(job.con, job.id, "turns")
+    spec = _charts.distribution_chart(frame, title="turns", x_title="turns").to_dict()
+    assert spec["config"]["axis"]["labelFontSize"] >= 12
+    assert spec["config"]["axis"]["titleFontSize"] >= 12
+    assert spec["config"]["title"]["fontSize"] >= 12
+    assert spec["width"] >= 350  # two per row fill a ~950-px panel
+
+
+def test_panel_leaves_out_the_slots_chart(ws: enb.Workspace) -> None:
+    """ "attempts by state" repeated the attempt-slots table beside it (issue 37)."""
+    panel = ws.load(SAMPLE_DATA / "base.json").panel()
+    assert "status" not in panel.overview.charts
+    assert {"reward", "turns", "tokens", "duration", "curve", "subset"} <= set(
+        panel.overview.charts
+    )

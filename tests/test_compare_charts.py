@@ -87,8 +87,9 @@ def test_radar_relative_scale_when_values_leave_unit_range() -> None:
     r = (f["points"]["x"] ** 2 + f["points"]["y"] ** 2) ** 0.5
     assert r.round(9).tolist() == [1.0, 0.5, 0.5, 1.0]
     assert f["labels"]["axis"].tolist() == ["x *", "y *"]
-    spec = radar_chart(g, ["a", "b"], title="t").to_dict()
-    assert spec["title"]["text"] == "t (* x, y: scaled to the best value)"
+    three = pd.concat([g, g.assign(group="z")], ignore_index=True)  # a radar needs 3 axes
+    spec = radar_chart(three, ["a", "b"], title="t").to_dict()
+    assert spec["title"]["text"] == "t (* x, y, z: scaled to the best value)"
     # an axis already in [0, 1] keeps its absolute radius next to a scaled one
     g.loc[g["group"] == "y", "value"] = [0.2, 0.4]
     f = radar_frames(g, ["a", "b"])
@@ -289,3 +290,36 @@ def test_saved_charts_are_offline_too(tmp_path: Path) -> None:
         assert (tmp_path / f"radar.{fmt}").stat().st_size > 0
     chart.save(str(tmp_path / "linked.html"), inline=False)  # asked for: the CDN link
     assert "cdn.jsdelivr.net" in (tmp_path / "linked.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("axes", [["only"], ["x", "y"]])
+def test_radar_below_three_axes_is_bars(axes: list[str]) -> None:
+    """One benchmark or subset made a radar a vertical line (issue 37): bars instead."""
+    g = groups_frame(["a"], axes)
+    spec = radar_chart(g, ["a"], title="score by subset").to_dict()
+    marks = [layer["mark"]["type"] for layer in layers(spec)]
+    assert marks == ["bar", "rule"]
+    assert spec["title"]["text"] == "score by subset"
+
+
+def test_bars_without_intervals_claim_none() -> None:
+    g = groups_frame(["a"], ["x"]).drop(columns=["low", "high"])
+    spec = bars_chart(g, ["a"], title="t").to_dict()
+    assert "subtitle" not in spec["title"]
+
+
+def test_comparison_charts_use_the_theme() -> None:
+    """Readable type (12 px labels, 13 px titles) and SI numbers on a non-rate axis."""
+    jobs = ["a", "b"]
+    g = groups_frame(jobs, ["x", "y", "z"])
+    for spec in (
+        radar_chart(g, jobs, title="t").to_dict(),
+        bars_chart(g, jobs, title="t").to_dict(),
+    ):
+        assert spec["config"]["axis"]["labelFontSize"] >= 12
+        assert spec["config"]["title"]["fontSize"] >= 12
+        assert spec["config"]["legend"]["labelFontSize"] >= 12
+    counts = g.assign(value=g["value"] * 40_000, percent=False)
+    spec = bars_chart(counts, jobs, title="t").to_dict()
+    axis = spec["spec"]["layer"][0]["encoding"]["y"]["axis"]
+    assert "'.3~s'" in axis["labelExpr"] and "format" not in axis

@@ -140,3 +140,25 @@ def test_panel_numbers_have_one_format(panel: ComparisonPanel) -> None:
     assert not [c for c in cells if re.search(r"(^|[\s\[(])-\d", c)]  # a real minus
     heads = [re.sub(r"<[^>]+>", "", h) for h in re.findall(r"<th\b[^>]*>(.*?)</th>", text, re.S)]
     assert not [h for h in heads if re.fullmatch(r"[a-z]+(_[a-z0-9]+)+", h.strip())]
+
+
+def test_bucket_matrix_is_coloured_by_direction(panel: ComparisonPanel) -> None:
+    """Improvement and regression looked alike ("info" both, issue 37): green / red / plain."""
+    better, worse = panel.bucket_buttons[("hard", "easy")], panel.bucket_buttons[("easy", "hard")]
+    assert better.button_style == "success" and "better" in better.tooltip
+    panel.baseline.value = "job_new"
+    worse = panel.bucket_buttons[("easy", "hard")]
+    assert worse.button_style == "danger" and "worse" in worse.tooltip
+    same = [b for (r, c), b in panel.bucket_buttons.items() if r == c and not b.disabled]
+    assert same and all(b.button_style == "" for b in same)
+
+
+def test_bucket_direction_follows_a_lower_is_better_dimension(tmp_path: Path) -> None:
+    """On an error rate (lower is better) a task moving to the low bucket got better."""
+    data = Path(__file__).parent / "data" / "dimension_scale"
+    ws = enb.open()
+    a, b = ws.load(data / "two-scales.json"), ws.load(data / "two-scales-b.json")
+    rules = BucketRules([Bucket("low", 0, 0.35), Bucket("high", 0.35, 1.01)], metric="error_rate")
+    panel = ws.compare([a, b]).panel(rules=rules, export_path=str(tmp_path / "c.xlsx"))
+    moved = panel.bucket_buttons[("high", "low")]  # task B: error 0.6 -> 0.1
+    assert moved.description == "1" and moved.button_style == "success"

@@ -542,3 +542,11 @@ def test_a_workbook_that_fails_while_saving_leaves_no_partial_file(
     with pytest.raises(OSError, match="No space left"):
         _xlsx_exports()["job"](tmp_path / "job.xlsx")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_summary_gives_each_dimension_its_scale(ws: enb.Workspace, tmp_path: Path) -> None:
+    job = ws.load(Path(__file__).parent / "data" / "dimension_scale" / "two-scales.json")
+    out = job.export_xlsx(str(tmp_path / "s.xlsx"))
+    rows = {r[0]: r[1] for r in load_workbook(out.path)["Summary"].iter_rows(values_only=True)}
+    assert rows["dimension quality"] == "0–100 pct, higher is better"
+    assert rows["dimension error_rate"] == "0–1 ratio, lower is better"

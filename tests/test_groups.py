@@ -158,3 +158,32 @@ def test_dimension_groups_on_sample_graded_job(ws: enb.Workspace) -> None:
     assert {"accuracy", "format_pct", "helpfulness", "safety"} <= set(df.index)
     assert df.loc["format_pct", "unit"] == "pct" and df.loc["format_pct", "score"] > 1
     assert df.loc["reward", "score"] == pytest.approx(job.summary().score)
+
+
+SCALED = Path(__file__).parent / "data" / "dimension_scale" / "two-scales.json"
+
+
+def test_a_0_100_dimension_is_judged_on_its_own_scale() -> None:
+    """A pct dimension (0–100) was judged at 0.5 (issue 37: pass@k 100%, bad cases 0):
+    one number is a fraction of each dimension's range, so 0.5 is 50 on it."""
+    job = enb.open().load(SCALED)
+    g = job.groups(by="dimension").set_index("dimension")
+    assert g.loc["quality", "unit"] == "pct" and g.loc["quality", "range"] == "0–100"
+    assert g.loc["quality", "bad_below"] == 50.0
+    assert g.loc["quality", "bad_cases"] == 1  # task C: mean 15 of 100
+    t = job.groups(by="dimension", threshold=0.5).set_index("dimension")
+    assert t.loc["quality", "threshold"] == 50.0
+    assert t.loc["quality", "pass"] == pytest.approx(5 / 8)
+    assert t.loc["quality", "pass@k"] == pytest.approx(3 / 4)
+    # a threshold given per name is in the dimension's own units
+    own = job.groups(by="dimension", threshold={"quality": 65.0}).set_index("dimension")
+    assert own.loc["quality", "pass"] == pytest.approx(3 / 8)
+
+
+def test_a_lower_is_better_dimension_keeps_its_direction() -> None:
+    job = enb.open().load(SCALED)
+    g = job.groups(by="dimension").set_index("dimension")
+    assert not g.loc["error_rate", "higher_is_better"] and g.loc["error_rate", "range"] == "0–1"
+    assert g.loc["error_rate", "bad_cases"] == 2  # tasks B and C: mean error above 0.5
+    t = job.groups(by="dimension", threshold=0.5).set_index("dimension")
+    assert t.loc["error_rate", "pass"] == pytest.approx(4 / 8)  # error <= 0.5

@@ -43,9 +43,7 @@ def test_overview_cards_facts_and_agreement(small: enb.JobPanel) -> None:
         assert text in ov.facts.value
     assert ov.status_counts["running"] == 1 and ov.status_counts["completed"] == 4
     assert "numbers agree" in ov.agreement.value and "numbers disagree" not in ov.agreement.value
-    assert {"reward", "turns", "tokens", "duration", "status", "curve", "subset"} <= set(
-        ov.chart_widgets
-    )
+    assert {"reward", "turns", "tokens", "duration", "curve", "subset"} <= set(ov.chart_widgets)
     assert "math" in ov.groups.value and "bad cases" in ov.groups.value
     assert "tests_passed" in ov.dimensions.value  # named dimensions get their own table
 
@@ -361,7 +359,7 @@ def test_the_cards_are_shown_before_the_charts_are_drawn(ws: enb.Workspace) -> N
     o.policy.value = "failure"  # before the charts: the cards follow, no chart is made
     assert "score 50.0%" in str(o.summary) and o.charts == {}
     p.build(2)
-    assert o.drawn and {"reward", "status", "curve", "subset"} <= set(o.charts)
+    assert o.drawn and {"reward", "curve", "subset"} <= set(o.charts)
     assert o.chart_box.children == tuple(o.chart_widgets.values()) and o.diagnosis.value
     # the charts drawn late follow the policy in force (failure: missing counts as 0)
     spec = o.charts["curve"].to_dict()
@@ -482,3 +480,13 @@ def test_cases_output_column_is_not_clipped(ws: enb.Workspace) -> None:
     assert "white-space:normal" in rule
     assert "test_case_06 still fails…<" in out
     assert ">Duration<" in out and ">1 min 16 s<" in out
+
+
+def test_each_dimension_shows_its_scale(ws: enb.Workspace) -> None:
+    """A 0–100 dimension showed ``83.72`` in a % column, judged at 0.5, with no unit or
+    direction (issue 37): its scale and cut-off stand beside it, its score in its units."""
+    job = ws.load(Path(__file__).parent / "data" / "dimension_scale" / "two-scales.json")
+    html = job.panel().overview.dimensions.value
+    assert "quality (0–100 pct · higher is better · bad below 50)" in html
+    assert "error_rate (0–1 ratio · lower is better · bad above 0.5)" in html
+    assert ">51.88<" in html and "5187" not in html  # 51.875 of 100, not a % of one

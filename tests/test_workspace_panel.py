@@ -203,3 +203,23 @@ def test_compare_selected_lets_you_choose_the_baseline(ws: enb.Workspace) -> Non
     panel.baseline.value = newer
     panel.compare_button.click()
     assert panel.detail.children[0].state.baseline == newer
+
+
+def test_opening_a_workspace_and_its_panel_imports_no_pandas(tmp_path: Path) -> None:
+    """Stage 8 (issue 37): a parameter bound by ``enb.open`` made DuckDB import pandas,
+    most of a fresh process's wait for ``ws.panel()``; neither needs it."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "w.duckdb"
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "base.json"
+    code = (
+        "import sys, envloop_nb as enb\n"
+        f"ws = enb.open({str(path)!r})\n"
+        "p = ws.panel()\n"
+        "print(len(p.rows), 'pandas' in sys.modules)\n"
+    )
+    setup = f"import envloop_nb as enb\nws = enb.open({str(path)!r})\nws.load({str(sample)!r})\n"
+    subprocess.run([sys.executable, "-c", setup + "ws.panel(); ws.close()"], check=True)
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.split() == ["1", "False"]

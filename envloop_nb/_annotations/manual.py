@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "AWAITING",
     "AnnotationProgress",
     "ManualDimension",
     "annotate",
@@ -354,6 +355,11 @@ def progress(con: duckdb.DuckDBPyConnection, job_id: str) -> list[AnnotationProg
 def awaiting(con: duckdb.DuckDBPyConnection, job_id: str) -> list[AnnotationProgress]:
     """The required manual dimensions some attempt still lacks (empty: nothing awaited)."""
     return [p for p in progress(con, job_id) if p.required and not p.done]
+
+
+#: A completed job's status while a required manual dimension lacks annotations
+#: (``ws.jobs()``, ``job.info``, the workspace list).
+AWAITING = "awaiting annotation"
 
 
 def awaiting_jobs(con: duckdb.DuckDBPyConnection) -> set[str]:

@@ -241,6 +241,34 @@ class BucketRules:
         """Bucket names in priority order, then ``OTHER``."""
         return [b.name for b in self.buckets] + [OTHER]
 
+    def direction(
+        self, before: str, after: str, *, higher_is_better: bool = True
+    ) -> Literal["better", "worse", "same", "unordered"]:
+        """Whether a task moving from bucket ``before`` to ``after`` got better or worse.
+
+        Buckets are ordered by the middle of their range on the metric (higher is better
+        unless ``higher_is_better=False``, e.g. a lower-is-better dimension); the same
+        bucket is ``"same"``; ``Other``, excluded or unknown names have no order
+        (``"unordered"``).
+
+        Examples
+        --------
+        >>> rules = BucketRules([("hard", 0, 0.25), ("medium", 0.25, 0.75), ("easy", 0.75, 1.01)])
+        >>> rules.direction("hard", "easy"), rules.direction("easy", "medium")
+        ('better', 'worse')
+        >>> rules.direction("hard", "hard"), rules.direction("hard", OTHER)
+        ('same', 'unordered')
+        >>> rules.direction("hard", "easy", higher_is_better=False)
+        'worse'
+        """
+        if before == after:
+            return "same"
+        middle = {b.name: (b.low + b.high) / 2 for b in self.buckets}
+        if before not in middle or after not in middle or middle[before] == middle[after]:
+            return "unordered"
+        up = middle[after] > middle[before]
+        return "better" if up == higher_is_better else "worse"
+
     @property
     def range(self) -> tuple[float, float] | None:
         """The metric's known range (``(0, 1)`` for rates) or ``None``."""

@@ -23,6 +23,7 @@ from .._buckets.apply import BucketResult, check_finished, job_buckets
 from .._buckets.rules import EXCLUDED, BucketRules, parse_names
 from .._files import output_file
 from .._metrics.passk_views import samples
+from .._metrics.scale import dimension_scales
 from .._metrics.summary import job_summary
 from .._present.cases_html import is_missing
 from .._store.ref import job_info, summarised
@@ -553,6 +554,8 @@ def _write_summary(
     put("policy", policy)
     put("threshold", "reward = 1 passes" if threshold is None else f"reward >= {threshold:g}")
     put("coverage", summary.coverage_text)
+    for name, scale in dimension_scales(job.con, job.id).items():  # each on its own scale
+        put(f"dimension {name}", scale.describe())
     k = summary.k
     metric_fmt = PCT if summary.binary else NUM
     put("score", summary.score, fmt=metric_fmt)

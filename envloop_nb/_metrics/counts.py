@@ -31,9 +31,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from .._annotations.manual import AWAITING
 from .._store.memo import CACHE_SIZE, cached, clear_cache, job_row
 from .._store.memory import release_after
 from .._store.ref import require_task_table, summarised
+from .._store.sql import literal
 from .._store.task_counts import (
     COUNT_NAMES,
     NULLABLE,
@@ -50,6 +52,8 @@ from .._store.task_counts import (
 from .._types import ENDED, Policy
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     import duckdb
 
 __all__ = [
@@ -89,9 +93,11 @@ def check_options(policy: str, threshold: float | None) -> None:
         raise ValueError(f"threshold must be a finite number, got {threshold!r}")
 
 
-def job_list_sql() -> str:
+def job_list_sql(*, awaiting: Collection[str] = ()) -> str:
     """SQL giving one row per job of the workspace: its facts and its attempt counts
     (``tasks``, ``dispatched``, ``scored``; the counts of :func:`count_columns_sql`).
+    A completed job among ``awaiting`` (``_annotations.manual.awaiting_jobs``) has the
+    status ``"awaiting annotation"``.
 
     Examples
     --------
@@ -101,6 +107,10 @@ def job_list_sql() -> str:
     >>> ws.con.sql(f"SELECT tasks, dispatched, scored FROM ({job_list_sql()})").fetchall()
     [(3, 6, 5)]
     """
+    waiting = ", ".join(literal(j) for j in sorted(awaiting)) or "NULL"
+    status = f"""CASE WHEN coalesce(j.status, 'completed') = 'completed'
+                     AND j.job_id IN ({waiting}) THEN {literal(AWAITING)}
+                     ELSE j.status END AS status"""
     return f"""
     WITH a AS (SELECT job_id, {count_columns_sql("reward", "status", "reward = 1")}
                FROM attempts GROUP BY job_id
@@ -109,7 +119,7 @@ def job_list_sql() -> str:
                       sum(nonbinary)
                FROM task_summaries WHERE threshold IS NULL GROUP BY job_id),
     t AS (SELECT job_id, count(*) AS tasks FROM tasks GROUP BY job_id)
-    SELECT j.job_id, j.source_format, j.status, j.model,
+    SELECT j.job_id, j.source_format, {status}, j.model,
            j.dataset_name, j.dataset_version, j.dataset_revision, j.runner,
            j.profile_name, j.attempts AS k,
            -- a metrics-only job (an MLflow run's aggregates): its counts are unknown

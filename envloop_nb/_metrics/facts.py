@@ -21,7 +21,7 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .._annotations.manual import awaiting
+from .._annotations.manual import AWAITING, awaiting
 from .._store.ref import job_info
 from .._types import Policy
 from .summary import JobSummary, job_summary
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "awaiting_note",
+    "current_info",
     "dimension_names",
     "has_dimensions",
     "loaded_at",
@@ -67,12 +68,22 @@ def noted_summary(
     return s
 
 
-def shown_info(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, Any]:
-    """The job's row as its views show it: ``job_info`` with the status saying
-    "· awaiting annotation" while a required manual dimension lacks annotations."""
+def current_info(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, Any]:
+    """The job's row (``job_info``) with its status as it stands: a completed job whose
+    required manual dimension lacks annotations is ``"awaiting annotation"``
+    (``job.info``, ``ws.jobs()`` and the workspace list agree)."""
     info = job_info(con, job_id)
-    if awaiting(con, job_id):
-        info["status"] = f"{info.get('status') or 'completed'} · awaiting annotation"
+    if (info.get("status") or "completed") == "completed" and awaiting(con, job_id):
+        info["status"] = AWAITING
+    return info
+
+
+def shown_info(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, Any]:
+    """The job's row as its views show it: :func:`current_info`, and a job of another
+    state says "· awaiting annotation" too while a required annotation is missing."""
+    info = current_info(con, job_id)
+    if info.get("status") != AWAITING and awaiting(con, job_id):
+        info["status"] = f"{info.get('status')} · {AWAITING}"
     return info
 
 

@@ -39,6 +39,7 @@ from .._store.frames import to_frame
 from .._store.memo import cached
 from .._store.ref import require_task_table
 from .counts import check_options, count_columns_sql, scored_sum, task_counts
+from .scale import Scale, outside_unit, scale_of
 from .tag_groups import tag_group_ids
 
 if TYPE_CHECKING:
@@ -52,9 +53,10 @@ __all__ = ["dimension_groups", "finish_rows", "group_summaries", "tag_groups"]
 PerName = float | Mapping[str, float] | None
 
 
-def _for(option: PerName, name: str) -> float | None:
+def _for(option: PerName, name: str, scale: Scale | None = None) -> float | None:
+    """A mapping's value as given; one number is a fraction of ``scale``'s range."""
     if option is None or isinstance(option, int | float):
-        return None if option is None else float(option)
+        return None if option is None else scale.cut(option) if scale else float(option)
     value = option.get(name)
     return None if value is None else float(value)
 
@@ -428,8 +430,12 @@ def dimension_groups(
     named dimension, each treated as the attempt's value.
 
     ``threshold`` and ``bad_below`` are one number for all, or a mapping name → number
-    (names not in the mapping: no threshold / no bad-case count). Columns: ``dimension,
-    unit, higher_is_better`` and the columns of :func:`tag_groups` after ``value``.
+    (names not in the mapping: no threshold / no bad-case count). One number is a
+    fraction of each dimension's range (:mod:`envloop_nb._metrics.scale`: 0.5 is 50 on a
+    0–100 dimension; a dimension without a known range is not judged by it); a mapping's
+    numbers are in each dimension's own units. Columns: ``dimension, unit, range,
+    higher_is_better`` and the columns of :func:`tag_groups` after ``value``
+    (``threshold`` and ``bad_below`` as applied to each dimension).
 
     Examples
     --------
@@ -480,12 +486,17 @@ def dimension_groups(
         _for(bad_below, "reward"),
     )
     others = names[1:]
+    outside = outside_unit(con, job_id)  # names with values outside 0–1 (no unit: no range)
+    scales = {
+        n: scale_of(unit, higher_is_better=hib, within_unit=n not in outside)
+        for n, unit, hib in names
+    }
     params = {
         "job_id": job_id,
         "names": [n for n, _, _ in others],
-        "thr": [_for(threshold, n) for n, _, _ in others],
+        "thr": [_for(threshold, n, scales[n]) for n, _, _ in others],
         "hib": [h for _, _, h in others],
-        "bad": [_for(bad_below, n) for n, _, _ in others],
+        "bad": [_for(bad_below, n, scales[n]) for n, _, _ in others],
     }
     parts = [reward]
     if others:
@@ -514,14 +525,21 @@ def dimension_groups(
         {
             "dimension": n,
             "unit": unit,
-            "higher_is_better": hib,
+            "range": scales[n].range_text,
+            "higher_is_better": scales[n].higher_is_better,
             **f,
-            "threshold": _for(threshold, n),
+            # the reward's threshold is the job's pass threshold, in reward units
+            "threshold": _for(threshold, n, None if n == "reward" else scales[n]),
         }
         for (n, unit, hib), f in zip(names, finish_rows(ordered, policy), strict=True)
     ]
     table = _table(
-        [("dimension", pa.string()), ("unit", pa.string()), ("higher_is_better", pa.bool_())],
+        [
+            ("dimension", pa.string()),
+            ("unit", pa.string()),
+            ("range", pa.string()),
+            ("higher_is_better", pa.bool_()),
+        ],
         rows,
         policy,
     )

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import duckdb
 
-from .._annotations.manual import awaiting_jobs
+from .._annotations.manual import AWAITING, awaiting_jobs
 from .summary import job_summary
 
 __all__ = ["STATUS_LABELS", "JobRow", "filter_jobs", "job_rows"]
@@ -36,7 +36,7 @@ STATUS_LABELS = {
     "completed": "completed",
     "failed": "failed",
     "cancelled": "terminated",
-    "awaiting annotation": "awaiting annotation",
+    AWAITING: AWAITING,
 }
 
 
@@ -87,7 +87,7 @@ def job_rows(con: duckdb.DuckDBPyConnection) -> list[JobRow]:
     out = []
     for job_id, name, model, method, status, created, loaded, cached in rows:
         if status == "completed" and job_id in waiting:
-            status = "awaiting annotation"
+            status = AWAITING
         numbers = json.loads(cached) if isinstance(cached, str) else _numbers(con, job_id, loaded)
         out.append(
             JobRow(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .altair_import import altair
 from .charts import HEIGHT, WIDTH, _styled
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def survival_chart(
     >>> spec["mark"]["type"], spec["mark"]["interpolate"]
     ('line', 'step-after')
     """
-    import altair as alt
+    alt = altair()
 
     tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("share:Q", format=".1%"),
                alt.Tooltip("no_error:Q", title="attempts without error", format=",")]  # fmt: skip
@@ -73,7 +74,7 @@ def pass_by_steps_chart(frame: pd.DataFrame, *, title: str = "pass rate by numbe
     >>> [layer["mark"]["type"] for layer in pass_by_steps_chart(f).to_dict()["layer"]]
     ['rule', 'point']
     """
-    import altair as alt
+    alt = altair()
 
     data = frame.assign(
         bin=[str(lo) if lo == hi else f"{lo}–{hi}" for lo, hi in zip(frame["low"], frame["high"],
@@ -111,7 +112,7 @@ def tool_pass_chart(
     ...     else spec["datasets"][spec["data"]["name"]])
     2
     """
-    import altair as alt
+    alt = altair()
     import pandas as pd
 
     top = tools.head(limit)

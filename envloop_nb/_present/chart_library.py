@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .altair_import import altair
+
 #: ``Chart`` and ``ChartLibrary`` are made on first use (see ``__getattr__``).
 __all__ = ["THIN_ESM", "chart_library", "library_esm"]
 
@@ -71,6 +73,7 @@ def library_esm() -> str:
     """
     from importlib.metadata import version as installed
 
+    altair()
     from altair.jupyter.jupyter_chart import load_js_src
 
     from .js_cache import cached_bundle, vl_version
@@ -95,6 +98,7 @@ def library_esm() -> str:
 
 
 def _classes() -> tuple[Any, Any]:
+    altair()  # first, through the quick import
     import altair as alt
     import anywidget
 

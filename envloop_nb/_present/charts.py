@@ -16,6 +16,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from .altair_import import altair
+from .theme import si_axis
+
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd
@@ -27,7 +30,6 @@ __all__ = [
     "curve_chart",
     "distribution_chart",
     "distribution_frame",
-    "status_chart",
     "status_frame",
 ]
 
@@ -41,40 +43,22 @@ DISTRIBUTIONS: dict[str, tuple[str, str]] = {
     "duration": ("duration_s", "duration (s)"),
 }
 
-#: Order and colours of attempt states (plus slots never dispatched).
+#: Order of attempt states (plus slots never dispatched).
 STATUS_ORDER = ("completed", "failed", "cancelled", "running", "pending", "not dispatched")
-STATUS_COLORS = ("#4c9f70", "#d0584f", "#a0a0a0", "#4a90c8", "#c9a227", "#7f7f7f")
 
-_AXIS_GREY = "#8c8c8c"
-WIDTH = 250
+#: Plot width of a panel chart: two side by side (with their labels and menus) fill a
+#: ~950-px panel; a narrower one shows one per row.
+WIDTH = 360
 #: Plot width of the bucket chart: beside the counts table it fits a 900-px panel.
 BUCKET_WIDTH = 320
-HEIGHT = 120
+HEIGHT = 160
 
 
 def _styled(chart: Any) -> Any:
-    """Transparent background and mid-grey text: readable in light and dark themes.
+    """The toolkit's theme (:func:`envloop_nb._present.theme.themed`), offline."""
+    from .theme import themed
 
-    The chart renders offline (:func:`envloop_nb._present.render.offline_chart`).
-    """
-    from .render import offline_chart
-
-    return offline_chart(
-        chart.configure(background="transparent", font="sans-serif")
-        .configure_axis(
-            labelColor=_AXIS_GREY,
-            titleColor=_AXIS_GREY,
-            gridColor=_AXIS_GREY,
-            gridOpacity=0.25,
-            domainColor=_AXIS_GREY,
-            tickColor=_AXIS_GREY,
-            labelFontSize=10,
-            titleFontSize=11,
-        )
-        .configure_title(color=_AXIS_GREY, fontSize=12, anchor="start")
-        .configure_legend(labelColor=_AXIS_GREY, titleColor=_AXIS_GREY)
-        .configure_view(stroke=None)
-    )
+    return themed(chart)
 
 
 # -- aggregation in DuckDB ---------------------------------------------------------------
@@ -204,61 +188,40 @@ def distribution_chart(frame: pd.DataFrame, *, title: str, x_title: str) -> Any:
     >>> spec["mark"]["type"], len(spec["datasets"][spec["data"]["name"]])
     ('bar', 2)
     """
-    import altair as alt
+    alt = altair()
 
     n = int(frame["count"].sum()) if len(frame) else 0
     full_title = f"{title} · {n:,} attempts"
     base = alt.Chart(frame, title=full_title, width=WIDTH, height=HEIGHT)
     whole = "from" in frame.columns  # bins of whole values: say which integers
     tooltip = [
-        alt.Tooltip("from:Q" if whole else "low:Q", title="from", format=",.4~g"),
-        alt.Tooltip("to:Q" if whole else "high:Q", title="to", format=",.4~g"),
+        alt.Tooltip("from:Q" if whole else "low:Q", title="from", format=",.4~r"),
+        alt.Tooltip("to:Q" if whole else "high:Q", title="to", format=",.4~r"),
         alt.Tooltip("count:Q", title="attempts", format=","),
     ]
-    count_y = alt.Y("count:Q", title="attempts", axis=alt.Axis(format="~s", tickCount=4))
+    count_y = alt.Y("count:Q", title="attempts", axis=si_axis(tickCount=4, tickMinStep=1))
     discrete = bool(len(frame)) and bool((frame["low"] == frame["high"]).all())
     if discrete:
         chart = base.mark_bar(color="#4a90c8").encode(
             x=alt.X(
                 "low:O",
                 title=x_title,
-                axis=alt.Axis(labelAngle=0, format=",.4~g", labelOverlap="greedy"),
+                axis=alt.Axis(labelAngle=0, format=",.4~r", labelOverlap="greedy"),
             ),
             y=count_y,
             tooltip=[
-                alt.Tooltip("low:Q", title=x_title, format=",.4~g"),
+                alt.Tooltip("low:Q", title=x_title, format=",.4~r"),
                 alt.Tooltip("count:Q", title="attempts", format=","),
             ],
         )
     else:
         chart = base.mark_rect(color="#4a90c8", stroke="transparent", strokeWidth=0.5).encode(
-            x=alt.X("low:Q", title=x_title, axis=alt.Axis(format=",.4~g")),
+            x=alt.X("low:Q", title=x_title, axis=si_axis()),
             x2="high:Q",
             y=count_y,
             y2=alt.datum(0),
             tooltip=tooltip,
         )
-    return _styled(chart)
-
-
-def status_chart(frame: pd.DataFrame, *, title: str = "attempts by state") -> Any:
-    """Horizontal bars of :func:`status_frame`, one colour per state."""
-    import altair as alt
-
-    order = list(frame["status"])
-    colors = [
-        STATUS_COLORS[STATUS_ORDER.index(s)] if s in STATUS_ORDER else "#999999" for s in order
-    ]
-    chart = (
-        alt.Chart(frame, title=title, width=WIDTH, height=alt.Step(14))
-        .mark_bar()
-        .encode(
-            y=alt.Y("status:N", sort=order, title=None),
-            x=alt.X("count:Q", title="attempt slots", axis=alt.Axis(format="~s", tickCount=4)),
-            color=alt.Color("status:N", scale=alt.Scale(domain=order, range=colors), legend=None),
-            tooltip=["status:N", alt.Tooltip("count:Q", format=",")],
-        )
-    )
     return _styled(chart)
 
 
@@ -281,12 +244,11 @@ def bar_chart(
     >>> spec["encoding"]["y"]["field"], spec["encoding"]["x"]["axis"]["format"]
     ('subset', '.0%')
     """
-    import altair as alt
+    alt = altair()
 
-    fmt = ".0%" if percent else ",.4~g"
     tooltip = [
         alt.Tooltip(f"{category}:N"),
-        alt.Tooltip(f"{value}:Q", format=".1%" if percent else ",.4~g"),
+        alt.Tooltip(f"{value}:Q", format=".1%" if percent else ",.4~r"),
     ]
     tooltip += [alt.Tooltip(f"{c}:N") for c in extra_tooltip]
     x_scale = alt.Scale(domain=[0, 1]) if percent else alt.Undefined
@@ -295,7 +257,12 @@ def bar_chart(
         .mark_bar(color="#4a90c8")
         .encode(
             y=alt.Y(f"{category}:N", sort=None, title=None),
-            x=alt.X(f"{value}:Q", title=value, scale=x_scale, axis=alt.Axis(format=fmt)),
+            x=alt.X(
+                f"{value}:Q",
+                title=value,
+                scale=x_scale,
+                axis=alt.Axis(format=".0%") if percent else si_axis(),
+            ),
             tooltip=tooltip,
         )
     )
@@ -313,7 +280,7 @@ def curve_chart(frame: pd.DataFrame, *, title: str = "pass@k and pass^k") -> Any
     >>> len(spec["datasets"][spec["data"]["name"]]), spec["mark"]["type"]
     (4, 'line')
     """
-    import altair as alt
+    alt = altair()
     import pandas as pd
 
     long = pd.DataFrame(
@@ -366,7 +333,7 @@ def bucket_chart(
     >>> spec["encoding"]["y"]["sort"], spec["width"], spec["encoding"]["x"]["axis"]["format"]
     (['hard', 'easy'], 320, ',d')
     """
-    import altair as alt
+    alt = altair()
 
     order = [str(b) for b in frame["bucket"]]
     chart = (

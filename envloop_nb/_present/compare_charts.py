@@ -21,18 +21,23 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .render import offline_chart
+from .altair_import import altair
+from .theme import JOB_PALETTE, si_axis, themed
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["bars_chart", "curves_chart", "empty_chart", "job_scale", "radar_chart", "radar_frames"]
 
-PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2")
+PALETTE = JOB_PALETTE
 MAX_SERIES = 5
 _GRID = "#9a9a9a"
 _LABEL = "#7a7a7a"
+#: Interval whiskers: a grey that reads on the bars and on light and dark pages.
+_WHISKER = "#8c8c8c"
 SIZE = 300
+#: Below this many axes a radar is a segment or a line: :func:`radar_chart` draws bars.
+MIN_RADAR_AXES = 3
 
 
 def _check_jobs(jobs: Sequence[str]) -> list[str]:
@@ -50,14 +55,14 @@ def job_scale(jobs: Sequence[str]) -> Any:
     >>> job_scale(["a", "b"]).to_dict()
     {'domain': ['a', 'b'], 'range': ['#4c78a8', '#f58518']}
     """
-    import altair as alt
+    alt = altair()
 
     jobs = _check_jobs(jobs)
     return alt.Scale(domain=jobs, range=list(PALETTE[: len(jobs)]))
 
 
 def _title(title: str, mark: str, note: str = "") -> Any:
-    import altair as alt
+    alt = altair()
 
     lines = [line for line in (mark, note) if line]
     if lines:
@@ -83,15 +88,14 @@ def empty_chart(title: str = "", mark: str = "", message: str = NO_DATA) -> Any:
     >>> spec["mark"]["type"], spec["title"]["text"], spec["datasets"][spec["data"]["name"]]
     ('text', 'mean by dimension', [{'text': 'no dimensions'}])
     """
-    import altair as alt
+    alt = altair()
     import pandas as pd
 
-    return offline_chart(
+    return themed(
         alt.Chart(pd.DataFrame({"text": [message]}))
         .mark_text(fontSize=13, color=_LABEL, fontStyle="italic")
         .encode(text="text:N")
         .properties(width=SIZE, height=80, title=_title(title, mark))
-        .configure_view(stroke=None)
     )
 
 
@@ -217,8 +221,10 @@ def radar_chart(
     """Radar (spider) chart of up to five jobs over the groups of ``groups``.
 
     ``groups`` has one row per job and group: ``job, group, value`` (and ``percent``,
-    ``coverage`` for labels and tooltips), e.g. ``Comparison.groups("subset")``. When no
-    job has a value on any group the result is :func:`empty_chart` saying ``empty``.
+    ``coverage`` for labels and tooltips, ``low``, ``high`` for intervals), e.g.
+    ``Comparison.groups("subset")``. When no job has a value on any group the result is
+    :func:`empty_chart` saying ``empty``; with fewer than three groups (a radar would be a
+    segment or a line) it is :func:`bars_chart`.
 
     Examples
     --------
@@ -230,11 +236,13 @@ def radar_chart(
     >>> [layer["mark"]["type"] for layer in spec["layer"]]
     ['line', 'rule', 'text', 'text', 'text', 'text', 'line', 'point']
     """
-    import altair as alt
+    alt = altair()
 
     jobs = _check_jobs(jobs)
     if not _has_values(groups, jobs):
         return empty_chart(title, mark, empty)
+    if groups["group"].astype(str).nunique() < MIN_RADAR_AXES:  # a segment or a line
+        return bars_chart(groups, jobs, title=title, mark=mark, empty=empty)
     f = radar_frames(groups, jobs)
     absolute = bool(f["absolute"]["absolute"].iloc[0])
     # Equal units on both axes: labels need room left and right, little above and below.
@@ -255,13 +263,13 @@ def radar_chart(
     label_layers = [
         alt.Chart(f["labels"])
         .transform_filter(alt.datum.align == align)
-        .mark_text(align=align, baseline="middle", fontSize=11, fontWeight="bold", color=_LABEL)
+        .mark_text(align=align, baseline="middle", fontSize=12, fontWeight="bold", color=_LABEL)
         .encode(x=x2, y=y, text="axis:N")
         for align in ("left", "center", "right")
     ]
     ring_labels = (
         alt.Chart(f["ring_labels"])
-        .mark_text(align="left", baseline="middle", fontSize=9, color=_LABEL, dx=4)
+        .mark_text(align="left", baseline="middle", fontSize=11, color=_LABEL, dx=4)
         .encode(x=x, y=y, text="text:N")
     )
     color = alt.Color(
@@ -289,10 +297,10 @@ def radar_chart(
     )
     scaled = list(f["scaled"]["axis"])
     note = "" if absolute else f" (* {', '.join(scaled)}: scaled to the best value)"
-    return offline_chart(
-        alt.layer(rings, spokes, *label_layers, ring_labels, series, points)
-        .properties(width=round(SIZE * 1.6 / 1.2), height=SIZE, title=_title(title + note, mark))
-        .configure_view(stroke=None)
+    return themed(
+        alt.layer(rings, spokes, *label_layers, ring_labels, series, points).properties(
+            width=round(SIZE * 1.6 / 1.2), height=SIZE, title=_title(title + note, mark)
+        )
     )
 
 
@@ -306,8 +314,8 @@ def bars_chart(
 ) -> Any:
     """Grouped bars (one bar per job within each group) with interval whiskers.
 
-    ``groups`` needs ``job, group, value, low, high`` (``percent``, ``coverage``
-    optional). When some groups are not in [0, 1] each group gets its own y scale.
+    ``groups`` needs ``job, group, value`` (``low``, ``high`` for the whiskers,
+    ``percent``, ``coverage`` optional). When some groups are not in [0, 1] each group gets its own y scale.
     When no job has a value on any group the result is :func:`empty_chart`.
 
     Examples
@@ -320,13 +328,17 @@ def bars_chart(
     >>> [layer["mark"]["type"] for layer in spec["layer"]], spec["layer"][0]["encoding"]["xOffset"]["field"]
     (['bar', 'rule'], 'job')
     """
-    import altair as alt
+    alt = altair()
 
     jobs = _check_jobs(jobs)
     if not _has_values(groups, jobs):
         return empty_chart(title, mark, empty)
     data = groups[groups["job"].isin(jobs)].copy()
     data["group"] = data["group"].astype(str)
+    intervals = {"low", "high"} <= set(data.columns) and bool(data["low"].notna().any())
+    for c in ("low", "high"):
+        if c not in data:
+            data[c] = float("nan")
     for c in ("value", "low", "high"):
         data[c] = data[c].astype(float)
     percent = bool(data["percent"].all()) if "percent" in data and len(data) else True
@@ -340,8 +352,10 @@ def bars_chart(
     ]
     data = data[["job", "group", "value", "low", "high", "coverage", "text"]]
     order = list(dict.fromkeys(data["group"]))
-    axis = alt.Axis(
-        format=".0%" if percent else ".4~r", title="score" if percent else "value", grid=True
+    axis = (
+        alt.Axis(format=".0%", title="score", grid=True)
+        if percent
+        else si_axis(title="value", grid=True)
     )
     color = alt.Color(
         "job:N", scale=job_scale(jobs), legend=alt.Legend(title="job", orient="bottom")
@@ -364,32 +378,31 @@ def bars_chart(
     bars = base.mark_bar(opacity=0.9).encode(
         x=x, xOffset=alt.XOffset("job:N", sort=jobs), y=y, color=color, tooltip=tooltip
     )
-    whiskers = base.mark_rule(color="#333333", strokeWidth=1.4).encode(
+    whiskers = base.mark_rule(color=_WHISKER, strokeWidth=1.6).encode(
         x=x, xOffset=alt.XOffset("job:N", sort=jobs), y="low:Q", y2="high:Q", tooltip=tooltip
     )
     step = max(14, min(28, 120 // len(jobs)))
     if percent:
-        return offline_chart(
-            alt.layer(bars, whiskers)
-            .properties(
+        return themed(
+            alt.layer(bars, whiskers).properties(
                 width=alt.Step(step),
                 height=240,
-                title=_title(title, mark, "whiskers: 95% interval, bootstrap over tasks"),
+                title=_title(
+                    title, mark, "whiskers: 95% interval, bootstrap over tasks" if intervals else ""
+                ),
             )
-            .configure_view(stroke=None)
         )
     facet_x = alt.X("job:N", sort=jobs, title=None, axis=alt.Axis(labels=False, ticks=False))
     bars_f = base.mark_bar(opacity=0.9).encode(x=facet_x, y=y, color=color, tooltip=tooltip)
-    whiskers_f = base.mark_rule(color="#333333", strokeWidth=1.4).encode(
+    whiskers_f = base.mark_rule(color=_WHISKER, strokeWidth=1.6).encode(
         x=facet_x, y="low:Q", y2="high:Q", tooltip=tooltip
     )
-    return offline_chart(
+    return themed(
         alt.layer(bars_f, whiskers_f, data=data)
         .properties(width=alt.Step(step), height=200)
         .facet(column=alt.Column("group:N", sort=order, title=None))
         .resolve_scale(y="independent")
         .properties(title=_title(title + " (own scale per dimension)", mark))
-        .configure_view(stroke=None)
     )
 
 
@@ -408,13 +421,13 @@ def curves_chart(curves: pd.DataFrame, jobs: Sequence[str], *, mark: str = "") -
     >>> spec["mark"]["type"], spec["encoding"]["strokeDash"]["field"]
     ('line', 'metric')
     """
-    import altair as alt
+    alt = altair()
 
     jobs = _check_jobs(jobs)
     data = curves[curves["job"].isin(jobs)][["job", "k", "metric", "value", "tasks", "tasks_total"]]
     kmax = int(data["k"].max()) if len(data) else 1
     ticks = sorted({int(k) for k in data["k"]}) or [1]  # the curves' ks: never 1..a claimed k
-    return offline_chart(
+    return themed(
         alt.Chart(data)
         .mark_line(point=True, strokeWidth=2)
         .encode(
@@ -448,5 +461,4 @@ def curves_chart(curves: pd.DataFrame, jobs: Sequence[str], *, mark: str = "") -
             ],
         )
         .properties(width=300, height=220, title=_title("pass@k (solid) and pass^k (dashed)", mark))
-        .configure_view(stroke=None)
     )

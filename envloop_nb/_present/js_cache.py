@@ -14,6 +14,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from .altair_import import altair
+
 __all__ = ["cached_bundle", "vl_version"]
 
 #: Marks a complete cached bundle (a file cut short lacks it and is rebuilt).
@@ -52,6 +54,6 @@ def cached_bundle(name: str, build: Callable[[], str]) -> str:
 
 def vl_version() -> str:
     """altair's Vega-Lite version as vl-convert names it (``"v6_4"``), as altair asks it."""
-    import altair as alt
+    alt = altair()
 
     return "_".join(alt.SCHEMA_VERSION.split(".")[:2])

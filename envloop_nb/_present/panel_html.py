@@ -294,13 +294,17 @@ def groups_html(frame: Any, label: str) -> str:
     cols = list(frame.columns)
     k = int(frame["k"].iloc[0]) if "k" in cols and len(frame) else 0
     name_col = "value" if "value" in cols else "dimension"
+    scaled = "range" in cols  # a dimension table: each row on its own scale
     rows = []
     for r in frame.to_dict("records"):
         score = r.get("score")
-        is_rate = score is None or score != score or 0 <= float(score) <= 1
+        if scaled and r.get("range") not in (None, "0–1") and r.get("range") == r.get("range"):
+            is_rate = False  # e.g. a 0–100 dimension: its own units, never a % of one
+        else:
+            is_rate = score is None or score != score or 0 <= float(score) <= 1
         rows.append(
             [
-                str(r.get(name_col)),
+                _scaled_name(r) if scaled else str(r.get(name_col)),
                 f"{int(r['tasks']):,}",
                 format_metric(score) if is_rate else f"{float(score):.4g}",
                 format_metric(r.get("pass@k")),
@@ -315,11 +319,33 @@ def groups_html(frame: Any, label: str) -> str:
     header += ["complete", "bad cases"]
     bad = frame["bad_below"].iloc[0] if "bad_below" in cols else None
     note = "" if bad is None or bad != bad else f" (bad case: task score below {bad:g})"
+    if scaled:
+        note = " (bad case: a task's mean on the wrong side of its dimension's cut-off)"
     return (
         f'{PANEL_CSS}<div class="enb-panel"><h4>By {html.escape(label)}'
         f'<span class="enb-dim" style="font-weight:400">{html.escape(note)}</span></h4>'
         f"{rows_table(header, rows, set(range(1, 9)))}</div>"
     )
+
+
+def _scaled_name(r: dict[str, Any]) -> str:
+    """A dimension's name with its scale beside it (text, escaped by the table).
+
+    Examples
+    --------
+    >>> _scaled_name({"dimension": "quality", "unit": "pct", "range": "0–100",
+    ...               "higher_is_better": True, "bad_below": 50.0})
+    'quality (0–100 pct · higher is better · bad below 50)'
+    """
+    unit, span = r.get("unit"), r.get("range")
+    what = " ".join(str(p) for p in (span, unit) if p is not None and p == p)
+    hib = r.get("higher_is_better") is not False
+    parts = [what] if what else []
+    parts.append("higher is better" if hib else "lower is better")
+    bad = r.get("bad_below")
+    if bad is not None and bad == bad:
+        parts.append(f"bad {'below' if hib else 'above'} {float(bad):g}")
+    return f"{r.get('dimension')} ({' · '.join(parts)})"
 
 
 def findings_html(findings: Any, *, titled: bool = True) -> str:

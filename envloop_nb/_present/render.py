@@ -25,6 +25,8 @@ import os
 import sys
 from typing import Any
 
+from .altair_import import altair
+
 __all__ = ["chart_widget", "enable_offline", "offline_chart"]
 
 _enabled = False
@@ -41,7 +43,7 @@ def enable_offline() -> None:
     global _enabled
     if _enabled:
         return
-    import altair as alt
+    alt = altair()
 
     alt.renderers.register("envloop_nb", _render)
     alt.renderers.enable("envloop_nb")
@@ -51,7 +53,7 @@ def enable_offline() -> None:
 
 def _render(spec: dict[str, Any], **metadata: Any) -> Any:
     """altair's renderer protocol: the mimebundle of a chart widget for ``spec``."""
-    import altair as alt
+    alt = altair()
 
     chart = alt.Chart.from_dict(spec)
     return _library_chart(chart, metadata.get("embed_options"))._repr_mimebundle_()
@@ -126,7 +128,7 @@ def _offline_class(base: Any) -> Any:
 def __getattr__(name: str) -> Any:
     """``OfflineLayerChart`` and friends, made on first use (e.g. when unpickling)."""
     if name.startswith(_PREFIX):
-        import altair as alt
+        alt = altair()
 
         base: Any = getattr(alt, name[len(_PREFIX) :], None)
         if isinstance(base, type) and issubclass(base, alt.TopLevelMixin):

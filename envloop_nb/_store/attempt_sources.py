@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import LoadError
 from .schema import ROWS_SELECT
+from .sql import literal
 
 if TYPE_CHECKING:
     import duckdb
@@ -130,7 +131,8 @@ def refresh(con: duckdb.DuckDBPyConnection, *, read_only: bool) -> None:
     """On opening a workspace: rebuild the view if the readable sources are not the ones
     it was built with (a file went away, came back or changed)."""
     readable = _readable(con)
-    row = con.execute("SELECT value FROM meta WHERE key = ?", [_META_KEY]).fetchone()
+    # a literal: a bound parameter makes DuckDB import pandas (~1 s of opening a workspace)
+    row = con.execute(f"SELECT value FROM meta WHERE key = {literal(_META_KEY)}").fetchone()
     built = json.loads(row[0]) if row else []
     if [j for j, _ in readable] != built:
         rebuild(con, temp=read_only, readable=readable)

@@ -29,6 +29,7 @@ from .._compare.paired import attempts_of, paired, transitions
 from .._compare.state import CompareState, colors, others, with_baseline
 from .._compare.tables import groups, strengths, table_html
 from .._export.compare_xlsx import export_compare_xlsx
+from .._metrics.scale import dimension_scales
 from .._present.compare_html import guard_html, leaderboard_html, paired_html, strengths_html
 from .._present.display import MINUS, header
 from .._present.render import chart_widget
@@ -44,6 +45,14 @@ __all__ = ["DETAIL_PAGE", "ComparisonPanel", "compare_panel"]
 _FONT = "font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"
 #: Tasks per page of a drill-down (their attempts in every job: a few dozen rows).
 DETAIL_PAGE = 5
+#: A bucket transition's button, by its direction (``BucketRules.direction``).
+_DIRECTION_STYLE = {"better": "success", "worse": "danger", "same": "", "unordered": "info"}
+_DIRECTION_WORDS = {
+    "better": "to a better bucket",
+    "worse": "to a worse bucket",
+    "same": "same bucket",
+    "unordered": "buckets without an order",
+}
 
 
 def _frame_html(frame: pd.DataFrame, *, max_rows: int = 400) -> str:
@@ -313,11 +322,16 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
     def _refresh_bucket_matrix(self) -> None:
         other = self.bucket_other.value
         matrix = transitions(self.state, other, self.rules)
+        # a lower-is-better dimension: a bucket lower on it is the better one
+        scale = dimension_scales(self.state.con, self.state.baseline).get(str(self.rules.metric))
+        higher = scale is None or scale.higher_is_better
         cells: dict[tuple[str, str], list[str]] = matrix.attrs["tasks"]
         self.bucket_buttons = {}
         header = [
             widgets.HTML(
-                f"<small>{html.escape(self.state.baseline)} ↓ · {html.escape(str(other))} →</small>"
+                f"<small>{html.escape(self.state.baseline)} ↓ · {html.escape(str(other))} →"
+                "<br>green: a better bucket · red: a worse one · blue: to or from one without an order"
+                "</small>"
             )
         ]
         header += [widgets.HTML(f"<b>{html.escape(str(c))}</b>") for c in matrix.columns]
@@ -326,12 +340,13 @@ class ComparisonPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
             grid.append(widgets.HTML(f"<b>{html.escape(str(r))}</b>"))
             for c in matrix.columns:
                 tasks = cells.get((str(r), str(c)), [])
+                way = self.rules.direction(str(r), str(c), higher_is_better=higher)
                 b = widgets.Button(
                     description=str(len(tasks)),
                     disabled=not tasks,
                     layout={"width": "auto"},
-                    button_style="info" if r != c and tasks else "",
-                    tooltip=f"{r} → {c}: {len(tasks)} task(s)",
+                    button_style=_DIRECTION_STYLE[way] if tasks else "",
+                    tooltip=f"{r} → {c}: {len(tasks)} task(s) ({_DIRECTION_WORDS[way]})",
                 )
                 b.on_click(
                     lambda _b, t=tasks, rr=r, cc=c: self._safely(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -217,27 +218,30 @@ class OverviewTab:
 
     def draw(self) -> None:
         """Draw the charts and the diagnosis (the slower half of the tab, which the cards
-        do not wait for: a shown panel puts the cards up first)."""
+        do not wait for: a shown panel puts the cards up first). Each chart is shown as
+        soon as it is made: the first one does not wait for the others."""
         if self.drawn:
             return
         from .._present import charts as _charts
         from .._present.render import chart_widget
 
         con, job_id = self.state.con, self.state.job_id
-        charts: dict[str, Any] = {}
-        for name, measure in DISTRIBUTIONS:
-            frame = _charts.distribution_frame(con, job_id, measure)
-            if len(frame):
-                title = _charts.DISTRIBUTIONS[measure][1]
-                charts[name] = _charts.distribution_chart(frame, title=title, x_title=title)
-        charts["status"] = _charts.status_chart(self._status)
-        # under the policy and threshold in force (the controls may hold an unapplied value)
-        charts.update(self._metric_charts(self.state.policy, self.state.threshold))
-        diagnosis = self._diagnosis()
-        widgets = {name: chart_widget(chart) for name, chart in charts.items()}
-        self.charts, self.chart_widgets, self.drawn = charts, widgets, True
-        self.chart_box.children = list(widgets.values())
-        self.diagnosis.value = diagnosis
+
+        def made() -> Iterator[tuple[str, Any]]:
+            for name, measure in DISTRIBUTIONS:
+                frame = _charts.distribution_frame(con, job_id, measure)
+                if len(frame):
+                    title = _charts.DISTRIBUTIONS[measure][1]
+                    yield name, _charts.distribution_chart(frame, title=title, x_title=title)
+            # under the policy and threshold in force (the controls may hold an unapplied value)
+            yield from self._metric_charts(self.state.policy, self.state.threshold).items()
+
+        for name, chart in made():
+            widget = chart_widget(chart)
+            self.charts[name], self.chart_widgets[name] = chart, widget
+            self.chart_box.children = (*self.chart_box.children, widget)
+        self.drawn = True
+        self.diagnosis.value = self._diagnosis()
 
     def _toggle_inference(self) -> None:
         """Show (computing it the first time) or hide the inference configuration."""
