@@ -8,8 +8,8 @@ imports run one way too: no two modules, and no two of its subpackages, import e
 The floors, low to high (ARCHITECTURE.md explains each):
 ``_types``/``_errors``/``_files`` → ``_present`` → ``_store`` → ``_annotations`` → ``_loaders`` →
 ``_metrics`` →
-``_behaviour`` → ``_buckets`` → ``_compare`` → ``_datasets`` → ``_export`` → ``_ui`` → the facades
-``_job`` → ``_comparison`` → ``_workspace`` → ``__init__``.
+``_behaviour`` → ``_buckets`` → ``_compare`` → ``_runs`` → ``_datasets`` → ``_export`` → ``_ui`` → the facades
+``_job`` → ``_comparison`` → ``_run`` → ``_workspace`` → ``__init__``.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("_behaviour",),
     ("_buckets",),
     ("_compare",),
+    ("_runs",),
     ("_datasets",),
     ("_experiments",),
     ("_export",),
@@ -42,6 +43,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("_experiment",),
     ("_comparison",),
     ("_baseline",),
+    ("_run",),
     ("_workspace",),
     ("__init__",),
 ]
@@ -168,7 +170,7 @@ def test_no_logic_module_is_a_warehouse(limit: int) -> None:
     """Modules stay under ~600 lines; the facades (which only delegate) are exempt."""
     big = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if _room(path) in ("_job", "_comparison", "_baseline", "_workspace", "__init__"):
+        if _room(path) in ("_job", "_comparison", "_baseline", "_run", "_workspace", "__init__"):
             continue
         lines = len(path.read_text().splitlines())
         if lines > limit:
