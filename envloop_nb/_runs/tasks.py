@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from numpy.typing import NDArray
 
-__all__ = ["STATE_COLUMNS", "aggregate", "flaky", "forgotten", "learned", "task_matrix",
+__all__ = ["STATE_COLUMNS", "aggregate", "flaky", "forgotten", "learned", "scan", "task_matrix",
            "task_states"]  # fmt: skip
 
 STATE_COLUMNS = ("task", "subset", "category", "first_stable", "learned_at", "forgotten_at",
@@ -48,7 +48,7 @@ _CATEGORIES = ("solved from the start", "learned", "forgotten", "flaky", "never 
 Value = Literal["pass_rate", "solved", "score"]
 
 
-def _scan(solved: NDArray[np.float64], stable: int, flaky_flips: int) -> dict[str, Any]:
+def scan(solved: NDArray[np.float64], stable: int, flaky_flips: int) -> dict[str, Any]:
     """Per task: first stable step index, learned index, forgotten index and count, flips."""
     t, j_count = solved.shape
     good, bad = solved == 1, solved == 0
@@ -96,7 +96,7 @@ def task_states(state: RunState, *, stable: int = 2, flaky_flips: int = 3) -> pd
     key = ("states", stable, flaky_flips)
     if key not in state.data:
         m = matrix(state)
-        scan = _scan(m.solved, stable, flaky_flips)
+        found = scan(m.solved, stable, flaky_flips)
         steps = np.array(state.steps, dtype=object)
 
         def at(idx: NDArray[np.int64]) -> pd.Series:
@@ -109,21 +109,21 @@ def task_states(state: RunState, *, stable: int = 2, flaky_flips: int = 3) -> pd
                 else np.zeros(0)
             )
         category = np.full(len(m.tasks), _CATEGORIES[4], dtype=object)
-        category[scan["flaky"]] = _CATEGORIES[3]
-        category[scan["forgotten"] >= 0] = _CATEGORIES[2]
-        category[scan["learned"] >= 0] = _CATEGORIES[1]
-        start = (scan["first"] >= 0) & (scan["learned"] < 0) & (scan["forgotten"] < 0)
+        category[found["flaky"]] = _CATEGORIES[3]
+        category[found["forgotten"] >= 0] = _CATEGORIES[2]
+        category[found["learned"] >= 0] = _CATEGORIES[1]
+        start = (found["first"] >= 0) & (found["learned"] < 0) & (found["forgotten"] < 0)
         category[start] = _CATEGORIES[0]
         frame = pd.DataFrame(
             {
                 "task": m.tasks,
                 "subset": group_values(m, "subset"),
                 "category": category,
-                "first_stable": at(scan["first"]),
-                "learned_at": at(scan["learned"]),
-                "forgotten_at": at(scan["forgotten"]),
-                "times_forgotten": scan["times"],
-                "flips": scan["flips"],
+                "first_stable": at(found["first"]),
+                "learned_at": at(found["learned"]),
+                "forgotten_at": at(found["forgotten"]),
+                "times_forgotten": found["times"],
+                "flips": found["flips"],
                 "solved_steps": (m.solved == 1).sum(axis=1),
                 "known_steps": (~np.isnan(m.solved)).sum(axis=1),
                 "mean_pass_rate": mean,

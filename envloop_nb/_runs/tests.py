@@ -19,8 +19,9 @@ assessed* when the two steps do not request the same tasks, share no complete ta
 fewer than half of their tasks are complete in both.
 
 :func:`best` — the step with the highest estimate, its interval, and the steps
-statistically indistinguishable from it: tested against the best (Holm across those
-tests), adjusted p ≥ ``alpha`` (or, without a p-value, an interval including zero).
+statistically indistinguishable from it: each tested against the best (Holm across those
+tests), every step whose verdict is not *beyond noise* (the interval and the adjusted
+McNemar test do not both say it differs; without a p-value: its interval includes zero).
 
 :func:`mde` — the minimum detectable effect: the smallest change in score a paired test at
 ``alpha`` (two-sided) detects with probability ``power`` on ``n`` tasks × ``k`` attempts,
@@ -287,10 +288,7 @@ def best(
     for r, (_, j, _) in zip(rows, pairs, strict=True):
         if r["verdict"].startswith("not assessed"):
             untested.append(state.steps[j])
-        elif r["p_holm"] is not None:
-            if r["p_holm"] >= alpha:
-                same.append(state.steps[j])
-        elif r["low"] is not None and r["low"] <= 0 <= r["high"]:
+        elif not r["verdict"].startswith("beyond noise"):
             same.append(state.steps[j])
     if not pairs:  # another metric: overlapping intervals
         lo = line["low"].to_numpy(dtype=float, na_value=np.nan)
