@@ -158,3 +158,22 @@ def test_inspect_logs_over_checkpoints(ws: enb.Workspace) -> None:
     # ckpt-b scored a smaller share of its samples: marked, not read as a change in score
     assert line["coverage_drop"].tolist() == [False, True]
     assert run.tests()["verdict"].iloc[0] == "beyond noise: step 2000 is better than step 1000"
+
+
+def test_every_way_to_the_counts_gives_the_jobs_numbers(ws: enb.Workspace, tmp_path: Path) -> None:
+    """The counts read for all jobs at once, per job under a threshold, and a job whose
+    tasks come in another order: each step's number is still its job's summary."""
+    paths = sorted(RUN_DIR.glob("round-0[1-3].json"))
+    doc = json.loads(paths[-1].read_text())
+    doc["job"]["tasks"] = doc["job"]["tasks"][::-1]  # same tasks, another order
+    doc["job"].update(id="job_reversed", labels={"agent_run": "rl-0412", "agent_round": "4"})
+    (tmp_path / "reversed.json").write_text(json.dumps(doc))
+    jobs = [ws.load(p) for p in [*paths, tmp_path / "reversed.json"]]
+    for threshold in (None, 0.5):
+        run = ws.run("rl-0412", threshold=threshold)
+        line = run.curve()
+        for job, value in zip(jobs, line["estimate"], strict=True):
+            assert value == job.summary(threshold=threshold).score
+        assert line["low"].notna().all()
+    matrix = ws.run("rl-0412").task_matrix()
+    assert matrix[4].equals(matrix[3])  # the reversed job is round 3's counts, by task
