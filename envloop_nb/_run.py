@@ -108,8 +108,9 @@ class Run:
     def curve(
         self, *, metric: str = "score", by: str | None = None, coverage_tolerance: float = 0.01
     ) -> pd.DataFrame:
-        """The metric per step (per group with ``by="subset"`` / ``"tag:<key>"``) with its
-        interval and coverage: see :func:`envloop_nb._runs.curve.curve`.
+        """The metric per step (per group with ``by="subset"`` / ``"tag:<key>"``, per
+        dimension with ``by="dimension"``) with its interval and coverage: see
+        :func:`envloop_nb._runs.curve.curve`.
 
         ``metric``: ``"score"``, ``"pass"``, ``"pass@k"``, ``"pass^k"`` (the summary's) or
         ``"pass@<j>"`` / ``"pass^<j>"`` (the unbiased estimates of ``job.curve()``).
@@ -127,14 +128,16 @@ class Run:
         *,
         baseline: Step | None = None,
         adjacent: bool = True,
+        against_baseline: bool = True,
         adjust: Adjust = "holm",
         alpha: float = 0.05,
     ) -> pd.DataFrame:
         """Paired tests of adjacent steps and of each step against ``baseline`` (default:
         the first), adjusted across all of them: see :func:`envloop_nb._runs.tests.tests`."""
         return _tests.tests(
-            self.state, baseline=baseline, adjacent=adjacent, adjust=adjust, alpha=alpha
-        )
+            self.state, baseline=baseline, adjacent=adjacent,
+            against_baseline=against_baseline, adjust=adjust, alpha=alpha,
+        )  # fmt: skip
 
     def best(
         self, *, metric: str = "score", alpha: float = 0.05, skip_coverage_drops: bool = True

@@ -95,6 +95,11 @@ def test_non_binary_rewards_have_a_score_and_no_pass_metrics(
     line = run.curve()
     for job, value in zip(jobs, line["estimate"], strict=True):
         assert value == job.summary().score
+    dims = run.curve(by="dimension")
+    for job in jobs:
+        mine = dims[dims["job_id"] == job.id].set_index("group")["estimate"]
+        theirs = job.groups(by="dimension").set_index("dimension")["score"]
+        assert mine.sort_index().tolist() == theirs.sort_index().tolist()
     assert run.curve(metric="pass")["estimate"].isna().all()
     tests = run.tests()
     assert tests["p"].isna().all() and (tests["diff"] == 0).all()
@@ -121,8 +126,8 @@ def test_results_only_checkpoints_keep_the_files_numbers(ws: enb.Workspace) -> N
 def test_a_bad_metric_or_by_is_refused(run: enb.Run) -> None:
     with pytest.raises(ValueError, match="metric must be one of"):
         run.curve(metric="accuracy")
-    with pytest.raises(ValueError, match="by must be None, 'subset' or 'tag:<key>'"):
-        run.curve(by="dimension")
+    with pytest.raises(ValueError, match="by must be None, 'subset', 'tag:<key>' or 'dimension'"):
+        run.curve(by="difficulty")
 
 
 def test_weights_are_the_package_bootstrap_draws() -> None:
