@@ -190,6 +190,10 @@ class Run:
         """The tasks whose solved state changed at least ``flips`` times."""
         return _tasks.flaky(self.state, flips=flips)
 
+    def attempts(self, task: str, step: Step) -> pd.DataFrame:
+        """The attempts behind one cell of the matrix: ``task`` at ``step``."""
+        return _tasks.attempts_at(self.state, task, step)
+
     # -- two steps side by side ----------------------------------------------------------
     def compare(self, step_a: Step, step_b: Step) -> Comparison:
         """Two steps as a :class:`envloop_nb.Comparison` (``step_a`` the baseline), with

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import envloop_nb as enb
 
@@ -182,3 +184,46 @@ def test_every_way_to_the_counts_gives_the_jobs_numbers(ws: enb.Workspace, tmp_p
         assert line["low"].notna().all()
     matrix = ws.run("rl-0412").task_matrix()
     assert matrix[4].equals(matrix[3])  # the reversed job is round 3's counts, by task
+
+
+cells = st.sampled_from([1.0, 0.0, None, "absent", 0.5])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(2, 4).flatmap(
+        lambda steps: st.lists(
+            st.lists(st.lists(cells, min_size=3, max_size=3), min_size=4, max_size=4),
+            min_size=steps, max_size=steps,
+        )
+    ),
+    st.sampled_from(["unknown", "failure"]),
+)  # fmt: skip
+def test_random_runs_keep_every_jobs_numbers(grids: list[list[list[object]]], policy: str) -> None:
+    """Any rewards (binary or not, missing, never dispatched), either policy: each step's
+    summary metrics are its job's, and the run's p-values keep raw <= BH <= Holm."""
+    import pandas as pd
+
+    ws = enb.open()
+    try:
+        jobs = []
+        for i, grid in enumerate(grids):
+            rows = [{"task": f"t{t}", "attempt": a + 1, "reward": v, "status": "completed"}
+                    for t, row in enumerate(grid) for a, v in enumerate(row) if v != "absent"]  # fmt: skip
+            rows.append({"task": "t0", "attempt": 1, "reward": 1.0, "status": "completed"})
+            frame = pd.DataFrame(rows).drop_duplicates(["task", "attempt"], keep="first")
+            jobs.append(ws.load(frame, format="table", k=3, job_id=f"ckpt_step{i}", dataset="d",
+                                dataset_version="1", dataset_revision="r", runner="u"))  # fmt: skip
+        run = ws.run(jobs, step="name", policy=policy, strict=False)  # type: ignore[arg-type]
+        for metric, key in (("score", "score"), ("pass", "pass_"), ("pass@k", "pass_at_k"),
+                            ("pass^k", "pass_hat_k")):  # fmt: skip
+            line = run.curve(metric=metric)
+            for job, value in zip(jobs, line["estimate"], strict=True):
+                expected = getattr(job.summary(policy=policy), key)  # type: ignore[arg-type]
+                assert (value is None or value != value) if expected is None else value == expected
+        tests = run.tests()
+        for raw, bh, holm in zip(tests["p"], tests["p_bh"], tests["p_holm"], strict=True):
+            if raw is not None and raw == raw:
+                assert raw <= bh + 1e-15 and bh <= holm + 1e-15 and holm <= 1
+    finally:
+        ws.close()
