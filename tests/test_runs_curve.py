@@ -150,6 +150,26 @@ def test_weights_are_the_package_bootstrap_draws() -> None:
     assert np.array_equal(w, expected)
 
 
+def test_mlflow_runs_one_per_checkpoint(ws: enb.Workspace, tmp_path: Path) -> None:
+    """Jobs logged to MLflow and read back (one run per checkpoint: summarised, their
+    exact per-task counts) are a run with the original jobs' numbers."""
+    import os
+
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    source = enb.open()
+    originals = [source.load(p) for p in sorted(RUN_DIR.glob("round-0[4-6].json"))]
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    ids = [job.log_mlflow(experiment="rl-0412", tracking_uri=uri) for job in originals]
+    back = [ws.load_mlflow_run(run_id, tracking_uri=uri) for run_id in ids]
+    run = ws.run(back, step="name")
+    assert run.steps == [4, 5, 6]
+    line = run.curve()
+    assert line["estimate"].tolist() == [job.summary().score for job in originals]
+    assert set(line["interval"]) == {"task bootstrap"}
+    jump = run.tests().iloc[1]
+    assert (jump["fixed"], jump["broken"]) == (13, 0)
+
+
 def test_a_tag_is_a_group_as_subset_is(run: enb.Run) -> None:
     by_subset, by_tag = run.curve(by="subset"), run.curve(by="tag:subset")
     assert by_tag["estimate"].tolist() == by_subset["estimate"].tolist()
