@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     )
     from ._options import Options, options
     from ._present.render import chart_widget
+    from ._run import Run
     from ._ui.panel import JobPanel, panel
     from ._workspace import Workspace, open
 
@@ -83,6 +84,7 @@ _WHERE = {
     "Options": "._options",
     "ReferenceFill": "._datasets.heldout",
     "ReferenceFillResult": "._experiments.references",
+    "Run": "._run",
     "Workspace": "._workspace",
     "WorkspaceError": "._errors",
     "bootstrap_mean_ci": "._metrics.uncertainty",
@@ -145,6 +147,7 @@ __all__ = [
     "Options",
     "ReferenceFill",
     "ReferenceFillResult",
+    "Run",
     "Workspace",
     "WorkspaceError",
     "bootstrap_mean_ci",

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ._experiments.runner import Evaluator
     from ._experiments.watch import Watch
     from ._loaders.tables.object_store import S3Options
+    from ._run import Run
 
 __all__ = ["Workspace", "open"]
 
@@ -350,6 +351,19 @@ class Workspace:
         reduced = read_run(run, tracking_uri=tracking_uri, job_id=job_id)
         [loaded] = load_sources(self.con, [(reduced, {"format": "summary"})])
         return Job(self, loaded)
+
+    def load_mlflow_steps(self, run: Any, *, tracking_uri: str | None = None) -> list[Job]:
+        """Read an MLflow run whose metric history has a step axis (``eval/reward/*`` logged
+        during training, as SageMaker does) as one *metrics-only* job per step of
+        ``eval/reward/mean``: ``<run name>@step<N>``, labelled ``agent_run = <run name>``,
+        ``agent_round = <N>``, so ``ws.run(<run name>)`` is the run over training. All in
+        one transaction (:func:`envloop_nb._loaders.mlflow.run.read_run_steps`)."""
+        from ._loaders import load_sources
+        from ._loaders.mlflow.run import read_run_steps
+
+        steps = read_run_steps(run, tracking_uri=tracking_uri)
+        ids = load_sources(self.con, [(one, {"format": "summary"}) for one in steps])
+        return [Job(self, job_id) for job_id in ids]
 
     # -- experiments -------------------------------------------------------------
     def experiments(self, frame: FrameKind = "pandas") -> Any:
@@ -717,6 +731,46 @@ class Workspace:
         from ._comparison import compare
 
         return compare(self, jobs, baseline=baseline, **options)
+
+    def run(
+        self,
+        name_or_jobs: str | Sequence[Job | str],
+        *,
+        step: str | Sequence[int | float] | None = None,
+        strict: bool = True,
+        policy: Policy = "unknown",
+        threshold: float | None = None,
+        solved_at: float = 0.5,
+        resamples: int = 1000,
+        seed: int = 0,
+        confidence: float = 0.95,
+    ) -> Run:
+        """A training run: see :class:`envloop_nb.Run`.
+
+        ``ws.run("rl-0412")`` gathers the jobs labelled ``agent_run = "rl-0412"``, ordered by
+        their ``agent_round`` label; ``ws.run([jobs...], step=...)`` takes any jobs, their
+        step from a label (``"agent_round"``, ``"label:<key>"``), from the name
+        (``"name"``: ``step143000`` in an lm-eval revision, the job id or the model) or a
+        list of numbers (``step=None``: ``agent_round``, else the lm-eval revision's step).
+        Two jobs on one step, a step that is not a number, a run of one job and (``strict``)
+        jobs of different frozen work (dataset, revision, runner, attempts, task digests)
+        are refused naming the jobs; task lists that differ are marked, as a comparison
+        marks them. Nothing in the workspace changes.
+
+        Examples
+        --------
+        >>> import envloop_nb as enb
+        >>> ws = enb.open()
+        >>> _ = ws.load_all("sample_data/training_run")
+        >>> ws.run("rl-0412").steps
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+        """
+        from ._run import run
+
+        return run(
+            self, name_or_jobs, step=step, strict=strict, policy=policy, threshold=threshold,
+            solved_at=solved_at, resamples=resamples, seed=seed, confidence=confidence,
+        )  # fmt: skip
 
     def baseline_report(
         self,
