@@ -20,6 +20,14 @@ time and peak RSS of the child from ``os.wait4``), alternated, median of N:
   file's score (mean reward over scored attempts), its scored attempts and its score
   under the failure policy (reward sum over tasks × 32).
 
+Bytecode: both children run with Python's bytecode cache on, in
+``benchmarks/data/_pycache`` (``PYTHONPYCACHEPREFIX``; ``PYTHONDONTWRITEBYTECODE`` removed
+from their environment), as an installed package has its ``.pyc`` files: the lock's venv is
+installed without them, and with ``PYTHONDONTWRITEBYTECODE=1`` set every fresh process
+would compile its modules from source: the gate's (envloop_nb, pandas, numpy, pyarrow)
+and the floor's too (duckdb's binding of a query parameter imports pandas, numpy and
+pyarrow), ~0.9-1 s of CPU each. ``--no-bytecode`` runs both as the environment says.
+
 Checks: the gate exits 1 (regression); its scored counts equal the floor's; its
 difference equals the floor's failure-policy score difference (every task has 32
 requested attempts, so the mean of per-task scores is the sum over tasks × 32), to 1e-9.
@@ -76,10 +84,22 @@ def candidate(base: Path) -> Path:
     return path
 
 
-def timed(argv: list[str]) -> dict[str, Any]:
+def child_env(*, bytecode: bool) -> dict[str, str]:
+    """The children's environment: with ``bytecode``, Python's bytecode cache on (in
+    ``benchmarks/data/_pycache``, outside the venv and the sources)."""
+    env = dict(os.environ)
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(Path(__file__).resolve().parent / "data" / "_pycache")
+    return env
+
+
+def timed(argv: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``argv`` as a fresh process: wall seconds, CPU seconds, peak RSS, exit, stdout."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     assert proc.stdout is not None and proc.stderr is not None
     out, err = proc.stdout.read(), proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -116,6 +136,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_gate")
     parser.add_argument("--size", default="1M")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="no bytecode cache for the children when PYTHONDONTWRITEBYTECODE is set",
+    )
     args = parser.parse_args(argv)
     s = shape(args.size)
     ensure(s, ("parquet",))
@@ -123,16 +148,17 @@ def main(argv: list[str] | None = None) -> None:
     gate_cmd = [sys.executable, "-m", "envloop_nb", "gate", str(base), str(cand)]
     gate_cmd += ["--policy", "failure", "--json"]
     floor_cmd = [sys.executable, "-c", FLOOR % {"k": s.k}, str(base), str(cand)]
+    env = child_env(bytecode=not args.no_bytecode)
     # one untimed run of each: bytecode written, the OS file cache warm for both
-    warm = timed(gate_cmd), timed(floor_cmd)
+    warm = timed(gate_cmd, env), timed(floor_cmd, env)
     problems = check(*warm)
     if problems:
         raise SystemExit("the gate disagrees with the floor: " + "; ".join(problems))
     runs: dict[str, list[dict[str, Any]]] = {"gate": [], "floor": []}
     load = os.getloadavg()
     for _ in range(args.repeats):
-        runs["floor"].append(timed(floor_cmd))
-        runs["gate"].append(timed(gate_cmd))
+        runs["floor"].append(timed(floor_cmd, env))
+        runs["gate"].append(timed(gate_cmd, env))
     for g, f in zip(runs["gate"], runs["floor"], strict=True):
         problems += check(g, f)
     commit = subprocess.run(
@@ -140,7 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     ).stdout.strip()
     print(
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · commit {commit} · "
-        f"load average at start {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}"
+        f"load average at start {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} · "
+        + ("no bytecode cache" if args.no_bytecode else "bytecode cached")
     )
     print(json.loads(warm[0]["stdout"])["verdict"], "·", json.dumps(json.loads(warm[1]["stdout"])))
     print("\n| command | attempts | median | spread (min–max) | N | CPU | peak RSS | × floor | target | agrees |")  # fmt: skip

@@ -187,6 +187,41 @@ def test_incomparable_job_ranks_after_comparable_ones(ws: enb.Workspace, tmp_pat
     assert lb["comparable"].tolist() == [True, True, False]
 
 
+def test_two_jobs_find_their_differences_once(
+    ws: enb.Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two jobs: the paired row's blockers are the comparison's own differences (one
+    look at the jobs and tasks, not a second one for the pair); three jobs still look
+    at each pair alone."""
+    import envloop_nb._compare.guard as guard
+
+    calls: list[list[str]] = []
+    find = guard.find_differences
+
+    def counted(con: object, job_ids: list[str]) -> list[Difference]:
+        calls.append(list(job_ids))
+        return find(con, job_ids)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(guard, "find_differences", counted)
+    base = {f"t{i:02d}": [1.0, 0.0] for i in range(40)}
+    other = {f"t{i:02d}": [1.0, 1.0, 1.0, 1.0] for i in range(12, 40)}
+    a, b = load(
+        ws,
+        tmp_path,
+        envloop_job("job_a", base, revision="sha256:aa"),
+        envloop_job("job_b", other, revision="sha256:bb"),
+    )
+    cmp = ws.compare([a, b])
+    blockers = [d.detail for d in cmp.differences if d.blocking]
+    verdict = cmp.paired().iloc[0]["verdict"]
+    assert verdict == "not assessed: not comparable (" + "; ".join(blockers) + ")"
+    assert calls == [["job_a", "job_b"]]
+    c = load(ws, tmp_path, envloop_job("job_c", base))[0]
+    calls.clear()
+    ws.compare([a, b, c]).paired()
+    assert ["job_a", "job_b"] in calls and ["job_a", "job_c"] in calls
+
+
 def test_digest_and_three_job_task_differences(ws: enb.Workspace, tmp_path: Path) -> None:
     tasks = {t: [1.0] for t in "abcd"}
     a, b, c = load(

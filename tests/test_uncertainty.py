@@ -252,3 +252,46 @@ def test_interval_counts_the_tasks_it_is_computed_over() -> None:
     assert ivs["pass@k"].n_tasks == ivs["pass^k"].n_tasks == complete
     assert "the estimate counts 169 of them" in ivs["pass@k"].method
     assert ivs["score"].n_tasks == 200  # every task has a scored attempt
+
+
+def _gathered_sums(values: np.ndarray, resamples: int, seed: int, chunk: int) -> np.ndarray:
+    """The bootstrap as it was before columns of ones were skipped: every column gathered."""
+    rng = np.random.default_rng(seed)
+    n, width = values.shape
+    out = np.zeros((resamples, width))
+    rows, done = max(1, chunk // n), 0
+    while done < resamples:
+        size = min(rows, resamples - done)
+        idx = rng.integers(0, n, size=(size, n))
+        for j in range(width):
+            out[done : done + size, j] = np.ascontiguousarray(values[:, j])[idx].sum(axis=1)
+        done += size
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_resampled_sums_skip_columns_of_ones_bit_for_bit(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import envloop_nb._metrics.uncertainty as mod
+
+    rng = np.random.default_rng(100 + seed)
+    for n in (1, 2, 33, 1000, 31_250):
+        diff = rng.integers(-32, 33, n) / 32 + rng.random(n) * (rng.random(n) < 0.05)
+        values = np.column_stack([diff, np.ones(n), rng.random(n), np.full(n, 1.0)])
+        if n > 1:
+            values[n // 2, 2] = 1.0  # a column with some ones is gathered
+        resamples = 300 if n > 1000 else 2000
+        got = mod._resampled_sums(values, resamples, seed)
+        want = _gathered_sums(values, resamples, seed, mod._CHUNK_CELLS)
+        assert np.array_equal(got, want), n
+    # the paired bootstrap itself, on random inputs: the same intervals as gathering all
+    a, b = rng.random(500), rng.random(500)
+    a[3] = np.nan
+    got_iv = paired_bootstrap_diff(a, b, resamples=999, seed=seed)
+    got_mean = bootstrap_mean_ci(b, resamples=999, seed=seed)
+    monkeypatch.setattr(
+        mod, "_resampled_sums", lambda v, r, s: _gathered_sums(v, r, s, mod._CHUNK_CELLS)
+    )
+    assert got_iv == paired_bootstrap_diff(a, b, resamples=999, seed=seed)
+    assert got_mean == bootstrap_mean_ci(b, resamples=999, seed=seed)

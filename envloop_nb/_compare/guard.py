@@ -256,12 +256,11 @@ def comparable(state: CompareState) -> bool:
 
 
 def pair_differences(state: CompareState, other: str) -> list[Difference]:
-    """The blocking differences between the baseline and ``other``."""
-    return [
-        d
-        for d in find_differences(state.con, [state.baseline, other])
-        if d.blocking and set(d.jobs) & {state.baseline, other}
-    ]
+    """The blocking differences between the baseline and ``other`` (of two jobs, baseline
+    first: the comparison's own :func:`differences`, found once)."""
+    pair = [state.baseline, other]
+    found = differences(state) if list(state.job_ids) == pair else find_differences(state.con, pair)
+    return [d for d in found if d.blocking and set(d.jobs) & set(pair)]
 
 
 def pair_blockers(state: CompareState, a: str, b: str) -> list[Difference]:

@@ -144,6 +144,9 @@ def _resampled_sums(values: NDArray[np.float64], resamples: int, seed: int) -> N
     cheaper to draw). Resamples are drawn in chunks of at most ``_CHUNK_CELLS`` indices
     so memory stays bounded; the draws are the same whatever the chunk size (numpy's
     generator yields the same stream however it is split). Result: ``resamples x columns``.
+
+    A column of ones (the denominator of a mean over tasks) sums to ``n`` in every
+    resample, exactly (integers below 2**53 add exactly), so it is not gathered.
     """
     rng = np.random.default_rng(seed)
     n, width = values.shape
@@ -151,13 +154,15 @@ def _resampled_sums(values: NDArray[np.float64], resamples: int, seed: int) -> N
     if n == 0:
         return out
     columns = [np.ascontiguousarray(values[:, j]) for j in range(width)]
+    drawn = [j for j, column in enumerate(columns) if not (column == 1.0).all()]
+    out[:, [j for j in range(width) if j not in drawn]] = float(n)
     rows = max(1, _CHUNK_CELLS // n)
     done = 0
     while done < resamples:
         size = min(rows, resamples - done)
         idx = rng.integers(0, n, size=(size, n))
-        for j, column in enumerate(columns):
-            out[done : done + size, j] = column[idx].sum(axis=1)
+        for j in drawn:
+            out[done : done + size, j] = columns[j][idx].sum(axis=1)
         done += size
     return out
 
