@@ -44,7 +44,7 @@ def test_the_curve_marks_the_one_real_jump_and_never_draws_the_coverage_drop_as_
     spec = run_curve_chart(run.curve(), band=run.noise_band(), tests=run.tests()).to_dict()
     marks = [layer["mark"]["type"] for layer in _layers(spec)]
     # noise band, interval band, line, points, the coverage-drop diamond, significance marks
-    assert marks == ["area", "area", "line", "point", "point", "point"]
+    assert marks == ["rule", "area", "line", "point", "point", "point"]
     line = _layers(spec)[2]
     assert line["transform"] == [{"filter": "!datum.drop"}]  # the line skips step 8
     drop = _layers(spec)[4]

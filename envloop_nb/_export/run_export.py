@@ -125,7 +125,10 @@ def export_run_html(
 
 def _matrix_note(state: RunState, blocks: pd.DataFrame) -> str:
     n_tasks = int(blocks.drop_duplicates("task_block")["tasks"].sum()) if len(blocks) else 0
-    text = f"{n_tasks:,} tasks × {len(state.steps):,} steps"
+    text = (
+        f"{n_tasks:,} tasks × {len(state.steps):,} steps; colour: pass rate, grey: not completely "
+        "scored at that step (unknown, never a failure)"
+    )
     if len(blocks) < n_tasks * len(state.steps):
         text += f", shown in {len(blocks):,} blocks (the mean pass rate of each)"
     return text

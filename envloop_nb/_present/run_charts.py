@@ -7,12 +7,12 @@ out, styled like :mod:`.charts` (transparent, mid-grey text: light and dark them
 
 The curve (:func:`run_curve_chart`): the metric per step on a line with points, its interval
 as a shaded band, the *noise band* (where a step would land if nothing changed since the
-step before) as a grey band, steps whose coverage dropped as hollow orange diamonds that the
+step before) as a grey bar at each step, steps whose coverage dropped as hollow orange diamonds that the
 line does not pass through (a coverage drop is never drawn as a drop in score), and the
 adjacent changes that stay significant after adjustment as triangles above the step (up
 green, down red). The matrix (:func:`matrix_chart`): one rectangle per block of tasks and
 steps (one per cell when the run fits), coloured by the mean pass rate of its known cells,
-missing blocks hatched grey — never a cell per attempt.
+blocks with no known cell grey — never a cell per attempt.
 """
 
 from __future__ import annotations
@@ -98,7 +98,13 @@ def run_curve_chart(
     fmt = ".1%" if rate else ".3g"
     groups = list(dict.fromkeys(frame["group"]))
     several = len(groups) > 1
-    x = alt.X("step:Q", title="step", axis=alt.Axis(format="~s" if not rate else "~g"))
+    whole = all(float(v).is_integer() for v in frame["step"])
+    x = alt.X(
+        "step:Q",
+        title="step",
+        scale=alt.Scale(zero=False, nice=False, padding=14),
+        axis=alt.Axis(format=",d" if whole else "~g", tickMinStep=1 if whole else alt.Undefined),
+    )
     y_axis = alt.Axis(format=".0%" if rate else "~g")
     y = alt.Y("estimate:Q", title=None, axis=y_axis, scale=alt.Scale(zero=False))
     color: Any = (
@@ -124,9 +130,10 @@ def run_curve_chart(
     layers: list[Any] = []
     if band is not None and not several and len(band):
         noise = band[band["band_low"].notna()][["step", "band_low", "band_high", "previous"]]
+        thick = max(2.0, min(10.0, width / max(len(frame), 1) / 2))
         layers.append(
             alt.Chart(noise.reset_index(drop=True))
-            .mark_area(color=_AXIS_GREY, opacity=0.22, interpolate="step")
+            .mark_rule(color=_AXIS_GREY, opacity=0.45, strokeWidth=thick)
             .encode(
                 x="step:Q",
                 y="band_low:Q",
@@ -240,7 +247,7 @@ def matrix_chart(
     cell_pick = alt.selection_point(name="cell", fields=["task_block", "step_block"], on="click")
     chart = (
         alt.Chart(frame, title=title)
-        .mark_rect(stroke=None)
+        .mark_rect(stroke=None, invalid="show")
         .encode(
             x=alt.X(
                 "step_label:O",
@@ -273,8 +280,6 @@ def matrix_chart(
             ],
         )
         .add_params(cell_pick)
-        .properties(
-            width=min(width, max(120, 14 * n_cols)) if n_cols < 40 else width, height=height
-        )
+        .properties(width=max(240, min(width, 36 * n_cols)), height=height)
     )
     return _styled(chart)

@@ -24,7 +24,7 @@ __all__ = ["BestLike", "headline_html", "step_text", "task_list_html", "tests_ta
 _FONT = "font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"
 _TH = "text-align:left;padding:2px 8px;color:var(--jp-ui-font-color2,#666);font-weight:600;white-space:nowrap"
 _TD = "padding:2px 8px;vertical-align:top;border-top:1px solid var(--jp-border-color3,#eee)"
-_GREEN, _RED, _AMBER = "#2e7d32", "#c62828", "#b45309"
+_GREEN, _RED, _AMBER = "#3d9a5f", "#c62828", "#c27a12"
 #: Rows of a task list or of the tests table shown before "… more".
 MAX_ROWS = 200
 
