@@ -105,7 +105,7 @@ def headline_html(
             else ""
         )
         parts.append(
-            f"<div>best {html.escape(best.metric)}: step <b>{html.escape(step_text(best.step))}</b> "
+            f"<div>best {html.escape(best.metric)}: step <b>{html.escape(step_text(best.step))}</b>: "
             f"<b>{format_metric(best.estimate)}</b>{ci}</div>"
             f"<div>statistically indistinguishable from it (α {best.alpha:g}, Holm): steps "
             f"{html.escape(_steps_text(best.indistinguishable))}{untested}</div>"
@@ -218,9 +218,9 @@ def tests_table_html(
 
 #: Per list: its title, the column of the step it names, and what that step means.
 _LISTS = {
-    "learned": ("learned", "learned_at", "solved stably from step"),
-    "forgotten": ("forgotten", "forgotten_at", "first failed at step"),
-    "flaky": ("flaky", "flips", "state changes"),
+    "learned": ("learned", "learned_at", "learned at"),
+    "forgotten": ("forgotten", "forgotten_at", "forgotten at"),
+    "flaky": ("flaky", "flips", "flips"),
 }
 
 
@@ -241,7 +241,7 @@ def task_list_html(frame: pd.DataFrame, kind: str, *, max_rows: int = MAX_ROWS) 
     title, col, meaning = _LISTS[kind]
     if not len(frame):
         return f'<div style="{_FONT}"><b>{title}</b>: <i>none</i></div>'
-    head = ["task", "subset", meaning, "solved / known steps", "mean pass rate"]
+    head = ["task", "subset", meaning, "solved steps", "mean pass"]
     rows = []
     for r in frame.head(max_rows).to_dict("records"):
         at = r.get(col)
@@ -252,7 +252,11 @@ def task_list_html(frame: pd.DataFrame, kind: str, *, max_rows: int = MAX_ROWS) 
             f"{int(r.get('solved_steps') or 0)}/{int(r.get('known_steps') or 0)}",
             format_metric(r.get("mean_pass_rate")),
         ]
-        rows.append("<tr>" + "".join(f'<td style="{_TD}">{c}</td>' for c in cells) + "</tr>")
+        rows.append(
+            "<tr>"
+            + "".join(f'<td style="{_TD};white-space:nowrap">{c}</td>' for c in cells)
+            + "</tr>"
+        )
     more = (
         f'<div style="opacity:0.7">… {len(frame) - max_rows:,} more tasks</div>'
         if len(frame) > max_rows

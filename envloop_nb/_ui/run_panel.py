@@ -45,6 +45,7 @@ __all__ = ["MATRIX_STEPS", "MATRIX_TASKS", "METRICS", "RunPanel"]
 MATRIX_TASKS, MATRIX_STEPS = 120, 100
 #: The metrics the curve's switch offers.
 METRICS = ("score", "pass", "pass@k", "pass^k")
+_NARROW = {"description_width": "initial"}
 _FONT = "font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"
 
 
@@ -81,18 +82,21 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         lists = [task_list_html(f, k) for k, f in (("learned", _tasks.learned(state)),
                  ("forgotten", _tasks.forgotten(state)), ("flaky", _tasks.flaky(state)))]  # fmt: skip
         self.lists = widgets.HTML(
-            f'<div style="display:flex;flex-wrap:wrap;gap:18px;max-height:260px;overflow:auto">{"".join(lists)}</div>'
+            '<div style="display:grid;grid-template-columns:repeat(auto-fit,minmax(290px,1fr));'
+            'gap:14px">'
+            + "".join(f'<div style="max-height:240px;overflow:auto">{x}</div>' for x in lists)
+            + "</div>"
         )
         self.blocks = _tasks.aggregate(state, max_tasks=MATRIX_TASKS, max_steps=MATRIX_STEPS)
         self.matrix = chart_widget(matrix_chart(self.blocks))
         self.matrix.selections.observe(self._on_cell, names=["cell"])
         tasks = list(_tasks.task_matrix(state).index)
         self.task = widgets.Dropdown(options=[(str(t), t) for t in tasks], value=None,
-                                     description="task", layout=widgets.Layout(width="300px"))  # fmt: skip
-        self.step = widgets.Dropdown(options=steps, value=None, description="step",
-                                     layout=widgets.Layout(width="200px"))  # fmt: skip
-        self.attempt = widgets.Dropdown(options=[], description="attempt",
-                                        layout=widgets.Layout(width="200px"))  # fmt: skip
+                                     description="task", style=_NARROW, layout=widgets.Layout(width="280px"))  # fmt: skip
+        self.step = widgets.Dropdown(options=steps, value=None, description="step", style=_NARROW,
+                                     layout=widgets.Layout(width="150px"))  # fmt: skip
+        self.attempt = widgets.Dropdown(options=[], description="attempt", style=_NARROW,
+                                        layout=widgets.Layout(width="150px"))  # fmt: skip
         self.attempts = widgets.HTML(
             f'<div style="{_FONT};opacity:0.7">pick a task and a step (or click the matrix)</div>'
         )
@@ -111,7 +115,7 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         self.metric.observe(lambda _c: self._safely(self._refresh_curve), names="value")
         self._refresh_curve()
         viewer = widgets.VBox(
-            [widgets.HBox([self.task, self.step, self.attempt]), self.attempts, self.attempt_view],
+            [self.task, widgets.HBox([self.step, self.attempt]), self.attempts, self.attempt_view],
             layout=widgets.Layout(flex="1 1 420px", min_width="360px", margin="0 0 0 12px"),
         )
         super().__init__(
