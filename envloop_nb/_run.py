@@ -60,7 +60,7 @@ class Run:
     >>> run = ws.run("rl-0412")
     >>> run
     <envloop_nb.Run rl-0412 · 10 steps (1 – 10) by agent_round>
-    >>> run.curve()["estimate"].iloc[5] == ws.job(run.job_ids[5]).summary().score
+    >>> bool(run.curve()["estimate"].iloc[5] == ws.job(run.job_ids[5]).summary().score)
     True
     """
 

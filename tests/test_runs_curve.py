@@ -141,3 +141,20 @@ def test_weights_are_the_package_bootstrap_draws() -> None:
     idx = rng.integers(0, 7, size=(300, 7))
     expected = np.stack([np.bincount(r, minlength=7) for r in idx])
     assert np.array_equal(w, expected)
+
+
+def test_a_tag_is_a_group_as_subset_is(run: enb.Run) -> None:
+    by_subset, by_tag = run.curve(by="subset"), run.curve(by="tag:subset")
+    assert by_tag["estimate"].tolist() == by_subset["estimate"].tolist()
+    assert by_tag["group"].tolist() == by_subset["group"].tolist()
+
+
+def test_inspect_logs_over_checkpoints(ws: enb.Workspace) -> None:
+    jobs = ws.load_all(SAMPLE_DATA / "inspect")
+    run = ws.run(jobs, step=[1000, 2000])
+    line = run.curve()
+    for job, value in zip(jobs, line["estimate"], strict=True):
+        assert value == job.summary().score
+    # ckpt-b scored a smaller share of its samples: marked, not read as a change in score
+    assert line["coverage_drop"].tolist() == [False, True]
+    assert run.tests()["verdict"].iloc[0] == "beyond noise: step 2000 is better than step 1000"

@@ -202,3 +202,19 @@ def test_results_only_steps_are_compared_on_their_numbers(ws: enb.Workspace, tmp
     assert first["method"].startswith("source stderr")
     assert run.best().step == 143000
     assert run.mde().method.startswith("from the sources' stderr")
+
+
+def test_the_exact_mcnemar_p_is_the_packages_correctly_rounded() -> None:
+    """The run's McNemar p in exact integers equals scipy's binomtest (mcnemar_exact) up to
+    its last bits, without importing scipy."""
+    from envloop_nb._metrics.paired_stats import mcnemar_exact
+    from envloop_nb._runs.tests import mcnemar_p
+
+    for fixed in range(0, 40):
+        for broken in range(0, 40):
+            assert mcnemar_p(fixed, broken) == pytest.approx(
+                mcnemar_exact(fixed, broken), rel=1e-12
+            )
+    assert mcnemar_p(2000, 1800) == pytest.approx(mcnemar_exact(2000, 1800), rel=1e-12)
+    with pytest.raises(ValueError, match="counts must be >= 0"):
+        mcnemar_p(-1, 2)

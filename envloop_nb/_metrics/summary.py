@@ -7,6 +7,7 @@ semantics are described there).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,12 +17,12 @@ from .._present.cards import coverage_text, metric_items, summary_card_html
 from .._store.memo import job_row
 from .._store.ref import metrics_only
 from .._types import Policy
-from .counts import check_options, per_task_arrays, task_counts
+from .counts import check_options, task_counts
 
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["JobSummary", "job_summary", "run_metrics_summary"]
+__all__ = ["JobSummary", "job_summary", "run_metrics_summary", "summary_of_counts"]
 
 
 @dataclass(frozen=True)
@@ -121,23 +122,44 @@ def job_summary(
     if reduced is not None:
         return run_metrics_summary(con, job_id, reduced, policy=policy, threshold=threshold)
     counts = task_counts(con, job_id, threshold)
-    arr = per_task_arrays(counts, "unknown")
-    k_col, scored_t, passes_t = arr["k"], arr["scored"], arr["c"]
-    members = len(k_col)
-    if members:
-        k = int(k_col[0])
+    if counts.num_rows:
+        k = int(np.asarray(counts.column("k"))[0])
     else:  # a job with no requested task
         row = job_row(con, job_id)
         if row is None:
             raise ValueError(f"no job {job_id!r} in this workspace")
         k = row[1]
+    columns = {name: np.asarray(counts.column(name)) for name in _COUNTED}
+    return summary_of_counts(job_id, columns, k=k, policy=policy, threshold=threshold)
+
+
+#: The per-task count columns a summary reads.
+_COUNTED = ("k", "scored", "invalid", "passes", "nonbinary", "reward_sum")
+
+
+def summary_of_counts(
+    job_id: str,
+    counts: Mapping[str, np.ndarray],
+    *,
+    k: int,
+    policy: Policy = "unknown",
+    threshold: float | None = None,
+) -> JobSummary:
+    """The summary of a job from its per-task counts (one entry per requested task, in
+    task order: ``k``, ``scored``, ``invalid``, ``passes``, ``nonbinary``,
+    ``reward_sum``), as :func:`job_summary` computes it from ``task_counts`` — the same
+    arithmetic in the same order, so the same bits (a run's many jobs read their counts
+    at once and come here)."""
+    arr = per_task_arrays_of(counts)
+    k_col, scored_t, passes_t = arr["k"], arr["scored"], arr["c"]
+    members = len(k_col)
     scored = int(scored_t.sum())
-    invalid = int(np.asarray(counts.column("invalid"), dtype=np.int64).sum())
+    invalid = int(np.asarray(counts["invalid"], dtype=np.int64).sum())
     full = scored_t == k_col
     complete = int(full.sum())
-    reward_sum = float(np.asarray(counts.column("reward_sum"), dtype=np.float64).sum())
+    reward_sum = float(np.asarray(counts["reward_sum"], dtype=np.float64).sum())
     passes = int(passes_t.sum())
-    nonbinary = int(np.asarray(counts.column("nonbinary"), dtype=np.int64).sum())
+    nonbinary = int(np.asarray(counts["nonbinary"], dtype=np.int64).sum())
     any_pass, all_pass = passes_t > 0, passes_t == k_col
     # At n = k the estimators are indicators: pass@k = [c > 0], pass^k = [c = k]; the
     # shares are integer ratios, correctly rounded by int / int.
@@ -174,6 +196,15 @@ def job_summary(
         policy=policy,
         threshold=threshold,
     )
+
+
+def per_task_arrays_of(counts: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``k``, ``scored`` and ``c`` (passes) as int64 arrays (``per_task_arrays``' keys)."""
+    return {
+        "k": np.asarray(counts["k"], dtype=np.int64),
+        "scored": np.asarray(counts["scored"], dtype=np.int64),
+        "c": np.asarray(counts["passes"], dtype=np.int64),
+    }
 
 
 def _metric(metrics: dict[str, Any], name: str) -> float | None:

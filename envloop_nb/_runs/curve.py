@@ -39,10 +39,10 @@ import numpy as np
 from .._metrics.lm_eval_results import results_groups, results_rows
 from .._metrics.passk import pass_at_k, pass_hat_k
 from .._metrics.passk_views import curve as job_curve
-from .._metrics.summary import job_summary
+from .._metrics.summary import JobSummary, job_summary, summary_of_counts
 from .._metrics.uncertainty import job_intervals
 from .assemble import RunState, mark, step_text
-from .pertask import TaskMatrix, group_values, matrix, percentiles, weights
+from .pertask import TaskMatrix, group_values, job_counts, matrix, percentiles, weights
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,11 +95,24 @@ def ratio_parts(
     return value, ok.astype(np.float64)
 
 
+def _summary(state: RunState, job_id: str) -> JobSummary:
+    """The job's summary: from the run's counts when they are the job's in its task order
+    (the same function on the same arrays), else ``job_summary`` itself."""
+    m = matrix(state)
+    j = state.job_ids.index(job_id)
+    if m.per_task[j] and m.ordered[j] and state.policy in ("unknown", "failure"):
+        counts = job_counts(m, j)
+        return summary_of_counts(
+            job_id, counts, k=int(m.k[j]), policy=state.policy, threshold=state.threshold
+        )
+    return job_summary(state.con, job_id, policy=state.policy, threshold=state.threshold)
+
+
 def _job_value(state: RunState, job_id: str, metric: str) -> float | None:
     """The job's own number for ``metric`` (its summary, or its curve's point)."""
     name, j = check_metric(metric)
     if j is None:
-        s = job_summary(state.con, job_id, policy=state.policy, threshold=state.threshold)
+        s = _summary(state, job_id)
         value = {"score": s.score, "pass": s.pass_, "pass@k": s.pass_at_k, "pass^k": s.pass_hat_k}
         return value[name]
     if results_rows(state.con, job_id) is not None:

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow.compute as pc
 
 from .._metrics.counts import task_counts
 from .._store.ref import metrics_only
@@ -37,7 +36,7 @@ from .assemble import RunState
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["TaskMatrix", "group_values", "matrix", "percentiles", "weights"]
+__all__ = ["TaskMatrix", "group_values", "job_counts", "matrix", "percentiles", "weights"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +54,8 @@ class TaskMatrix:
     passes: NDArray[np.float64]
     reward_sum: NDArray[np.float64]
     reward_sumsq: NDArray[np.float64]
+    nonbinary: NDArray[np.float64]
+    ordered: NDArray[np.bool_]  # (steps,): the job's tasks are the rows' order (summary bits)
     n: NDArray[np.float64]
     complete: NDArray[np.bool_]
     task_score: NDArray[np.float64]
@@ -70,53 +71,87 @@ def matrix(state: RunState) -> TaskMatrix:
     return built
 
 
+_CELLS = ("scored", "invalid", "passes", "nonbinary", "reward_sum", "reward_sumsq")
+
+
+def _bulk(state: RunState) -> dict[str, tuple[Any, dict[str, Any]]]:
+    """The counts every job's load kept (``task_counts_cache``), read in one query for all
+    the jobs: job id -> (task names, count columns) in task order. Only for jobs whose
+    kept counts are those :func:`task_counts` reads as they are (no threshold, the job
+    not summarised, one row per requested task at its position); the others are left to
+    :func:`task_counts`, one by one."""
+    if state.threshold is not None:
+        return {}
+    table = state.con.execute(
+        f"""WITH n AS (SELECT job_id, count(*) AS tasks FROM tasks
+                       WHERE list_contains($jobs, job_id) GROUP BY job_id),
+                 c AS (SELECT c.* FROM task_counts_cache c JOIN jobs j
+                         ON j.job_id = c.job_id AND j.loaded_at = c.loaded_at
+                       WHERE list_contains($jobs, c.job_id)
+                         AND (j.extra->'summarised') IS NULL),
+                 ok AS (SELECT c.job_id FROM c JOIN n USING (job_id)
+                        GROUP BY c.job_id, n.tasks
+                        HAVING count(*) = n.tasks AND count(c.position) = n.tasks)
+            SELECT job_id, task, {", ".join(_CELLS)} FROM c SEMI JOIN ok USING (job_id)
+            ORDER BY list_position($jobs, job_id), position, task""",
+        {"jobs": list(state.job_ids)},
+    ).to_arrow_table()
+    if not table.num_rows:
+        return {}
+    jobs = np.asarray(table.column("job_id").to_numpy(zero_copy_only=False))
+    cuts = np.flatnonzero(jobs[1:] != jobs[:-1]) + 1
+    bounds = zip(np.r_[0, cuts], np.r_[cuts, len(jobs)], strict=True)
+    columns = {c: np.asarray(table.column(c), dtype=np.float64) for c in _CELLS}
+    tasks = np.asarray(table.column("task").to_numpy(zero_copy_only=False))
+    return {str(jobs[a]): (tasks[a:b], {c: v[a:b] for c, v in columns.items()}) for a, b in bounds}
+
+
 def _build(state: RunState) -> TaskMatrix:
+    import pandas as pd
+
     con = state.con
-    counts: list[Any] = []
-    names: dict[str, int] = {}
-    tags: list[dict[str, str]] = []
+    bulk = _bulk(state)
+    parts: list[tuple[Any, dict[str, Any]] | None] = []
     for job_id in state.job_ids:
-        if metrics_only(con, job_id) is not None:
-            counts.append(None)
-            continue
-        table = task_counts(con, job_id, state.threshold)
-        counts.append(table)
-        fresh = [t for t in table.column("task").to_pylist() if t not in names]
-        if fresh:
-            where = pc.index_in(pa_array(fresh), value_set=table.column("task").combine_chunks())
-            raw = pc.take(table.column("tags"), where).to_pylist()
-            for task, text in zip(fresh, raw, strict=True):
-                names[task] = len(names)
-                value = json.loads(text) if isinstance(text, str) else text or {}
-                tags.append(
-                    {str(a): str(b) for a, b in value.items()} if isinstance(value, dict) else {}
-                )
-    tasks = np.array(list(names), dtype=str)
-    n_tasks, n_steps = len(names), len(state.job_ids)
+        if job_id in bulk:
+            parts.append(bulk[job_id])
+        elif metrics_only(con, job_id) is not None:
+            parts.append(None)
+        else:
+            table = task_counts(con, job_id, state.threshold)
+            names = np.asarray(table.column("task").to_numpy(zero_copy_only=False))
+            parts.append(
+                (names, {c: np.asarray(table.column(c), dtype=np.float64) for c in _CELLS})
+            )
+    every = [p[0] for p in parts if p is not None]
+    union = pd.unique(np.concatenate(every)) if every else np.zeros(0, dtype=object)
+    index = pd.Index(union)
+    tasks = np.asarray(union, dtype=str)
+    n_tasks, n_steps = len(union), len(state.job_ids)
     shape = (n_tasks, n_steps)
     requested = np.zeros(shape, dtype=bool)
-    cells = {
-        c: np.zeros(shape) for c in ("scored", "invalid", "passes", "reward_sum", "reward_sumsq")
-    }
+    cells = {c: np.zeros(shape) for c in _CELLS}
     k = np.zeros(n_steps, dtype=np.int64)
     binary = np.zeros(n_steps, dtype=bool)
-    per_task = np.array([c is not None for c in counts], dtype=bool)
-    rows = con.execute(
-        "SELECT job_id, attempts FROM jobs WHERE list_contains($jobs, job_id)",
-        {"jobs": list(state.job_ids)},
-    ).fetchall()
-    attempts = dict(rows)
-    union = pa_array(list(names))
-    for j, (job_id, table) in enumerate(zip(state.job_ids, counts, strict=True)):
+    ordered = np.zeros(n_steps, dtype=bool)
+    per_task = np.array([p is not None for p in parts], dtype=bool)
+    attempts = dict(
+        con.execute(
+            "SELECT job_id, attempts FROM jobs WHERE list_contains($jobs, job_id)",
+            {"jobs": list(state.job_ids)},
+        ).fetchall()
+    )
+    for j, (job_id, part) in enumerate(zip(state.job_ids, parts, strict=True)):
         k[j] = int(attempts[job_id])
-        if table is None:
+        if part is None:
             continue
-        at = np.asarray(pc.index_in(table.column("task"), value_set=union), dtype=np.int64)
+        at = index.get_indexer(part[0])
         requested[at, j] = True
         for name, cell in cells.items():
-            cell[at, j] = np.asarray(table.column(name), dtype=np.float64)
-        nonbinary = int(np.asarray(table.column("nonbinary"), dtype=np.int64).sum())
-        binary[j] = state.threshold is not None or nonbinary == 0
+            cell[at, j] = part[1][name]
+        binary[j] = state.threshold is not None or int(part[1]["nonbinary"].sum()) == 0
+        ordered[j] = bool(np.all(np.diff(at) > 0))
+    tags = _tags(state, tasks)
     failure = state.policy == "failure"
     n = np.where(requested, k[None, :], 0).astype(np.float64) if failure else cells["scored"]
     complete = requested & (True if failure else cells["scored"] == k[None, :])
@@ -139,6 +174,8 @@ def _build(state: RunState) -> TaskMatrix:
         passes=cells["passes"],
         reward_sum=cells["reward_sum"],
         reward_sumsq=cells["reward_sumsq"],
+        nonbinary=cells["nonbinary"],
+        ordered=ordered,
         n=n,
         complete=complete,
         task_score=score,
@@ -147,10 +184,28 @@ def _build(state: RunState) -> TaskMatrix:
     )
 
 
-def pa_array(values: list[str]) -> Any:
-    import pyarrow as pa
+def _tags(state: RunState, tasks: NDArray[np.str_]) -> tuple[dict[str, str], ...]:
+    """Each task's tags, from the first job (in step order) that requested it."""
+    rows = state.con.execute(
+        """SELECT task, arg_min(tags, list_position($jobs, job_id)) FROM tasks
+           WHERE list_contains($jobs, job_id) GROUP BY task""",
+        {"jobs": list(state.job_ids)},
+    ).fetchall()
+    found: dict[str, dict[str, str]] = {}
+    for task, text in rows:
+        value = json.loads(text) if isinstance(text, str) else text or {}
+        found[task] = {str(a): str(b) for a, b in value.items()} if isinstance(value, dict) else {}
+    return tuple(found.get(str(t), {}) for t in tasks)
 
-    return pa.array(values, pa.string())
+
+def job_counts(m: TaskMatrix, j: int) -> dict[str, NDArray[Any]]:
+    """Step ``j``'s per-task counts in the job's task order (when ``m.ordered[j]``): the
+    columns :func:`envloop_nb._metrics.summary.summary_of_counts` reads."""
+    rows = m.requested[:, j]
+    out = {c: getattr(m, c)[rows, j] for c in ("scored", "invalid", "passes", "nonbinary",
+                                               "reward_sum")}  # fmt: skip
+    out["k"] = np.full(int(rows.sum()), m.k[j], dtype=np.int64)
+    return out
 
 
 def group_values(m: TaskMatrix, by: str) -> list[str]:
@@ -178,8 +233,8 @@ def weights(state: RunState) -> NDArray[np.float64]:
             while done < state.resamples:
                 size = min(rows, state.resamples - done)
                 idx = rng.integers(0, t, size=(size, t))
-                flat = (idx + (np.arange(size) * t)[:, None]).ravel()
-                out[done : done + size] = np.bincount(flat, minlength=size * t).reshape(size, t)
+                for r in range(size):  # a row at a time: 4x faster than one long bincount
+                    out[done + r] = np.bincount(idx[r], minlength=t)
                 done += size
         state.data["weights"] = out
     w: NDArray[np.float64] = state.data["weights"]
@@ -206,7 +261,10 @@ def _quantiles(
     alpha = (1 - confidence) / 2
     low = np.full(stats.shape[1], np.nan)
     high = np.full(stats.shape[1], np.nan)
-    for j in range(stats.shape[1]):
+    whole = np.isfinite(stats).all(axis=0)
+    if whole.any():  # every resample has a value: all these columns at once
+        low[whole], high[whole] = np.quantile(stats[:, whole], [alpha, 1 - alpha], axis=0)
+    for j in np.flatnonzero(~whole):
         finite = stats[:, j][np.isfinite(stats[:, j])]
         if finite.size:
             low[j], high[j] = np.quantile(finite, [alpha, 1 - alpha])
