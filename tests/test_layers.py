@@ -9,7 +9,8 @@ The floors, low to high (ARCHITECTURE.md explains each):
 ``_types``/``_errors``/``_files`` → ``_present`` → ``_store`` → ``_annotations`` → ``_loaders`` →
 ``_metrics`` →
 ``_behaviour`` → ``_buckets`` → ``_compare`` → ``_runs`` → ``_datasets`` → ``_export`` → ``_ui`` → the facades
-``_job`` → ``_comparison`` → ``_run`` → ``_workspace`` → ``__init__``.
+``_job`` → ``_comparison`` → ``_run`` → ``_workspace`` → ``__init__``, and above them the command line
+``_cli`` → ``__main__``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ FLOORS: list[tuple[str, ...]] = [
     ("_run",),
     ("_workspace",),
     ("__init__",),
+    ("_cli",),
+    ("__main__",),
 ]
 FLOOR = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}
 FACADE_NAMES = {"Job", "Workspace", "Comparison"}

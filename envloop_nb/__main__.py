@@ -1,0 +1,10 @@
+"""``python -m envloop_nb``: the command line (see :mod:`envloop_nb._cli`)."""
+
+from __future__ import annotations
+
+import sys
+
+from ._cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,293 @@
+"""The command line (``envloop_nb/_cli.py``): real ``python -m envloop_nb`` processes on real
+files. The gate's three exits, each reason it cannot tell, ``--json``, argparse's own usage
+exit, the ``envloop-nb`` console script, and ``report`` writing a job's and a comparison's
+HTML. The candidates that must pass or fail are built in ``tmp_path`` from
+``sample_data/base.json`` (its rewards changed, its stale ``metrics`` block dropped).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from envloop_nb._cli import EXIT_CANNOT_TELL, EXIT_NO_REGRESSION, EXIT_REGRESSION, decide
+
+from .conftest import ROOT, SAMPLE_DATA
+
+BASE = SAMPLE_DATA / "base.json"
+COVERAGE_BASE = "coverage baseline 767/800 scored (95.9%), candidate 767/800 scored (95.9%)"
+
+
+def run(*args: str | Path, script: bool = False) -> subprocess.CompletedProcess[str]:
+    """``python -m envloop_nb ARGS`` (or the ``envloop-nb`` script) from the repository root."""
+    head = [str(Path(sys.executable).parent / "envloop-nb")] if script else [sys.executable, "-m", "envloop_nb"]  # fmt: skip
+    return subprocess.run(
+        [*head, *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+
+
+def variant(tmp_path: Path, name: str, change: Callable[[list[dict[str, Any]]], None]) -> Path:
+    """A copy of ``base.json`` with its trials changed by ``change`` (same job id)."""
+    doc = json.loads(BASE.read_text())
+    doc = copy.deepcopy(doc)
+    doc.pop("metrics", None)  # the platform's numbers no longer hold
+    change(doc["trials"])
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def regress(trials: list[dict[str, Any]]) -> None:
+    """Every fourth passing attempt fails."""
+    passes = [t for t in trials if t.get("reward") == 1.0]
+    for t in passes[::4]:
+        t["reward"] = 0.0
+
+
+def noise(trials: list[dict[str, Any]]) -> None:
+    """Six attempts fixed and six broken, each in its own task: no change on average."""
+    fixed = broken = 0
+    touched: set[str] = set()
+    for t in trials:
+        if t["task"] in touched or t.get("reward") is None:
+            continue
+        if t["reward"] == 1.0 and broken < 6:
+            t["reward"], broken = 0.0, broken + 1
+            touched.add(t["task"])
+        elif t["reward"] == 0.0 and fixed < 6:
+            t["reward"], fixed = 1.0, fixed + 1
+            touched.add(t["task"])
+
+
+def one_line(proc: subprocess.CompletedProcess[str]) -> str:
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1, proc.stdout + proc.stderr
+    return lines[0]
+
+
+# -- exit 1: regression ---------------------------------------------------------------------
+def test_gate_fails_a_regressed_candidate(tmp_path: Path) -> None:
+    proc = run("gate", BASE, variant(tmp_path, "regressed", regress))
+    assert proc.returncode == EXIT_REGRESSION, proc.stdout + proc.stderr
+    assert one_line(proc) == (
+        "REGRESSION: a drop beyond the margin -0.02 and beyond noise"
+        " · score candidate-baseline -0.1213, 95% CI [-0.1391, -0.1035], margin -0.02"
+        f" · 169/200 tasks shared and complete · {COVERAGE_BASE}"
+    )
+
+
+def test_gate_json_between_two_checkpoints() -> None:
+    """The earlier checkpoint as candidate of the later one: a real regression, as JSON."""
+    proc = run("gate", SAMPLE_DATA / "sft-step1000.jsonl.gz", BASE, "--json", "--alpha", "0.1")
+    assert proc.returncode == EXIT_REGRESSION, proc.stdout + proc.stderr
+    out = json.loads(one_line(proc))
+    assert out["verdict"] == "REGRESSION" and out["exit_code"] == 1
+    assert round(out["diff"], 4) == -0.1125  # cmp.paired()'s score_diff of these jobs
+    assert out["confidence"] == pytest.approx(0.9)
+    assert out["low"] < out["diff"] < out["high"] < 0
+    assert (out["tasks"], out["tasks_union"]) == (140, 200)
+    assert out["baseline"]["scored"] == 767 and out["candidate"]["total"] == 800
+
+
+# -- exit 0: no regression beyond noise -----------------------------------------------------
+def test_gate_passes_a_noisy_but_equal_candidate(tmp_path: Path) -> None:
+    proc = run("gate", BASE, variant(tmp_path, "noisy", noise))
+    assert proc.returncode == EXIT_NO_REGRESSION, proc.stdout + proc.stderr
+    assert one_line(proc) == (
+        "NO REGRESSION: the whole interval is above -0.02"
+        " · score candidate-baseline +0.0000, 95% CI [-0.0089, +0.0089], margin -0.02"
+        f" · 169/200 tasks shared and complete · {COVERAGE_BASE}"
+    )
+
+
+def test_gate_same_failure_is_a_regression_only_beyond_the_margin(tmp_path: Path) -> None:
+    """The regressed candidate with a margin wider than its whole interval passes."""
+    proc = run("gate", BASE, variant(tmp_path, "regressed", regress), "--max-drop", "0.2")
+    assert proc.returncode == EXIT_NO_REGRESSION, proc.stdout + proc.stderr
+    assert one_line(proc).startswith("NO REGRESSION: the whole interval is above -0.2 · ")
+
+
+# -- exit 2: cannot tell --------------------------------------------------------------------
+def test_gate_incomparable_pair() -> None:
+    proc = run("gate", BASE, SAMPLE_DATA / "other-revision.json")
+    assert proc.returncode == EXIT_CANNOT_TELL
+    assert one_line(proc) == (
+        "CANNOT TELL: not comparable: dataset acme-agent-bench@2026.11 (baseline) vs"
+        " acme-agent-bench@2026.10 (candidate); dataset revision sha256:c60972a3c07b…"
+        " (baseline) vs sha256:ff0840e8d8da… (candidate); attempts 4 (baseline) vs 2"
+        " (candidate); 6 tasks only in baseline; 6 tasks only in candidate"
+        " · coverage baseline 767/800 scored (95.9%), candidate 388/400 scored (97.0%)"
+    )
+
+
+def test_gate_aggregate_numbers_only() -> None:
+    """lm-eval results without samples (Pythia checkpoints): no task list, nothing to pair."""
+    zero_shot = ROOT / "tests" / "data" / "lm_eval" / "pythia-160m" / "zero-shot"
+    proc = run("gate", zero_shot / "160m_step113000.json", zero_shot / "160m_step123000.json")
+    assert proc.returncode == EXIT_CANNOT_TELL
+    assert one_line(proc) == (
+        "CANNOT TELL: not comparable: the task list of baseline is unknown: its run holds only"
+        " aggregate metrics; the task list of candidate is unknown: its run holds only"
+        " aggregate metrics · coverage baseline no attempts (aggregate numbers only),"
+        " candidate no attempts (aggregate numbers only)"
+    )
+
+
+def test_gate_underpowered_too_few_tasks() -> None:
+    runs = SAMPLE_DATA / "agent_runs"
+    proc = run("gate", runs / "base", runs / "sft-step2000")
+    assert proc.returncode == EXIT_CANNOT_TELL
+    assert one_line(proc) == (
+        "CANNOT TELL: underpowered: only 10 tasks shared and completely scored (need at"
+        " least 20, --min-tasks) · score candidate-baseline +0.1333, 95% CI [-0.2000, +0.4000],"
+        " margin -0.02 · 10/12 tasks shared and complete"
+        " · coverage baseline 35/36 scored (97.2%), candidate 35/36 scored (97.2%)"
+    )
+
+
+def test_gate_underpowered_wide_interval() -> None:
+    """Enough tasks by --min-tasks, but the interval reaches below the margin: never a pass."""
+    runs = SAMPLE_DATA / "agent_runs"
+    proc = run("gate", runs / "base", runs / "sft-step2000", "--min-tasks", "1")
+    assert proc.returncode == EXIT_CANNOT_TELL
+    assert one_line(proc).startswith(
+        "CANNOT TELL: underpowered: the interval reaches below -0.02 but the drop is not"
+        " established (more tasks or attempts would tell) · score candidate-baseline +0.1333"
+    )
+
+
+def test_gate_too_much_missing() -> None:
+    proc = run("gate", SAMPLE_DATA / "sft-step1000.jsonl.gz", SAMPLE_DATA / "running.json")
+    assert proc.returncode == EXIT_CANNOT_TELL
+    assert one_line(proc) == (
+        "CANNOT TELL: too much missing: coverage below the minimum 90% (--min-coverage):"
+        " candidate 241/800 scored (30.1%)"
+        " · coverage baseline 767/800 scored (95.9%), candidate 241/800 scored (30.1%)"
+        " · note: candidate is running, not completed"
+    )
+
+
+def test_gate_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-job.json"
+    proc = run("gate", BASE, missing)
+    assert proc.returncode == EXIT_CANNOT_TELL
+    assert one_line(proc) == f"CANNOT TELL: the candidate did not load: {missing}: no such file or folder"  # fmt: skip
+
+
+def test_gate_pass_rate_of_non_binary_rewards_needs_a_threshold() -> None:
+    graded = SAMPLE_DATA / "graded.json"
+    proc = run("gate", graded, graded, "--metric", "pass")
+    assert proc.returncode == EXIT_CANNOT_TELL
+    assert one_line(proc).startswith(
+        "CANNOT TELL: the pass rate is undefined: rewards are not binary (give --threshold)"
+    )
+    proc = run("gate", graded, graded, "--metric", "pass", "--threshold", "0.5")
+    assert proc.returncode == EXIT_NO_REGRESSION, proc.stdout + proc.stderr
+    assert "pass candidate-baseline +0.0000, 95% CI [+0.0000, +0.0000]" in one_line(proc)
+
+
+def test_a_crash_exits_2_never_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unexpected error must not exit 1 (Python's own exit for one), which reads as a regression."""
+    import io
+
+    from envloop_nb import _cli
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(_cli, "gate", broken)
+    out = io.StringIO()
+    assert _cli.main(["gate", "a.json", "b.json"], out=out) == EXIT_CANNOT_TELL
+    assert out.getvalue() == "CANNOT TELL: the gate failed: RuntimeError: boom\n"
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_gate_usage_error_is_argparse_exit_2() -> None:
+    proc = run("gate", BASE)
+    assert proc.returncode == 2
+    assert proc.stdout == "" and "usage: envloop-nb gate" in proc.stderr
+
+
+def test_console_script_and_help() -> None:
+    proc = run("gate", "--help", script=True)
+    assert proc.returncode == 0, proc.stderr
+    for words in ("exit 0  NO REGRESSION  lo >= -d", "exit 1  REGRESSION", "exit 2  CANNOT TELL"):  # fmt: skip
+        assert words in proc.stdout
+    proc = run("report", "--help", script=True)
+    assert "one PATH makes that job's report" in proc.stdout
+
+
+@given(
+    diff=st.floats(-1, 1),
+    a=st.floats(0, 1),
+    b=st.floats(0, 1),
+    max_drop=st.floats(0, 0.5),
+)
+def test_decide_never_passes_when_the_interval_reaches_below_the_margin(
+    diff: float, a: float, b: float, max_drop: float
+) -> None:
+    low, high = diff - a, diff + b
+    code, _ = decide(diff=diff, low=low, high=high, max_drop=max_drop)
+    assert (code == EXIT_NO_REGRESSION) == (low >= -max_drop)
+    assert (code == EXIT_REGRESSION) == (low < -max_drop and diff < -max_drop and high < 0)
+
+
+# -- report -----------------------------------------------------------------------------------
+def test_report_of_one_job(tmp_path: Path) -> None:
+    out = tmp_path / "job.html"
+    proc = run("report", BASE, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert one_line(proc).startswith(f"wrote {out} (")
+    text = out.read_text()
+    assert "<title>Job job_base</title>" in text
+    assert "767/800" in text  # the summary's coverage
+
+
+def test_report_of_a_comparison_keeps_two_jobs_of_one_id(tmp_path: Path) -> None:
+    out = tmp_path / "cmp.html"
+    proc = run("report", BASE, variant(tmp_path, "noisy", noise), "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert "<title>Comparison job_base vs job_base-2</title>" in text
+
+
+def test_report_refuses_more_than_five(tmp_path: Path) -> None:
+    out = tmp_path / "six.html"
+    proc = run("report", *([BASE] * 6), "-o", out)
+    assert proc.returncode == 2
+    assert "a report takes one job or 2-5 jobs to compare, got 6 paths" in proc.stderr
+    assert not out.exists()
+
+
+def test_gate_on_parquet_files_read_in_place(tmp_path: Path) -> None:
+    """The benchmark's files in small: the generator's Parquet job and its regressed copy."""
+    from benchmarks.bench_gate import candidate
+    from benchmarks.generate import Shape, generate
+
+    s = Shape("gate", 300, 4, root=tmp_path)
+    generate(s, ("parquet",))
+    cand = candidate(s.parquet)
+    proc = run("gate", s.parquet, s.parquet, "--policy", "failure")
+    assert proc.returncode == EXIT_NO_REGRESSION, proc.stdout + proc.stderr
+    proc = run("gate", s.parquet, cand, "--policy", "failure", "--json")
+    assert proc.returncode == EXIT_REGRESSION, proc.stdout + proc.stderr
+    out = json.loads(one_line(proc))
+    assert (out["tasks"], out["baseline"]["total"]) == (300, 1200)
+    import duckdb  # every task complete under policy=failure: the difference of the sums
+
+    sums = [
+        duckdb.execute("SELECT sum(reward) FROM read_parquet(?)", [str(p)]).fetchone()[0]
+        for p in (s.parquet, cand)
+    ]
+    assert out["diff"] == pytest.approx((sums[1] - sums[0]) / 1200, abs=1e-12)
