@@ -21,6 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._errors import EnvloopError
 from .._files import output_file
 from .._present import run_html
 from .._present.compare_html import guard_html
@@ -40,28 +41,53 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-__all__ = ["MATRIX_STEPS", "MATRIX_TASKS", "export_run_html", "export_run_xlsx", "run_headline"]
+__all__ = ["MATRIX_STEPS", "MATRIX_TASKS", "export_run_html", "export_run_xlsx", "mde_text",
+           "run_headline", "shown_curve"]  # fmt: skip
 
 #: The report's matrix: at most this many blocks of tasks × of steps.
 MATRIX_TASKS, MATRIX_STEPS = 120, 100
-_CURVE_COLUMNS = ["step", "job_id", "estimate", "low", "high", "interval", "scored", "total",
+_CURVE_COLUMNS = ["step", "group", "job_id", "estimate", "low", "high", "interval", "scored", "total",
                   "coverage", "coverage_drop", "note"]  # fmt: skip
 
 
-def _best(state: RunState, metric: str) -> _tests.BestCheckpoint | None:
+def _best(state: RunState, metric: str) -> tuple[_tests.BestCheckpoint | None, str]:
+    """The best checkpoint, or None with the reason there is none."""
     try:
-        return _tests.best(state, metric=metric)
-    except ValueError:  # no step has a value
-        return None
+        return _tests.best(state, metric=metric), ""
+    except (EnvloopError, ValueError) as e:
+        return None, str(e)
+
+
+def shown_curve(state: RunState, *, metric: str = "score") -> tuple[pd.DataFrame, str]:
+    """The curve a view draws and what it is: the run's own (``run.curve()``), or, when no
+    step has an overall number (results-only files: one number per lm-eval task), the
+    curve per subset."""
+    frame = _curve.curve(state, metric=metric)
+    if frame["estimate"].notna().any():
+        return frame, ""
+    by = _curve.curve(state, metric=metric, by="subset")
+    if len(by) and by["estimate"].notna().any():
+        return by, "no overall number at any step (aggregates only): one line per subset"
+    return frame, "no step has a number for this metric"
+
+
+def mde_text(state: RunState) -> tuple[str, int | None]:
+    """The minimum-detectable-effect sentence and the run's number of tasks (None when
+    unknown); the reason instead when the run cannot say (aggregates without a stderr)."""
+    try:
+        effect = _tests.mde(state)
+    except (EnvloopError, ValueError) as e:
+        return f"smallest detectable change: cannot say ({e})", None
+    return str(effect), int(effect.n_tasks) or None
 
 
 def run_headline(state: RunState, *, metric: str = "score") -> str:
     """The headline HTML of a run (best checkpoint, MDE, guard mark)."""
-    effect = _tests.mde(state)
-    n_tasks = int(getattr(effect, "n_tasks", 0)) or None
+    text, n_tasks = mde_text(state)
+    best, why = _best(state, metric)
     return headline_html(
-        best=_best(state, metric), mde=str(effect), mark=mark(state), steps=len(state.steps),
-        tasks=n_tasks,
+        best=best, mde=text, mark=mark(state), steps=len(state.steps), tasks=n_tasks,
+        no_best=why,
     )  # fmt: skip
 
 
@@ -70,14 +96,15 @@ def export_run_html(
 ) -> HtmlReport:
     """Write the run's standalone HTML report (see the module docstring)."""
     note = mark(state)
-    curve = _curve.curve(state, metric=metric)
+    curve, curve_what = shown_curve(state, metric=metric)
     band = _curve.noise_band(state, metric=metric)
     tests = _tests.tests(state)
     blocks = _tasks.aggregate(state, max_tasks=MATRIX_TASKS, max_steps=MATRIX_STEPS)
     curve_chart = run_curve_chart(curve, band=band, tests=tests, title=f"{metric} over training")
     drops = [step_text(s) for s, d in zip(curve["step"], curve["coverage_drop"], strict=True) if d]
     curve_note = (
-        "line and points: the metric with its interval (shaded); grey: the noise band (where a "
+        (f"{curve_what}; " if curve_what else "")
+        + "line and points: the metric with its interval (shaded); grey: the noise band (where a "
         "step lands when nothing changed since the step before); ▲ / ▼: adjacent changes "
         "significant after adjustment"
         + (
@@ -109,7 +136,7 @@ def export_run_html(
         ReportSection(
             "Tasks over training",
             f'<div style="display:flex;flex-wrap:wrap;gap:18px">{lists}</div>',
-            charts=(matrix_chart(blocks).to_dict(),),
+            charts=(matrix_chart(blocks).to_dict(),) if blocks["mean"].notna().any() else (),
             note=_matrix_note(state, blocks) + (f" · {note}" if note else ""),
         ),
         ReportSection("All tests", run_html.tests_table_html(tests), note=note),
@@ -137,7 +164,7 @@ def _matrix_note(state: RunState, blocks: pd.DataFrame) -> str:
 def _facts(state: RunState, metric: str) -> pd.DataFrame:
     import pandas as pd
 
-    best = _best(state, metric)
+    best, why = _best(state, metric)
     rows: list[tuple[str, Any]] = [
         ("run", state.name or ""),
         ("steps", len(state.steps)),
@@ -150,8 +177,8 @@ def _facts(state: RunState, metric: str) -> pd.DataFrame:
         ("confidence", state.confidence),
         ("resamples", state.resamples),
         ("seed", state.seed),
-        ("best", "" if best is None else str(best)),
-        ("minimum detectable effect", str(_tests.mde(state))),
+        ("best", why if best is None else str(best)),
+        ("minimum detectable effect", mde_text(state)[0]),
     ]
     rows += [("difference", f"{'BLOCKING ' if d.blocking else ''}{d.field}: {d.detail}")
              for d in state.differences]  # fmt: skip

@@ -34,12 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._errors import EnvloopError
 from .._loaders.mlflow.run import mlflow_client
 from .._runs import curve as _curve
 from .._runs import tests as _tests
 from .._runs.assemble import RunState, mark
 from .mlflow_run import _experiment_id, _sqlite_artifacts, _version
-from .run_export import export_run_xlsx
+from .run_export import export_run_xlsx, mde_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -110,14 +111,14 @@ def run_history(state: RunState, *, metrics: Sequence[str] = ("score", "pass")) 
     curves = {m: _curve.curve(state, metric=m) for m in metrics}
     try:
         best = str(_tests.best(state, metric=metrics[0]))
-    except ValueError:
-        best = "none"
+    except (EnvloopError, ValueError) as e:
+        best = f"none: {e}"
     params = {
         "run": state.name or "", "steps": str(len(state.steps)), "step_from": state.step_from,
         "policy": state.policy, "threshold": "none" if state.threshold is None else f"{state.threshold:g}",
         "solved_at": f"{state.solved_at:g}", "confidence": f"{state.confidence:g}",
         "resamples": str(state.resamples), "seed": str(state.seed), "best": best[:6000],
-        "mde": str(_tests.mde(state))[:6000], "envloop_nb_version": _version(),
+        "mde": mde_text(state)[0][:6000], "envloop_nb_version": _version(),
     }  # fmt: skip
     tags = {
         "envloop_nb.kind": "run", "envloop_nb.run": state.name or "",

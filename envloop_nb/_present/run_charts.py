@@ -72,7 +72,7 @@ def run_curve_chart(
     height: int = CURVE_HEIGHT,
 ) -> Any:
     """The curve over training (see the module docstring) from ``run.curve()`` (one line per
-    ``group`` when it has several), with ``run.noise_band()`` and the significant adjacent
+    ``group`` when it has several: small multiples, each on its own scale), with ``run.noise_band()`` and the significant adjacent
     changes of ``run.tests()`` when given.
 
     Examples
@@ -107,11 +107,7 @@ def run_curve_chart(
     )
     y_axis = alt.Axis(format=".0%" if rate else "~g")
     y = alt.Y("estimate:Q", title=None, axis=y_axis, scale=alt.Scale(zero=False))
-    color: Any = (
-        alt.Color("group:N", legend=alt.Legend(orient="bottom", title=None))
-        if several
-        else alt.value(_BLUE)
-    )
+    color: Any = alt.value(_BLUE)
     tip = [
         alt.Tooltip("step:Q", title="step"),
         *([alt.Tooltip("group:N")] if several else []),
@@ -124,9 +120,10 @@ def run_curve_chart(
         alt.Tooltip("coverage:Q", format=".1%"),
         alt.Tooltip("note:N"),
     ]
-    base = alt.Chart(
-        frame[["step", "group", "estimate", "low", "high", "interval", "coverage", "drop", "note"]]
-    )
+    data = frame[
+        ["step", "group", "estimate", "low", "high", "interval", "coverage", "drop", "note"]
+    ]
+    base = alt.Chart() if several else alt.Chart(data)  # small multiples: data on the facet
     layers: list[Any] = []
     if band is not None and not several and len(band):
         noise = band[band["band_low"].notna()][["step", "band_low", "band_high", "previous"]]
@@ -152,7 +149,7 @@ def run_curve_chart(
         )
     )
     kept = base.transform_filter("!datum.drop")
-    layers.append(kept.mark_line().encode(x=x, y=y, color=color, detail="group:N"))
+    layers.append(kept.mark_line().encode(x=x, y=y, color=color))
     layers.append(kept.mark_point(filled=True, size=36).encode(x=x, y=y, color=color, tooltip=tip))
     if bool(frame["drop"].any()):
         layers.append(
@@ -191,9 +188,15 @@ def run_curve_chart(
                     tooltip=tip_sig,
                 )
             )
+    if several:  # one panel per group, each on its own scale (subsets differ in kind)
+        chart = (
+            alt.layer(*layers, data=data)
+            .properties(width=max(200, (width - 40) // 2), height=max(100, height * 2 // 3))
+            .facet(facet=alt.Facet("group:N", title=None), columns=2, title=title)
+            .resolve_scale(y="independent")
+        )
+        return _styled(chart)
     chart = alt.layer(*layers, title=title).properties(width=width, height=height)
-    if several:
-        chart = chart.resolve_scale(color="independent")
     return _styled(chart)
 
 

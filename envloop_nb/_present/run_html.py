@@ -73,7 +73,13 @@ def _steps_text(steps: Any, *, most: int = 30) -> str:
 
 
 def headline_html(
-    *, best: BestLike | None, mde: str, mark: str = "", steps: int, tasks: int | None = None
+    *,
+    best: BestLike | None,
+    mde: str,
+    mark: str = "",
+    steps: int,
+    tasks: int | None = None,
+    no_best: str = "",
 ) -> str:
     """The run's headline: the best checkpoint with its interval and the steps
     statistically indistinguishable from it, the minimum-detectable-effect sentence, and
@@ -92,7 +98,8 @@ def headline_html(
     if mark:
         parts.append(f'<div style="color:{_AMBER};font-weight:600">{html.escape(mark)}</div>')
     if best is None:
-        parts.append("<div>best checkpoint: none (no step has a value)</div>")
+        why = html.escape(no_best or "no step has a value")
+        parts.append(f"<div>best checkpoint: none ({why})</div>")
     else:
         ci = (
             ""

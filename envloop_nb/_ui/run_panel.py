@@ -28,7 +28,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from .._export.run_export import run_headline
+from .._export.run_export import run_headline, shown_curve
 from .._present import run_html
 from .._present.render import chart_widget
 from .._present.run_charts import matrix_chart, run_curve_chart
@@ -156,14 +156,15 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
 
     def _refresh_curve(self) -> None:
         metric = self.metric.value
-        curve = _curve.curve(self.state, metric=metric)
+        curve, what = shown_curve(self.state, metric=metric)
         band = _curve.noise_band(self.state, metric=metric)
         tests = _tests.tests(self.state)
         # the tests are paired on the score: their marks only on the score's curve
         chart = run_curve_chart(curve, band=band, tests=tests if metric == "score" else None,
                                 title=f"{metric} over training")  # fmt: skip
         self.curve = chart_widget(chart)
-        self.curve_box.children = [self.curve]
+        note = widgets.HTML(f'<div style="{_FONT};opacity:0.75">{html.escape(what)}</div>')
+        self.curve_box.children = [note, self.curve] if what else [self.curve]
         self.changes.value = run_html.tests_table_html(tests, only_significant=True)
 
     def _on_cell(self, change: dict[str, Any]) -> None:
