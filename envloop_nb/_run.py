@@ -113,8 +113,9 @@ class Run:
     def curve(
         self, *, metric: str = "score", by: str | None = None, coverage_tolerance: float = 0.01
     ) -> pd.DataFrame:
-        """The metric per step (per group with ``by="subset"`` / ``"tag:<key>"``) with its
-        interval and coverage: see :func:`envloop_nb._runs.curve.curve`.
+        """The metric per step (per group with ``by="subset"`` / ``"tag:<key>"``, per
+        dimension with ``by="dimension"``) with its interval and coverage: see
+        :func:`envloop_nb._runs.curve.curve`.
 
         ``metric``: ``"score"``, ``"pass"``, ``"pass@k"``, ``"pass^k"`` (the summary's) or
         ``"pass@<j>"`` / ``"pass^<j>"`` (the unbiased estimates of ``job.curve()``).
@@ -132,14 +133,16 @@ class Run:
         *,
         baseline: Step | None = None,
         adjacent: bool = True,
+        against_baseline: bool = True,
         adjust: Adjust = "holm",
         alpha: float = 0.05,
     ) -> pd.DataFrame:
         """Paired tests of adjacent steps and of each step against ``baseline`` (default:
         the first), adjusted across all of them: see :func:`envloop_nb._runs.tests.tests`."""
         return _tests.tests(
-            self.state, baseline=baseline, adjacent=adjacent, adjust=adjust, alpha=alpha
-        )
+            self.state, baseline=baseline, adjacent=adjacent,
+            against_baseline=against_baseline, adjust=adjust, alpha=alpha,
+        )  # fmt: skip
 
     def best(
         self, *, metric: str = "score", alpha: float = 0.05, skip_coverage_drops: bool = True
@@ -191,6 +194,10 @@ class Run:
     def flaky(self, *, flips: int = 3) -> pd.DataFrame:
         """The tasks whose solved state changed at least ``flips`` times."""
         return _tasks.flaky(self.state, flips=flips)
+
+    def attempts(self, task: str, step: Step) -> pd.DataFrame:
+        """The attempts behind one cell of the matrix: ``task`` at ``step``."""
+        return _tasks.attempts_at(self.state, task, step)
 
     # -- two steps side by side ----------------------------------------------------------
     def compare(self, step_a: Step, step_b: Step) -> Comparison:

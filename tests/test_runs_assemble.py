@@ -58,6 +58,7 @@ def test_parse_step_reads_checkpoint_names() -> None:
     assert parse_step("lm-eval:EleutherAI/pythia-160m@160m_step143000") == 143000
     assert parse_step("ckpt-2500") == 2500
     assert parse_step("job_rl0412_r07") == 7
+    assert parse_step("job_rl0412_r07@mlflow-2f97acd1") == 7  # not the hash's last digit
     assert parse_step("base") is None
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import envloop_nb as enb
 
@@ -95,6 +97,11 @@ def test_non_binary_rewards_have_a_score_and_no_pass_metrics(
     line = run.curve()
     for job, value in zip(jobs, line["estimate"], strict=True):
         assert value == job.summary().score
+    dims = run.curve(by="dimension")
+    for job in jobs:
+        mine = dims[dims["job_id"] == job.id].set_index("group")["estimate"]
+        theirs = job.groups(by="dimension").set_index("dimension")["score"]
+        assert mine.sort_index().tolist() == theirs.sort_index().tolist()
     assert run.curve(metric="pass")["estimate"].isna().all()
     tests = run.tests()
     assert tests["p"].isna().all() and (tests["diff"] == 0).all()
@@ -121,8 +128,8 @@ def test_results_only_checkpoints_keep_the_files_numbers(ws: enb.Workspace) -> N
 def test_a_bad_metric_or_by_is_refused(run: enb.Run) -> None:
     with pytest.raises(ValueError, match="metric must be one of"):
         run.curve(metric="accuracy")
-    with pytest.raises(ValueError, match="by must be None, 'subset' or 'tag:<key>'"):
-        run.curve(by="dimension")
+    with pytest.raises(ValueError, match="by must be None, 'subset', 'tag:<key>' or 'dimension'"):
+        run.curve(by="difficulty")
 
 
 def test_weights_are_the_package_bootstrap_draws() -> None:
@@ -143,6 +150,26 @@ def test_weights_are_the_package_bootstrap_draws() -> None:
     assert np.array_equal(w, expected)
 
 
+def test_mlflow_runs_one_per_checkpoint(ws: enb.Workspace, tmp_path: Path) -> None:
+    """Jobs logged to MLflow and read back (one run per checkpoint: summarised, their
+    exact per-task counts) are a run with the original jobs' numbers."""
+    import os
+
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    source = enb.open()
+    originals = [source.load(p) for p in sorted(RUN_DIR.glob("round-0[4-6].json"))]
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    ids = [job.log_mlflow(experiment="rl-0412", tracking_uri=uri) for job in originals]
+    back = [ws.load_mlflow_run(run_id, tracking_uri=uri) for run_id in ids]
+    run = ws.run(back, step="name")
+    assert run.steps == [4, 5, 6]
+    line = run.curve()
+    assert line["estimate"].tolist() == [job.summary().score for job in originals]
+    assert set(line["interval"]) == {"task bootstrap"}
+    jump = run.tests().iloc[1]
+    assert (jump["fixed"], jump["broken"]) == (13, 0)
+
+
 def test_a_tag_is_a_group_as_subset_is(run: enb.Run) -> None:
     by_subset, by_tag = run.curve(by="subset"), run.curve(by="tag:subset")
     assert by_tag["estimate"].tolist() == by_subset["estimate"].tolist()
@@ -158,3 +185,65 @@ def test_inspect_logs_over_checkpoints(ws: enb.Workspace) -> None:
     # ckpt-b scored a smaller share of its samples: marked, not read as a change in score
     assert line["coverage_drop"].tolist() == [False, True]
     assert run.tests()["verdict"].iloc[0] == "beyond noise: step 2000 is better than step 1000"
+
+
+def test_every_way_to_the_counts_gives_the_jobs_numbers(ws: enb.Workspace, tmp_path: Path) -> None:
+    """The counts read for all jobs at once, per job under a threshold, and a job whose
+    tasks come in another order: each step's number is still its job's summary."""
+    paths = sorted(RUN_DIR.glob("round-0[1-3].json"))
+    doc = json.loads(paths[-1].read_text())
+    doc["job"]["tasks"] = doc["job"]["tasks"][::-1]  # same tasks, another order
+    doc["job"].update(id="job_reversed", labels={"agent_run": "rl-0412", "agent_round": "4"})
+    (tmp_path / "reversed.json").write_text(json.dumps(doc))
+    jobs = [ws.load(p) for p in [*paths, tmp_path / "reversed.json"]]
+    for threshold in (None, 0.5):
+        run = ws.run("rl-0412", threshold=threshold)
+        line = run.curve()
+        for job, value in zip(jobs, line["estimate"], strict=True):
+            assert value == job.summary(threshold=threshold).score
+        assert line["low"].notna().all()
+    matrix = ws.run("rl-0412").task_matrix()
+    assert matrix[4].equals(matrix[3])  # the reversed job is round 3's counts, by task
+
+
+cells = st.sampled_from([1.0, 0.0, None, "absent", 0.5])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(2, 4).flatmap(
+        lambda steps: st.lists(
+            st.lists(st.lists(cells, min_size=3, max_size=3), min_size=4, max_size=4),
+            min_size=steps, max_size=steps,
+        )
+    ),
+    st.sampled_from(["unknown", "failure"]),
+)  # fmt: skip
+def test_random_runs_keep_every_jobs_numbers(grids: list[list[list[object]]], policy: str) -> None:
+    """Any rewards (binary or not, missing, never dispatched), either policy: each step's
+    summary metrics are its job's, and the run's p-values keep raw <= BH <= Holm."""
+    import pandas as pd
+
+    ws = enb.open()
+    try:
+        jobs = []
+        for i, grid in enumerate(grids):
+            rows = [{"task": f"t{t}", "attempt": a + 1, "reward": v, "status": "completed"}
+                    for t, row in enumerate(grid) for a, v in enumerate(row) if v != "absent"]  # fmt: skip
+            rows.append({"task": "t0", "attempt": 1, "reward": 1.0, "status": "completed"})
+            frame = pd.DataFrame(rows).drop_duplicates(["task", "attempt"], keep="first")
+            jobs.append(ws.load(frame, format="table", k=3, job_id=f"ckpt_step{i}", dataset="d",
+                                dataset_version="1", dataset_revision="r", runner="u"))  # fmt: skip
+        run = ws.run(jobs, step="name", policy=policy, strict=False)  # type: ignore[arg-type]
+        for metric, key in (("score", "score"), ("pass", "pass_"), ("pass@k", "pass_at_k"),
+                            ("pass^k", "pass_hat_k")):  # fmt: skip
+            line = run.curve(metric=metric)
+            for job, value in zip(jobs, line["estimate"], strict=True):
+                expected = getattr(job.summary(policy=policy), key)  # type: ignore[arg-type]
+                assert (value is None or value != value) if expected is None else value == expected
+        tests = run.tests()
+        for raw, bh, holm in zip(tests["p"], tests["p_bh"], tests["p_holm"], strict=True):
+            if raw is not None and raw == raw:
+                assert raw <= bh + 1e-15 and bh <= holm + 1e-15 and holm <= 1
+    finally:
+        ws.close()

@@ -124,3 +124,12 @@ def test_the_scan_equals_a_plain_loop(rows: list[list[float]], stable: int) -> N
         assert (found["first"][i], found["learned"][i], found["forgotten"][i], found["flips"][i]) == (
             first, learned, forgot, flips
         )  # fmt: skip
+
+
+def test_a_cell_opens_its_attempts(run: enb.Run) -> None:
+    rows = run.attempts("math-01", 6)
+    assert rows["job_id"].unique().tolist() == ["job_rl0412_r06"]
+    assert rows["attempt"].tolist() == [1, 2, 3, 4]
+    assert rows["reward"].mean() == run.task_matrix().loc["math-01", 6]
+    with pytest.raises(enb.EnvloopError, match="task 'nope' is in no job of this run"):
+        run.attempts("nope", 6)

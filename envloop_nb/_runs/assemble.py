@@ -65,7 +65,8 @@ FROZEN = ("dataset", "dataset_revision", "runner", "attempts", "task_digests")
 
 Step = int | float
 _STEP_WORD = re.compile(r"(?:step|ckpt|checkpoint|iter|round)[-_]?(\d+)", re.IGNORECASE)
-_LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
+_TOKEN = re.compile(r"[A-Za-z]*(\d+)")  # a word ending in its number: r01, sft1000, 2500
+_SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,20 +130,24 @@ def _number(value: Any) -> Step | None:
 
 def parse_step(name: str) -> Step | None:
     """The step a name states: ``step143000`` (also ``ckpt``, ``iter``, ``round``), else
-    the last number in it; None without a number.
+    the number ending the last word that is letters then digits (``r07``, ``sft1000``,
+    ``2500``; a hash such as ``2f97acd1`` is no step); None without one.
 
     Examples
     --------
     >>> parse_step("EleutherAI/pythia-160m@step143000"), parse_step("job_sft1000")
     (143000, 1000)
-    >>> parse_step("base") is None
-    True
+    >>> parse_step("job_rl0412_r01@mlflow-2f97acd1"), parse_step("base") is None
+    (1, True)
     """
     found = _STEP_WORD.findall(name)
     if found:
         return int(found[-1])
-    last = _LAST_NUMBER.search(name)
-    return int(last[1]) if last else None
+    for word in reversed(_SEPARATORS.split(name)):
+        last = _TOKEN.fullmatch(word)
+        if last:
+            return int(last[1])
+    return None
 
 
 def _rows(con: duckdb.DuckDBPyConnection, job_ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:

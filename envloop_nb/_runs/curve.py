@@ -4,7 +4,8 @@ Numbers are each job's own: the estimate at a step is ``job.summary()``'s ``scor
 ``pass``, ``pass@k`` or ``pass^k`` (its ``k``), or ``job.curve()``'s unbiased ``pass@j`` /
 ``pass^j`` — the same function computes both, so they agree bit for bit. With ``by``
 (``"subset"``, ``"tag:<key>"``) each group's number is formed from the same per-task
-counts as ``job.groups(by=...)``.
+counts as ``job.groups(by=...)``; ``by="dimension"`` is ``job.groups(by="dimension")``'s
+numbers per step (the reward, the composite, each named dimension), without an interval.
 
 Intervals (``interval`` column):
 
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._metrics.groups import group_summaries
 from .._metrics.lm_eval_results import results_groups, results_rows
 from .._metrics.passk import pass_at_k, pass_hat_k
 from .._metrics.passk_views import curve as job_curve
@@ -137,8 +139,14 @@ def curve(
     import pandas as pd
 
     check_metric(metric)
-    if by is not None and by != "subset" and not by.startswith("tag:"):
-        raise ValueError(f"by must be None, 'subset' or 'tag:<key>', got {by!r}")
+    if by is not None and by not in ("subset", "dimension") and not by.startswith("tag:"):
+        raise ValueError(f"by must be None, 'subset', 'tag:<key>' or 'dimension', got {by!r}")
+    if by == "dimension":
+        frame = pd.DataFrame(_dimension_rows(state, metric), columns=list(CURVE_COLUMNS))
+        _mark_coverage(frame, coverage_tolerance)
+        frame = frame.sort_values(["group", "step"], kind="stable").reset_index(drop=True)
+        frame.attrs["mark"] = mark(state)
+        return frame
     m = matrix(state)
     num, den = ratio_parts(m, metric, state)
     rows: list[dict[str, Any]] = []
@@ -279,6 +287,31 @@ def _results_groups(state: RunState, by: str, metric: str) -> list[dict[str, Any
                     "note": f"aggregates only: the source's {r['metric']}",
                 }
             )
+    return out
+
+
+def _dimension_rows(state: RunState, metric: str) -> list[dict[str, Any]]:
+    """Per step and dimension: ``job.groups(by="dimension")``'s number (the reward, the
+    composite and every named dimension), no interval."""
+    name, j = check_metric(metric)
+    if j is not None:
+        raise ValueError(f"by='dimension' takes the summary metrics {METRICS}, not {metric!r}")
+    out: list[dict[str, Any]] = []
+    for i, job_id in enumerate(state.job_ids):
+        if results_rows(state.con, job_id) is not None:
+            continue  # lm-eval results: their other metrics are in by="subset"'s notes
+        frame = group_summaries(state.con, job_id, by="dimension", policy=state.policy,
+                                threshold=state.threshold)  # fmt: skip
+        for r in frame.to_dict("records"):
+            value = r[name]
+            out.append({"step": state.steps[i], "job_id": job_id, "group": r["dimension"],
+                        "metric": metric, "estimate": None if _nan(value) else float(value),
+                        "low": None, "high": None, "interval": "none",
+                        "tasks": int(r["tasks"]), "scored": int(r["scored"]),
+                        "total": int(r["total"]), "coverage": r["coverage"],
+                        "complete_members": int(r["complete_members"]),
+                        "total_members": int(r["tasks"]), "coverage_drop": False,
+                        "note": "job.groups(by='dimension'): no interval per dimension"})  # fmt: skip
     return out
 
 

@@ -74,36 +74,53 @@ def matrix(state: RunState) -> TaskMatrix:
 _CELLS = ("scored", "invalid", "passes", "nonbinary", "reward_sum", "reward_sumsq")
 
 
-def _bulk(state: RunState) -> dict[str, tuple[Any, dict[str, Any]]]:
+_KEPT = """
+    WITH want AS (SELECT unnest($jobs) AS job_id, generate_subscripts($jobs, 1) - 1 AS o),
+         n AS (SELECT t.job_id, count(*) AS tasks FROM tasks t SEMI JOIN want USING (job_id)
+               GROUP BY t.job_id),
+         live AS (SELECT w.o, j.job_id, j.loaded_at FROM jobs j JOIN want w USING (job_id)
+                  WHERE (j.extra->'summarised') IS NULL),
+         c AS (SELECT l.o, c.* FROM task_counts_cache c
+               JOIN live l ON l.job_id = c.job_id AND l.loaded_at = c.loaded_at),
+         ok AS (SELECT c.o FROM c JOIN n USING (job_id) GROUP BY c.o, n.tasks
+                HAVING count(*) = n.tasks AND count(c.position) = n.tasks),
+         kept AS (SELECT * FROM c SEMI JOIN ok USING (o)),
+         first AS (SELECT task, min(o::BIGINT * 4294967296 + position) AS seen
+                   FROM kept GROUP BY task),
+         codes AS (SELECT task, (row_number() OVER (ORDER BY seen, task) - 1)::BIGINT AS code
+                   FROM first)
+    """
+
+
+def _bulk(state: RunState) -> tuple[Any, Any, Any, dict[str, Any]] | None:
     """The counts every job's load kept (``task_counts_cache``), read in one query for all
-    the jobs: job id -> (task names, count columns) in task order. Only for jobs whose
-    kept counts are those :func:`task_counts` reads as they are (no threshold, the job
-    not summarised, one row per requested task at its position); the others are left to
-    :func:`task_counts`, one by one."""
+    the jobs: ``(task names by code, step index, task code, count columns)``, rows in step
+    then task order; tasks coded in order of first appearance. Only for jobs whose kept
+    counts are those :func:`task_counts` reads as they are (no threshold, the job not
+    summarised, one row per requested task at its position); the others are left to
+    :func:`task_counts`, one by one. No task name crosses into Python per row."""
     if state.threshold is not None:
-        return {}
+        return None
+    params = {"jobs": list(state.job_ids)}
     table = state.con.execute(
-        f"""WITH n AS (SELECT job_id, count(*) AS tasks FROM tasks
-                       WHERE list_contains($jobs, job_id) GROUP BY job_id),
-                 c AS (SELECT c.* FROM task_counts_cache c JOIN jobs j
-                         ON j.job_id = c.job_id AND j.loaded_at = c.loaded_at
-                       WHERE list_contains($jobs, c.job_id)
-                         AND (j.extra->'summarised') IS NULL),
-                 ok AS (SELECT c.job_id FROM c JOIN n USING (job_id)
-                        GROUP BY c.job_id, n.tasks
-                        HAVING count(*) = n.tasks AND count(c.position) = n.tasks)
-            SELECT job_id, task, {", ".join(_CELLS)} FROM c SEMI JOIN ok USING (job_id)
-            ORDER BY list_position($jobs, job_id), position, task""",
-        {"jobs": list(state.job_ids)},
+        f"""{_KEPT}
+            SELECT o::BIGINT AS o, code, position::BIGINT AS position, {", ".join(_CELLS)}
+            FROM kept JOIN codes USING (task)""",
+        params,
     ).to_arrow_table()
     if not table.num_rows:
-        return {}
-    jobs = np.asarray(table.column("job_id").to_numpy(zero_copy_only=False))
-    cuts = np.flatnonzero(jobs[1:] != jobs[:-1]) + 1
-    bounds = zip(np.r_[0, cuts], np.r_[cuts, len(jobs)], strict=True)
-    columns = {c: np.asarray(table.column(c), dtype=np.float64) for c in _CELLS}
-    tasks = np.asarray(table.column("task").to_numpy(zero_copy_only=False))
-    return {str(jobs[a]): (tasks[a:b], {c: v[a:b] for c, v in columns.items()}) for a, b in bounds}
+        return None
+    names = state.con.execute(f"{_KEPT} SELECT task FROM codes ORDER BY code", params).fetchall()
+    steps = np.asarray(table.column("o"), dtype=np.int64)
+    # step then task order (a job's positions are distinct): sorted here, not in SQL
+    order = np.lexsort((np.asarray(table.column("position"), dtype=np.int64), steps))
+    columns = {c: np.asarray(table.column(c), dtype=np.float64)[order] for c in _CELLS}
+    return (
+        np.array([r[0] for r in names], dtype=object),
+        steps[order],
+        np.asarray(table.column("code"), dtype=np.int64)[order],
+        columns,
+    )
 
 
 def _build(state: RunState) -> TaskMatrix:
@@ -111,46 +128,58 @@ def _build(state: RunState) -> TaskMatrix:
 
     con = state.con
     bulk = _bulk(state)
-    parts: list[tuple[Any, dict[str, Any]] | None] = []
-    for job_id in state.job_ids:
-        if job_id in bulk:
-            parts.append(bulk[job_id])
-        elif metrics_only(con, job_id) is not None:
-            parts.append(None)
-        else:
-            table = task_counts(con, job_id, state.threshold)
-            names = np.asarray(table.column("task").to_numpy(zero_copy_only=False))
-            parts.append(
-                (names, {c: np.asarray(table.column(c), dtype=np.float64) for c in _CELLS})
-            )
-    every = [p[0] for p in parts if p is not None]
-    union = pd.unique(np.concatenate(every)) if every else np.zeros(0, dtype=object)
+    n_steps = len(state.job_ids)
+    in_bulk = np.zeros(n_steps, dtype=bool)
+    if bulk is not None:
+        in_bulk[np.unique(bulk[1])] = True
+    parts: dict[int, tuple[Any, dict[str, Any]] | None] = {}
+    for j, job_id in enumerate(state.job_ids):
+        if in_bulk[j]:
+            continue
+        if metrics_only(con, job_id) is not None:
+            parts[j] = None
+            continue
+        table = task_counts(con, job_id, state.threshold)
+        names = np.asarray(table.column("task").to_numpy(zero_copy_only=False))
+        parts[j] = (names, {c: np.asarray(table.column(c), dtype=np.float64) for c in _CELLS})
+    known = [bulk[0]] if bulk is not None else []
+    known += [p[0] for p in parts.values() if p is not None]
+    union = pd.unique(np.concatenate(known)) if known else np.zeros(0, dtype=object)
     index = pd.Index(union)
     tasks = np.asarray(union, dtype=str)
-    n_tasks, n_steps = len(union), len(state.job_ids)
-    shape = (n_tasks, n_steps)
+    shape = (len(union), n_steps)
     requested = np.zeros(shape, dtype=bool)
     cells = {c: np.zeros(shape) for c in _CELLS}
-    k = np.zeros(n_steps, dtype=np.int64)
     binary = np.zeros(n_steps, dtype=bool)
     ordered = np.zeros(n_steps, dtype=bool)
-    per_task = np.array([p is not None for p in parts], dtype=bool)
-    attempts = dict(
-        con.execute(
-            "SELECT job_id, attempts FROM jobs WHERE list_contains($jobs, job_id)",
-            {"jobs": list(state.job_ids)},
-        ).fetchall()
-    )
-    for j, (job_id, part) in enumerate(zip(state.job_ids, parts, strict=True)):
-        k[j] = int(attempts[job_id])
+    per_task = in_bulk.copy()
+    if bulk is not None:  # the bulk's codes are the first rows of the union, in order
+        _, steps, codes, columns = bulk
+        requested[codes, steps] = True
+        for name, cell in cells.items():
+            cell[codes, steps] = columns[name]
+        nonbinary = np.bincount(steps, weights=columns["nonbinary"], minlength=n_steps)
+        binary[in_bulk] = (state.threshold is not None) | (nonbinary[in_bulk] == 0)
+        # in task order within each step, the codes rise when the rows are the job's order
+        rising = np.r_[True, (np.diff(codes) > 0) | (np.diff(steps) != 0)]
+        ordered[in_bulk] = np.bincount(steps, weights=~rising, minlength=n_steps)[in_bulk] == 0
+    for j, part in parts.items():
         if part is None:
             continue
+        per_task[j] = True
         at = index.get_indexer(part[0])
         requested[at, j] = True
         for name, cell in cells.items():
             cell[at, j] = part[1][name]
         binary[j] = state.threshold is not None or int(part[1]["nonbinary"].sum()) == 0
         ordered[j] = bool(np.all(np.diff(at) > 0))
+    attempts = dict(
+        con.execute(
+            "SELECT job_id, attempts FROM jobs WHERE list_contains($jobs, job_id)",
+            {"jobs": list(state.job_ids)},
+        ).fetchall()
+    )
+    k = np.array([int(attempts[j]) for j in state.job_ids], dtype=np.int64)
     tags = _tags(state, tasks)
     failure = state.policy == "failure"
     n = np.where(requested, k[None, :], 0).astype(np.float64) if failure else cells["scored"]

@@ -32,14 +32,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .assemble import RunState, mark
+from .._errors import EnvloopError
+from .assemble import RunState, Step, mark
 from .pertask import TaskMatrix, group_values, matrix
 
 if TYPE_CHECKING:
     import pandas as pd
     from numpy.typing import NDArray
 
-__all__ = ["STATE_COLUMNS", "aggregate", "flaky", "forgotten", "learned", "scan", "task_matrix",
+__all__ = ["STATE_COLUMNS", "aggregate", "attempts_at", "flaky", "forgotten", "learned", "scan", "task_matrix",
            "task_states"]  # fmt: skip
 
 STATE_COLUMNS = ("task", "subset", "category", "first_stable", "learned_at", "forgotten_at",
@@ -228,4 +229,24 @@ def aggregate(
                                         "tasks", "first_step", "last_step", "steps", "mean",
                                         "known"])  # fmt: skip
     frame.attrs["mark"] = mark(state)
+    return frame
+
+
+def attempts_at(state: RunState, task: str, step: Step) -> pd.DataFrame:
+    """The attempts of ``task`` at ``step`` (a cell of the matrix): that job's rows of
+    ``attempts`` for the task (``job.attempts()``'s columns), by attempt."""
+    from .assemble import step_index
+
+    job_id = state.job_ids[step_index(state, step)]
+    m = matrix(state)
+    if task not in set(m.tasks.tolist()):
+        raise EnvloopError(f"task {task!r} is in no job of this run")
+    from .._store.frames import to_frame
+
+    frame: pd.DataFrame = to_frame(
+        state.con.execute(
+            "SELECT * FROM attempts WHERE job_id = ? AND task = ? ORDER BY attempt",
+            [job_id, task],
+        )
+    )
     return frame

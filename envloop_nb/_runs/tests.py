@@ -232,12 +232,14 @@ def tests(
     *,
     baseline: Step | None = None,
     adjacent: bool = True,
+    against_baseline: bool = True,
     adjust: Adjust = "holm",
     alpha: float = 0.05,
 ) -> pd.DataFrame:
-    """Adjacent steps and each step against ``baseline`` (default: the first step), one
-    row per pair of steps (a pair both adjacent and against the baseline is tested once,
-    ``kind`` ``"adjacent, baseline"``), p-values adjusted across all rows (module)."""
+    """Adjacent steps (``adjacent``) and each step against ``baseline`` (default: the
+    first step; ``against_baseline``), one row per pair of steps (a pair both adjacent and
+    against the baseline is tested once, ``kind`` ``"adjacent, baseline"``), p-values
+    adjusted across all rows (module)."""
     import pandas as pd
 
     base = 0 if baseline is None else step_index(state, baseline)
@@ -245,7 +247,7 @@ def tests(
     if adjacent:
         for j in range(1, len(state.steps)):
             kinds.setdefault((j - 1, j), []).append("adjacent")
-    for j in range(len(state.steps)):
+    for j in range(len(state.steps) if against_baseline else 0):
         if j != base:
             kinds.setdefault((min(base, j), max(base, j)), []).append("baseline")
     pairs = [(a, b, ", ".join(kind)) for (a, b), kind in kinds.items()]
