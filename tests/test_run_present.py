@@ -145,3 +145,20 @@ def test_one_mlflow_run_with_a_step_axis(run: enb.Run, tmp_path: Path) -> None:
     assert got.data.params["best"] == str(run.best())
     assert sorted(a.path for a in client.list_artifacts(run_id)) == [
         "curve.parquet", "run.xlsx", "tests.parquet"]  # fmt: skip
+
+
+def test_a_matrix_of_12000_blocks_is_one_chart_in_a_report(run: enb.Run) -> None:
+    """A large run's matrix (120 x 100 blocks) is above altair's 5,000-row limit for
+    frames: the report's chart must still be made (it raised MaxRowsError)."""
+    import altair as alt
+
+    rows = [{"task_block": a, "step_block": b, "first_task": f"t{a}", "last_task": f"t{a}x",
+             "tasks": 40, "first_step": b * 10, "last_step": b * 10 + 9, "steps": 10,
+             "mean": None if (a + b) % 7 == 0 else 0.5, "known": 1.0}
+            for a in range(120) for b in range(100)]  # fmt: skip
+    with alt.data_transformers.enable("default", max_rows=5000):
+        spec = matrix_chart(pd.DataFrame(rows)).to_dict()
+    values = spec["datasets"][spec["data"]["name"]]
+    assert len(values) == 12_000
+    assert values[0]["mean"] is None and values[1]["mean"] == 0.5  # missing stays null
+    assert json.dumps(spec)  # plain JSON: no NaN, no numpy scalars

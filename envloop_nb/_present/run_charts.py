@@ -32,6 +32,15 @@ _BLUE, _GREEN, _RED, _ORANGE = "#4a90c8", "#4c9f70", "#d0584f", "#e08a1e"
 _MAX_TASK_LABELS = 60
 
 
+def _values(frame: pd.DataFrame) -> dict[str, Any]:
+    """A frame as inline chart data (JSON values: missing as null): no row limit applies —
+    the frames are aggregated already (a run's matrix in blocks may hold 12,000 rows,
+    above altair's default limit of 5,000 for frames)."""
+    import json
+
+    return {"values": json.loads(frame.to_json(orient="records", date_format="iso"))}
+
+
 def _is_rate(values: Any) -> bool:
     known = [float(v) for v in values if v is not None and v == v]
     return bool(known) and all(0.0 <= v <= 1.0 for v in known)
@@ -123,7 +132,7 @@ def run_curve_chart(
     data = frame[
         ["step", "group", "estimate", "low", "high", "interval", "coverage", "drop", "note"]
     ]
-    base = alt.Chart() if several else alt.Chart(data)  # small multiples: data on the facet
+    base = alt.Chart() if several else alt.Chart(_values(data))  # small multiples: on the facet
     layers: list[Any] = []
     if band is not None and not several and len(band):
         noise = band[band["band_low"].notna()][["step", "band_low", "band_high", "previous"]]
@@ -190,7 +199,7 @@ def run_curve_chart(
             )
     if several:  # one panel per group, each on its own scale (subsets differ in kind)
         chart = (
-            alt.layer(*layers, data=data)
+            alt.layer(*layers, data=_values(data))
             .properties(width=max(200, (width - 40) // 2), height=max(100, height * 2 // 3))
             .facet(facet=alt.Facet("group:N", title=None), columns=2, title=title)
             .resolve_scale(y="independent")
@@ -249,7 +258,7 @@ def matrix_chart(
     )
     cell_pick = alt.selection_point(name="cell", fields=["task_block", "step_block"], on="click")
     chart = (
-        alt.Chart(frame, title=title)
+        alt.Chart(_values(frame), title=title)
         .mark_rect(stroke=None, invalid="show")
         .encode(
             x=alt.X(
