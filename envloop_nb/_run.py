@@ -16,6 +16,8 @@ functions of ``envloop_nb._runs`` (see each module's docstring for the exact rul
 * ``compare(a, b)`` — two steps as the existing :class:`envloop_nb.Comparison`.
 
 The numbers are each job's own: a step's score is ``job.summary().score`` bit for bit.
+A run is a snapshot of its jobs' counts, memoized on first use (as a comparison is): after
+reloading or removing one of its jobs, call ``ws.run`` again.
 """
 
 from __future__ import annotations

@@ -350,6 +350,19 @@ class Workspace:
         [loaded] = load_sources(self.con, [(reduced, {"format": "summary"})])
         return Job(self, loaded)
 
+    def load_mlflow_steps(self, run: Any, *, tracking_uri: str | None = None) -> list[Job]:
+        """Read an MLflow run whose metric history has a step axis (``eval/reward/*`` logged
+        during training, as SageMaker does) as one *metrics-only* job per step of
+        ``eval/reward/mean``: ``<run name>@step<N>``, labelled ``agent_run = <run name>``,
+        ``agent_round = <N>``, so ``ws.run(<run name>)`` is the run over training. All in
+        one transaction (:func:`envloop_nb._loaders.mlflow.run.read_run_steps`)."""
+        from ._loaders import load_sources
+        from ._loaders.mlflow.run import read_run_steps
+
+        steps = read_run_steps(run, tracking_uri=tracking_uri)
+        ids = load_sources(self.con, [(one, {"format": "summary"}) for one in steps])
+        return [Job(self, job_id) for job_id in ids]
+
     # -- experiments -------------------------------------------------------------
     def experiments(self, frame: FrameKind = "pandas") -> Any:
         """One row per experiment: id, name, agent, status, source, cases, evaluators,

@@ -59,6 +59,7 @@ def test_parse_step_reads_checkpoint_names() -> None:
     assert parse_step("ckpt-2500") == 2500
     assert parse_step("job_rl0412_r07") == 7
     assert parse_step("job_rl0412_r07@mlflow-2f97acd1") == 7  # not the hash's last digit
+    assert parse_step("job_rl0412_r07@mlflow-55013646") == 7  # nor an all-digit run id
     assert parse_step("base") is None
 
 
@@ -175,3 +176,51 @@ def test_the_committed_files_are_what_their_script_writes(
     assert written == sorted(p.name for p in folder.glob("*.json"))
     for name in written:
         assert (tmp_path / name).read_bytes() == (folder / name).read_bytes(), name
+
+
+@pytest.mark.filterwarnings(  # MLflow's SQL store, reading a metric history
+    "ignore:The ``noload`` loader strategy is deprecated:DeprecationWarning"
+)
+def test_an_mlflow_metric_history_is_a_run_by_its_step_axis(
+    ws: enb.Workspace, tmp_path: Path
+) -> None:
+    """One MLflow run that logged eval/reward/* during training (SageMaker's way): one
+    metrics-only job per step of eval/reward/mean, labelled so ws.run(<run name>) follows
+    them; the set-up metrics logged once carry forward, results never do."""
+    import os
+
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(tracking_uri=uri)
+    run_id = client.create_run(client.create_experiment("sft"), run_name="sft-0412").info.run_id
+    client.log_metric(run_id, "eval/reward/num_prompts", 200, step=0)
+    client.log_metric(run_id, "eval/reward/rollouts_per_prompt", 4, step=0)
+    means = [0.30, 0.31, 0.35, 0.34, 0.40, 0.42, 0.41, 0.45]
+    for i, mean in enumerate(means):
+        client.log_metric(run_id, "eval/reward/mean", mean, step=100 * i)
+    client.log_metric(run_id, "eval/coverage/scored", 790, step=300)
+    client.set_terminated(run_id)
+    jobs = ws.load_mlflow_steps(run_id, tracking_uri=uri)
+    assert [j.id for j in jobs][:2] == ["sft-0412@step0", "sft-0412@step100"]
+    run = ws.run("sft-0412")
+    assert run.steps == [100 * i for i in range(8)]
+    line = run.curve()
+    assert line["estimate"].tolist() == means
+    assert line["total"].tolist() == [800] * 8  # 200 prompts x 4, carried forward
+    assert line["scored"].iloc[3] == 790 and line["scored"].isna().sum() == 7  # only at 300
+    assert set(line["interval"]) == {"none"}  # the run states no stderr
+    assert run.tests()["verdict"].str.startswith("not assessed").all()
+
+
+def test_step_metrics_carry_only_the_set_up_forward() -> None:
+    from envloop_nb._loaders.mlflow.run import step_metrics
+
+    steps = step_metrics({
+        "eval/reward/mean": [(0, 1, 0.2), (10, 2, 0.25), (10, 3, 0.3)],
+        "eval/reward/pass_at_4": [(0, 1, 0.5)],
+        "eval/reward/rollouts_per_prompt": [(0, 1, 4.0)],
+    })  # fmt: skip
+    assert steps[10] == {"eval/reward/mean": 0.3, "eval/reward/rollouts_per_prompt": 4.0}
+    assert steps[0]["eval/reward/pass_at_4"] == 0.5

@@ -67,6 +67,8 @@ Step = int | float
 _STEP_WORD = re.compile(r"(?:step|ckpt|checkpoint|iter|round)[-_]?(\d+)", re.IGNORECASE)
 _TOKEN = re.compile(r"[A-Za-z]*(\d+)")  # a word ending in its number: r01, sft1000, 2500
 _SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
+#: The suffix ``ws.load_mlflow_run`` gives a job read back from MLflow (a run id's start).
+_MLFLOW_SUFFIX = re.compile(r"@mlflow-[0-9a-f]{8}$")
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,7 +133,8 @@ def _number(value: Any) -> Step | None:
 def parse_step(name: str) -> Step | None:
     """The step a name states: ``step143000`` (also ``ckpt``, ``iter``, ``round``), else
     the number ending the last word that is letters then digits (``r07``, ``sft1000``,
-    ``2500``; a hash such as ``2f97acd1`` is no step); None without one.
+    ``2500``; a hash such as ``2f97acd1`` is no step, nor the run id ending a job read back
+    from MLflow, ``@mlflow-55013646``); None without one.
 
     Examples
     --------
@@ -140,6 +143,7 @@ def parse_step(name: str) -> Step | None:
     >>> parse_step("job_rl0412_r01@mlflow-2f97acd1"), parse_step("base") is None
     (1, True)
     """
+    name = _MLFLOW_SUFFIX.sub("", name)  # a run id's hex digits are no step
     found = _STEP_WORD.findall(name)
     if found:
         return int(found[-1])

@@ -234,9 +234,9 @@ def _results_row(state: RunState, job_id: str, metric: str) -> dict[str, Any]:
     value = _job_value(state, job_id, metric)
     low = high = None
     interval = "none"
-    if metric == "score" and value is not None:
+    if metric == "score" and value is not None and results_rows(state.con, job_id) is not None:
         iv = job_intervals(state.con, job_id, confidence=state.confidence)["score"]
-        if iv.low is not None and results_rows(state.con, job_id) is not None:
+        if iv.low is not None:  # an MLflow run's aggregates state no stderr: no interval
             low, high, interval = iv.low, iv.high, "source stderr"
     return {
         "estimate": value,

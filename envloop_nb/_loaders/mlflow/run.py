@@ -24,6 +24,7 @@ Only :func:`read_run` talks to MLflow (imported there); the rest is pure.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -46,7 +47,9 @@ __all__ = [
     "from_metrics",
     "mlflow_client",
     "read_run",
+    "read_run_steps",
     "safe_uri",
+    "step_metrics",
 ]  # fmt: skip
 
 #: The artifact ``job.log_mlflow`` writes with the exact per-task counts.
@@ -270,3 +273,88 @@ def read_run(run: Any, *, tracking_uri: str | None = None, job_id: str | None = 
         created_at=_ms(run.info.start_time),
         finished_at=_ms(run.info.end_time),
     )
+
+
+#: Metrics that describe the evaluation's set-up, not a result: carried forward to later
+#: steps of a metric history when logged once (every other metric counts only at its step).
+_SETUP = ("eval/reward/num_prompts", "eval/reward/rollouts_per_prompt",
+          "eval/reward/success_threshold")  # fmt: skip
+
+
+def step_metrics(
+    history: Mapping[str, list[tuple[int, int, float]]],
+) -> dict[int, dict[str, float]]:
+    """Per step of ``eval/reward/mean``'s history, the run's metrics at that step (pure).
+
+    ``history`` maps a metric to its ``(step, timestamp, value)`` points. At a step a
+    metric's value is its last one logged at that step; the set-up metrics
+    (:data:`_SETUP`: prompts, rollouts, threshold) also carry forward from the latest
+    earlier step they were logged at. A result metric absent at a step is absent there.
+
+    Examples
+    --------
+    >>> steps = step_metrics({"eval/reward/mean": [(0, 1, 0.2), (100, 2, 0.3)],
+    ...                       "eval/reward/num_prompts": [(0, 1, 50)]})
+    >>> steps[100]
+    {'eval/reward/mean': 0.3, 'eval/reward/num_prompts': 50}
+    """
+    points = {key: sorted(values) for key, values in history.items()}
+    steps = sorted({step for step, _, _ in points.get("eval/reward/mean", [])})
+    out: dict[int, dict[str, float]] = {}
+    for step in steps:
+        metrics: dict[str, float] = {}
+        for key, values in points.items():
+            here = [v for s, _, v in values if s == step]
+            if here:
+                metrics[key] = here[-1]
+            elif key in _SETUP:
+                before = [v for s, _, v in values if s < step]
+                if before:
+                    metrics[key] = before[-1]
+        out[step] = metrics
+    return out
+
+
+def read_run_steps(run: Any, *, tracking_uri: str | None = None) -> list[Summarised]:
+    """One *metrics-only* job per step of a run whose metric history has a step axis (as
+    SageMaker logs ``eval/*`` during training): the run's metrics at each step of
+    ``eval/reward/mean`` (:func:`step_metrics`), job id ``<run name>@step<N>``, labelled
+    ``agent_run = <run name>``, ``agent_round = <N>`` so that ``ws.run(<run name>)``
+    follows them.
+
+    Raises
+    ------
+    ImportError
+        MLflow is not installed.
+    LoadError
+        The run has no ``eval/reward/mean`` history, or a step is not an evaluation
+        (:func:`from_metrics`).
+    """
+    uri, client = mlflow_client(tracking_uri, "reading an MLflow run")
+    if isinstance(run, str):
+        run = client.get_run(run)
+    run_id = str(run.info.run_id)
+    where = f"MLflow run {run_id} ({safe_uri(str(uri))})"
+    history = {
+        key: [(int(m.step), int(m.timestamp), float(m.value))
+              for m in client.get_metric_history(run_id, key)]
+        for key in run.data.metrics
+    }  # fmt: skip
+    per_step = step_metrics(history)
+    if not per_step:
+        raise LoadError(where, "metrics", "no eval/reward/mean history: the run has no step axis")
+    name = str(run.info.run_name or run_id)
+    out = []
+    for step, metrics in per_step.items():
+        one = from_metrics(
+            metrics,
+            dict(run.data.params),
+            job_id=f"{name}@step{step}",
+            where=f"{where}, step {step}",
+            status=_STATUS.get(str(run.info.status)),
+            created_at=_ms(run.info.start_time),
+            finished_at=_ms(run.info.end_time),
+        )
+        labels = json.dumps({"agent_run": name, "agent_round": str(step)})
+        out.append(dataclasses.replace(one, facts={**one.facts, "labels": labels}))
+    return out
