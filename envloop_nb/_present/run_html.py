@@ -161,12 +161,16 @@ def tests_table_html(
     >>> "+24.0" in out and "0.003" in out and "beyond noise" in out
     True
     """
+    import pandas as pd
+
     adjust = str(frame.attrs.get("adjust", "holm"))
     alpha = float(frame.attrs.get("alpha", 0.05))
     shown = frame
     if only_significant and len(frame):
         p = frame["p_adjusted"].astype(float)
         shown = frame[p.notna() & (p < alpha)]
+        adjacent = shown["kind"].astype(str).str.contains("adjacent")
+        shown = pd.concat([shown[adjacent], shown[~adjacent]])  # the step-to-step jumps first
     if not len(shown):
         what = "no change is significant after adjustment" if only_significant else "no test"
         return f'<div style="{_FONT}"><i>{what}</i></div>'
@@ -207,7 +211,7 @@ def tests_table_html(
         rows.append("<tr>" + "".join(f'<td style="{_TD};white-space:nowrap">{c}</td>' for c in cells[:-1])
                     + f'<td style="{_TD}">{cells[-1]}</td></tr>')  # fmt: skip
     more = (
-        f'<div style="opacity:0.7">… {len(shown) - max_rows:,} more tests not shown</div>'
+        f'<div style="opacity:0.7">… {len(shown) - max_rows:,} more not shown (all of them: run.tests())</div>'
         if len(shown) > max_rows
         else ""
     )

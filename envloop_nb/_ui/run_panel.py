@@ -39,10 +39,12 @@ from .._runs import tests as _tests
 from .._runs.assemble import RunState, Step
 from .steps_view import attempt_view_html
 
-__all__ = ["MATRIX_STEPS", "MATRIX_TASKS", "METRICS", "RunPanel"]
+__all__ = ["MATRIX_STEPS", "MATRIX_TASKS", "MAX_CHANGES", "METRICS", "RunPanel"]
 
 #: The matrix in the panel: at most this many blocks of tasks × of steps.
 MATRIX_TASKS, MATRIX_STEPS = 120, 100
+#: Rows of the changes beyond noise shown (adjacent changes first; the rest: run.tests()).
+MAX_CHANGES = 12
 #: The metrics the curve's switch offers.
 METRICS = ("score", "pass", "pass@k", "pass^k")
 _NARROW = {"description_width": "initial"}
@@ -68,9 +70,9 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         self.comparison: Any = None
         steps = [(step_text(s), s) for s in state.steps]
         self.message = widgets.HTML()
-        name = state.name or "run"
+        name = f" {state.name}" if state.name else ""
         title = widgets.HTML(
-            f'<div style="{_FONT};font-size:15px;font-weight:600">Training run {html.escape(name)}'
+            f'<div style="{_FONT};font-size:15px;font-weight:600">Training run{html.escape(name)}'
             f' <span style="font-weight:400;color:var(--jp-ui-font-color2,#666)">· '
             f"{len(state.steps):,} steps by {html.escape(state.step_from)}</span></div>"
         )
@@ -165,7 +167,8 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         self.curve = chart_widget(chart)
         note = widgets.HTML(f'<div style="{_FONT};opacity:0.75">{html.escape(what)}</div>')
         self.curve_box.children = [note, self.curve] if what else [self.curve]
-        self.changes.value = run_html.tests_table_html(tests, only_significant=True)
+        table = run_html.tests_table_html(tests, only_significant=True, max_rows=MAX_CHANGES)
+        self.changes.value = f'<div style="max-height:300px;overflow:auto">{table}</div>'
 
     def _on_cell(self, change: dict[str, Any]) -> None:
         picked = getattr(change.get("new"), "value", None) or []
