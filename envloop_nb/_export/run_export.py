@@ -102,17 +102,9 @@ def export_run_html(
     blocks = _tasks.aggregate(state, max_tasks=MATRIX_TASKS, max_steps=MATRIX_STEPS)
     curve_chart = run_curve_chart(curve, band=band, tests=tests, title=f"{metric} over training")
     drops = [step_text(s) for s, d in zip(curve["step"], curve["coverage_drop"], strict=True) if d]
-    curve_note = (
-        (f"{curve_what}; " if curve_what else "")
-        + "line and points: the metric with its interval (shaded); grey: the noise band (where a "
-        "step lands when nothing changed since the step before); ▲ / ▼: adjacent changes "
-        "significant after adjustment"
-        + (
-            f"; ◇ coverage dropped at step {', '.join(drops)} (not drawn as a score change)"
-            if drops
-            else ""
-        )
-    )
+    curve_note = (f"{curve_what}; " if curve_what else "") + run_html.CURVE_LEGEND
+    if drops:
+        curve_note += f" — coverage dropped at step {', '.join(drops)}"
     lists = "".join(
         task_list_html(frame, kind)
         for kind, frame in (

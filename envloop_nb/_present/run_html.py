@@ -19,12 +19,26 @@ from .display import format_metric
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["BestLike", "headline_html", "step_text", "task_list_html", "tests_table_html"]
+__all__ = [
+    "CURVE_LEGEND",
+    "BestLike",
+    "headline_html",
+    "step_text",
+    "task_list_html",
+    "tests_table_html",
+]
 
 _FONT = "font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"
 _TH = "text-align:left;padding:2px 8px;color:var(--jp-ui-font-color2,#666);font-weight:600;white-space:nowrap"
 _TD = "padding:2px 8px;vertical-align:top;border-top:1px solid var(--jp-border-color3,#eee)"
 _GREEN, _RED, _AMBER = "#3d9a5f", "#c62828", "#c27a12"
+#: How to read the curve (under the chart, in the panel and the report).
+CURVE_LEGEND = (
+    "line and points: the metric with its interval (shaded); grey bars: the noise band (where "
+    "a step lands when nothing changed since the step before); ▲ / ▼: adjacent changes "
+    "significant after adjustment; ◇: a step whose coverage dropped (not joined by the line, "
+    "never drawn as a score change)"
+)
 #: Rows of a task list or of the tests table shown before "… more".
 MAX_ROWS = 200
 

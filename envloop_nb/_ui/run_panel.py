@@ -165,8 +165,11 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         chart = run_curve_chart(curve, band=band, tests=tests if metric == "score" else None,
                                 title=f"{metric} over training")  # fmt: skip
         self.curve = chart_widget(chart)
-        note = widgets.HTML(f'<div style="{_FONT};opacity:0.75">{html.escape(what)}</div>')
-        self.curve_box.children = [note, self.curve] if what else [self.curve]
+        text = (f"{what}; " if what else "") + run_html.CURVE_LEGEND
+        note = widgets.HTML(
+            f'<div style="{_FONT};opacity:0.75;max-width:760px">{html.escape(text)}</div>'
+        )
+        self.curve_box.children = [self.curve, note]
         table = run_html.tests_table_html(tests, only_significant=True, max_rows=MAX_CHANGES)
         self.changes.value = f'<div style="max-height:300px;overflow:auto">{table}</div>'
 
