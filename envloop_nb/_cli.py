@@ -30,6 +30,11 @@
     (:meth:`envloop_nb.Comparison.export_html`). Which report a set of paths makes is
     decided in one place, :data:`REPORTS` / :func:`report_kind`.
 
+``report --run PATH… -o OUT``
+    A training run's report (:meth:`envloop_nb.Run.export_html`): every checkpoint the
+    paths hold (a folder: every job in it, as ``ws.load_all``), their steps from the
+    ``agent_round`` label, else the lm-eval revision's step (``step143000``).
+
 Exit codes: argparse's own usage errors exit 2 as well (an unknown option, a missing
 argument), so a gate's 2 always means "not a pass".
 """
@@ -329,17 +334,36 @@ def _comparison_report(
 
 #: Which report a set of jobs makes: the kind (:func:`report_kind`) -> its writer. A run
 #: report (a training run's checkpoints) registers here, with its case in report_kind.
-REPORTS: dict[str, ReportWriter] = {"job": _job_report, "comparison": _comparison_report}
+def _run_report(
+    ws: Workspace, jobs: list[Job], out: Path, policy: Policy, threshold: float | None
+) -> HtmlReport:
+    names = {(j.info.get("labels") or {}).get("agent_run") for j in jobs}
+    name = names.pop() if len(names) == 1 else None
+    if isinstance(name, str):  # one labelled run, all of it: by its name (and its title)
+        return ws.run(name, policy=policy, threshold=threshold).export_html(out)
+    return ws.run(jobs, policy=policy, threshold=threshold).export_html(out)
 
 
-def report_kind(n_paths: int) -> str:
-    """``"job"`` for one path, ``"comparison"`` for 2-5; more is refused.
+REPORTS: dict[str, ReportWriter] = {
+    "job": _job_report,
+    "comparison": _comparison_report,
+    "run": _run_report,
+}
+
+
+def report_kind(n_paths: int, *, run: bool = False) -> str:
+    """``"job"`` for one path, ``"comparison"`` for 2-5; more is refused; ``"run"`` for
+    any number of paths with ``run`` (a run's checkpoints: the run counts its jobs).
 
     Examples
     --------
-    >>> report_kind(1), report_kind(3)
-    ('job', 'comparison')
+    >>> report_kind(1), report_kind(3), report_kind(1, run=True)
+    ('job', 'comparison', 'run')
     """
+    if run:
+        if n_paths < 1:
+            raise EnvloopError("a run report takes the run's checkpoints: give at least one path")
+        return "run"
     if n_paths == 1:
         return "job"
     if 2 <= n_paths <= 5:
@@ -357,18 +381,27 @@ def report(
     policy: Policy = "unknown",
     threshold: float | None = None,
     fmt: str | None = None,
+    run: bool = False,
 ) -> HtmlReport:
     """Load ``paths`` into a temporary workspace and write the report they make to ``out``.
 
     Two sources with the same job id are both kept: the later one gets ``<id>-<n>``
-    (``n`` its position on the command line).
+    (``n`` its position on the command line). With ``run``, a folder is every job it
+    holds (``ws.load_all``) and all the jobs are one training run's checkpoints.
     """
-    kind = report_kind(len(paths))
+    kind = report_kind(len(paths), run=run)
     from ._workspace import open as open_workspace
 
     ws = open_workspace()
     try:
         jobs: list[Job] = []
+        if run:
+            for path in paths:
+                if Path(path).is_dir():
+                    jobs.extend(ws.load_all(path))
+                else:
+                    jobs.append(_load(ws, path, job_id=None, fmt=fmt))
+            return REPORTS[kind](ws, jobs, Path(out), policy, threshold)
         for n, path in enumerate(paths, start=1):
             job = _load(ws, path, job_id=None, fmt=fmt)
             clash = [i for i, j in enumerate(jobs) if j.id == job.id]
@@ -406,8 +439,11 @@ _REPORT_HELP = """\
 Write a standalone HTML report (one self-contained file, no network needed to read it):
 one PATH makes that job's report (summary with coverage, charts, tables, diagnosis,
 hard cases); 2-5 PATHs make the comparison report of those jobs, the first the baseline
-(guard, leaderboard, charts, tables, paired statistics). Exit 0 when written, 2 when a
-source does not load or the paths are too many.
+(guard, leaderboard, charts, tables, paired statistics); with --run, PATHs (files or
+folders of checkpoints) make a training run's report (curve over training with its noise
+band, changes beyond noise, best checkpoint, tasks learned and forgotten; steps from the
+agent_round label or the lm-eval revision). Exit 0 when written, 2 when a source does
+not load, the paths are too many or do not make a run.
 """
 
 
@@ -439,6 +475,7 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="write a job's or a comparison's standalone HTML report", description=_REPORT_HELP, formatter_class=fmt)  # fmt: skip
     r.add_argument("paths", nargs="+", metavar="PATH")
     r.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    r.add_argument("--run", action="store_true", help="the PATHs are one training run's checkpoints (files or folders): a run report")  # fmt: skip
     common(r)
     return parser
 
@@ -474,8 +511,9 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         return result.exit_code
     try:
         written = report(
-            args.paths, args.output, policy=args.policy, threshold=args.threshold, fmt=args.format
-        )
+            args.paths, args.output, policy=args.policy, threshold=args.threshold,
+            fmt=args.format, run=args.run,
+        )  # fmt: skip
     except (EnvloopError, ValueError) as exc:
         print(f"envloop-nb report: {exc}", file=sys.stderr)
         return EXIT_CANNOT_TELL

@@ -34,14 +34,19 @@ from ._runs.assemble import RunState, Step
 from ._types import Policy
 
 if TYPE_CHECKING:
+    import os
+    from pathlib import Path
+
     import pandas as pd
 
     from ._compare.guard import Difference
     from ._comparison import Comparison, JobSource
+    from ._export.html_report import HtmlReport
     from ._job import Job
     from ._metrics.multitest import Adjust
     from ._runs.tasks import Value
     from ._runs.tests import BestCheckpoint, DetectableEffect
+    from ._ui.run_panel import RunPanel
 
 __all__ = ["Run", "run"]
 
@@ -213,6 +218,49 @@ class Run:
         )  # fmt: skip
         assert isinstance(out, Comparison)
         return out
+
+    # -- panel, report, workbook, MLflow (issue 36 item 5) ----------------------------
+    def panel(self) -> RunPanel:
+        """The run in one panel: curve with bands and significance marks, the changes beyond
+        noise, tasks learned / forgotten / flaky, the tasks × steps matrix (click a block, or
+        pick a task and a step: its attempts and transcript), two steps → the comparison
+        panel. See :mod:`envloop_nb._ui.run_panel`."""
+        from ._ui.run_panel import RunPanel
+
+        return RunPanel(self.state, compare=lambda a, b: self.compare(a, b).panel())
+
+    def export_html(self, path: str | os.PathLike[str], *, metric: str = "score") -> HtmlReport:
+        """Write the run's standalone HTML report (offline, one file): see
+        :mod:`envloop_nb._export.run_export`."""
+        from ._export.run_export import export_run_html
+
+        return export_run_html(self.state, path, metric=metric)
+
+    def export_xlsx(self, path: str | os.PathLike[str], *, metric: str = "score") -> Path:
+        """Write the run's workbook (run facts, curve, noise band, tests, task states, task
+        matrix): see :mod:`envloop_nb._export.run_export`."""
+        from ._export.run_export import export_run_xlsx
+
+        return export_run_xlsx(self.state, path, metric=metric)
+
+    def log_mlflow(
+        self,
+        *,
+        experiment: str,
+        run_name: str | None = None,
+        tracking_uri: str | None = None,
+        artifact_location: str | None = None,
+        metrics: Sequence[str] = ("score", "pass"),
+    ) -> str:
+        """Log the run as ONE MLflow run whose metrics have a step axis (``eval/score`` at
+        every checkpoint's step, its interval, coverage); returns the run id. Every
+        definition: :mod:`envloop_nb._export.run_mlflow`."""
+        from ._export.run_mlflow import log_run
+
+        return log_run(
+            self.state, experiment=experiment, run_name=run_name, tracking_uri=tracking_uri,
+            artifact_location=artifact_location, metrics=metrics,
+        )  # fmt: skip
 
 
 def run(

@@ -1,0 +1,134 @@
+"""The run panel's first screen timed in the browser: real JupyterLab, headless Chromium.
+
+Run (after ``python -m benchmarks.bench_run --workspace FILE``, which loads the 200
+checkpoints × 5,000 tasks × 8 attempts into ``FILE``)::
+
+    .venv/bin/python -m benchmarks.bench_run_browser FILE [repeats]
+
+A notebook opens the workspace file and assembles the run (``ws.run(jobs, step="name")``,
+not timed); then ``run.panel()`` is run with Ctrl+Enter and the time taken until its first
+screen is visible: the headline, the curve over training and the tasks × steps matrix
+drawn (two vega charts in the panel). The first run computes everything (curve with its
+task bootstrap, the adjusted tests, the matrix blocks, the task lists) and loads the
+chart library; the repeats build a fresh run each time (``ws.run`` again: nothing
+memoized) in the cell before, so every repeat is a cold panel on a warm page. The
+target (issue 36): < 1.5 s. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .bench_browser import _idle, _ms
+from .lab import CHROMIUM, CHROMIUM_ARGS, jupyterlab
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET_MS = 1500.0
+
+#: JS: the number of drawn vega charts in the last run panel of code cell ``i``
+_CHARTS = (
+    "(i) => { const c = document.querySelectorAll('.jp-Notebook .jp-CodeCell')[i];"
+    " const p = c && c.querySelector('.enb-run-panel');"
+    " return p ? p.querySelectorAll('svg.marks, canvas.marks').length : 0; }"
+)
+
+
+def _notebook(path: Path, workspace: str) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}  # fmt: skip
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import envloop_nb as enb\n"
+            f"ws = enb.open({workspace!r})\n"
+            "ids = [j for j in ws.jobs()['job_id'] if j.startswith('ckpt_step')]\n"
+            "run = ws.run(ids, step='name'); run"
+        ),
+        nbformat.v4.new_code_cell("run.panel()"),
+    ]
+    nbformat.write(nb, str(path))
+
+
+def _run(page: Any, index: int, timeout_ms: float = 600_000) -> float:
+    """Ctrl+Enter on code cell ``index``; ms until its run panel shows two drawn charts."""
+    _idle(page, timeout_ms)
+    cell = page.locator(".jp-Notebook .jp-CodeCell").nth(index)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Escape")
+    page.evaluate(
+        "(i) => { const c = document.querySelectorAll('.jp-Notebook .jp-CodeCell')[i];"
+        " c.querySelector('.jp-OutputArea').innerHTML = ''; }",
+        index,
+    )  # the previous panel's charts must not count
+    t0 = time.perf_counter()
+    page.keyboard.press("Control+Enter")
+    page.wait_for_function(f"{_CHARTS}", arg=index, timeout=timeout_ms, polling=10)
+    page.wait_for_function(f"(i) => ({_CHARTS})(i) >= 2", arg=index, timeout=timeout_ms, polling=10)
+    return _ms(t0)
+
+
+def run(workspace: str, repeats: int = 3) -> dict[str, Any]:
+    from playwright.sync_api import sync_playwright
+
+    scratch = Path(tempfile.mkdtemp(prefix="enb-bench-run-"))
+    try:
+        _notebook(scratch / "bench_run.ipynb", workspace)
+        with jupyterlab(scratch, env={"PYTHONPATH": str(ROOT)}) as url, sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1200})
+            page.goto(f"{url}/lab/tree/bench_run.ipynb?reset")
+            page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=120_000)
+            time.sleep(3)
+            for _ in range(3):
+                if page.query_selector(".jp-Dialog"):
+                    page.click(".jp-Dialog-footer button.jp-mod-accept")
+                    time.sleep(1)
+            first_cell = page.locator(".jp-Notebook .jp-CodeCell").nth(0)
+            first_cell.locator(".jp-InputArea-editor").click()
+            page.keyboard.press("Escape")
+            page.keyboard.press("Control+Enter")
+            first_cell.locator(".jp-OutputArea-output:has-text('envloop_nb.Run')").wait_for(
+                timeout=600_000
+            )
+            first = _run(page, 1)
+            times = []
+            for _ in range(repeats):
+                _idle(page, 600_000)
+                cell0 = page.locator(".jp-Notebook .jp-CodeCell").nth(0)
+                cell0.locator(".jp-InputArea-editor").click()
+                page.keyboard.press("Escape")
+                page.keyboard.press("Control+Enter")  # a fresh run: nothing memoized
+                _idle(page, 600_000)
+                times.append(_run(page, 1))
+            page.screenshot(path=str(scratch / "shot.png"))
+            shutil.copy(scratch / "shot.png", ROOT / "test-artifacts" / "bench-run-panel.png")
+            browser.close()
+        return {"first": first, "times": times}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def main() -> None:
+    workspace = sys.argv[1]
+    repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    (ROOT / "test-artifacts").mkdir(exist_ok=True)
+    out = run(workspace, repeats)
+    times = out["times"]
+    print("| in the browser | median ms | min–max ms | runs | first run ms | target |")
+    print("|---|---|---|---|---|---|")
+    print(
+        f"| run panel's first screen (headline, curve, matrix), 200 × 5,000 × 8 "
+        f"| {statistics.median(times):.0f} | {min(times):.0f}–{max(times):.0f} | {len(times)} "
+        f"| {out['first']:.0f} | < {TARGET_MS:.0f} |"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,252 @@
+"""The run panel (``run.panel()``): thin ipywidgets wiring over a run's :class:`RunState`.
+
+Every number comes from ``envloop_nb._runs`` and every picture from the pure renderers
+(:mod:`envloop_nb._present.run_charts`, :mod:`envloop_nb._present.run_html`); this module
+lays them out and routes events. Errors raised while reacting show as a readable line in
+``panel.message``, never as a traceback.
+
+From top to bottom: the headline (best checkpoint with the steps indistinguishable from
+it, the minimum detectable effect, the guard's mark), the curve over training with its
+bands and marks (``panel.metric`` switches the metric), the changes significant after
+adjustment, the tasks learned / forgotten / flaky, the tasks × steps matrix (in blocks:
+at most :data:`MATRIX_TASKS` × :data:`MATRIX_STEPS`, whatever the run's size) beside the
+attempt viewer, and the comparison of two steps.
+
+Drive it from Python (tests do): ``panel.task.value = "math-01"; panel.step.value = 6``
+shows that task's attempts at step 6 in ``panel.attempts`` and the first one (its
+transcript when it has steps) in ``panel.attempt_view``; ``panel.attempt.value = 2``
+another. Clicking a block of the matrix picks its first task and step the same way.
+``panel.step_a.value, panel.step_b.value = 5, 6; panel.compare_button.click()`` opens
+the two steps in the comparison panel (``panel.comparison``) below.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as widgets
+
+from .._export.run_export import run_headline, shown_curve
+from .._present import run_html
+from .._present.render import chart_widget
+from .._present.run_charts import matrix_chart, run_curve_chart
+from .._present.run_html import step_text, task_list_html
+from .._runs import curve as _curve
+from .._runs import tasks as _tasks
+from .._runs import tests as _tests
+from .._runs.assemble import RunState, Step
+from .steps_view import attempt_view_html
+
+__all__ = ["MATRIX_STEPS", "MATRIX_TASKS", "MAX_CHANGES", "METRICS", "RunPanel"]
+
+#: The matrix in the panel: at most this many blocks of tasks × of steps.
+MATRIX_TASKS, MATRIX_STEPS = 120, 100
+#: Rows of the changes beyond noise shown (adjacent changes first; the rest: run.tests()).
+MAX_CHANGES = 12
+#: The metrics the curve's switch offers.
+METRICS = ("score", "pass", "pass@k", "pass^k")
+_NARROW = {"description_width": "initial"}
+_FONT = "font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"
+
+
+def _h(text: str) -> widgets.HTML:
+    return widgets.HTML(
+        f'<div style="{_FONT};font-weight:600;font-size:13px;margin-top:6px">{html.escape(text)}</div>'
+    )
+
+
+class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
+    """The run panel widget (see the module docstring for how to drive it).
+
+    ``compare(step_a, step_b)`` gives the widget shown for two steps (the facade passes
+    ``run.compare(a, b).panel()``).
+    """
+
+    def __init__(self, state: RunState, *, compare: Callable[[Step, Step], Any]) -> None:
+        self.state = state
+        self._compare = compare
+        self.comparison: Any = None
+        steps = [(step_text(s), s) for s in state.steps]
+        self.message = widgets.HTML()
+        name = f" {state.name}" if state.name else ""
+        title = widgets.HTML(
+            f'<div style="{_FONT};font-size:15px;font-weight:600">Training run{html.escape(name)}'
+            f' <span style="font-weight:400;color:var(--jp-ui-font-color2,#666)">· '
+            f"{len(state.steps):,} steps by {html.escape(state.step_from)}</span></div>"
+        )
+        self.headline = widgets.HTML(run_headline(state))
+        self.metric = widgets.Dropdown(options=list(METRICS), value="score", description="metric",
+                                       layout=widgets.Layout(width="200px"))  # fmt: skip
+        self.curve_box = widgets.Box()
+        self.changes = widgets.HTML()
+        lists = [task_list_html(f, k) for k, f in (("learned", _tasks.learned(state)),
+                 ("forgotten", _tasks.forgotten(state)), ("flaky", _tasks.flaky(state)))]  # fmt: skip
+        self.lists = widgets.HTML(
+            '<div style="display:grid;grid-template-columns:repeat(auto-fit,minmax(290px,1fr));'
+            'gap:14px">'
+            + "".join(f'<div style="max-height:240px;overflow:auto">{x}</div>' for x in lists)
+            + "</div>"
+        )
+        self.blocks = _tasks.aggregate(state, max_tasks=MATRIX_TASKS, max_steps=MATRIX_STEPS)
+        self.matrix = chart_widget(matrix_chart(self.blocks))
+        self.matrix.selections.observe(self._on_cell, names=["cell"])
+        tasks = list(_tasks.task_matrix(state).index)
+        self.task = widgets.Dropdown(options=[(str(t), t) for t in tasks], value=None,
+                                     description="task", style=_NARROW, layout=widgets.Layout(width="280px"))  # fmt: skip
+        self.step = widgets.Dropdown(options=steps, value=None, description="step", style=_NARROW,
+                                     layout=widgets.Layout(width="150px"))  # fmt: skip
+        self.attempt = widgets.Dropdown(options=[], description="attempt", style=_NARROW,
+                                        layout=widgets.Layout(width="150px"))  # fmt: skip
+        self.attempts = widgets.HTML(
+            f'<div style="{_FONT};opacity:0.7">pick a task and a step (or click the matrix)</div>'
+        )
+        self.attempt_view = widgets.HTML(layout=widgets.Layout(max_height="520px", overflow="auto"))
+        for w in (self.task, self.step):
+            w.observe(lambda _c: self._safely(self._show_attempts), names="value")
+        self.attempt.observe(lambda _c: self._safely(self._show_attempt), names="value")
+        self.step_a = widgets.Dropdown(options=steps, value=state.steps[0], description="step A",
+                                       layout=widgets.Layout(width="200px"))  # fmt: skip
+        self.step_b = widgets.Dropdown(options=steps, value=state.steps[-1], description="step B",
+                                       layout=widgets.Layout(width="200px"))  # fmt: skip
+        self.compare_button = widgets.Button(description="Compare", button_style="primary",
+                                             tooltip="open the two steps in the comparison panel")  # fmt: skip
+        self.compare_button.on_click(lambda _b: self._safely(self._open_compare))
+        self.compare_box = widgets.VBox()
+        self.metric.observe(lambda _c: self._safely(self._refresh_curve), names="value")
+        self._refresh_curve()
+        viewer = widgets.VBox(
+            [self.task, widgets.HBox([self.step, self.attempt]), self.attempts, self.attempt_view],
+            layout=widgets.Layout(flex="1 1 420px", min_width="360px", margin="0 0 0 12px"),
+        )
+        super().__init__(
+            [
+                title,
+                self.headline,
+                self.message,
+                widgets.HBox(
+                    [_h("Curve over training"), self.metric],
+                    layout=widgets.Layout(align_items="center"),
+                ),
+                self.curve_box,
+                self.changes,
+                _h("Tasks learned, forgotten, flaky"),
+                self.lists,
+                _h("Tasks × steps"),
+                widgets.HBox([self.matrix, viewer], layout=widgets.Layout(flex_flow="row wrap")),
+                _h("Two steps side by side"),
+                widgets.HBox([self.step_a, self.step_b, self.compare_button]),
+                self.compare_box,
+            ],
+            layout=widgets.Layout(padding="4px"),
+        )
+        self.add_class("enb-run-panel")
+
+    def __repr__(self) -> str:
+        return f"<RunPanel {self.state.name or 'run'} · {len(self.state.steps)} steps>"
+
+    def _safely(self, action: Callable[[], None]) -> None:
+        self.message.value = ""
+        try:
+            action()
+        except Exception as e:  # shown in the panel, not as a traceback
+            self.message.value = (
+                f'<div style="{_FONT};color:#c62828">{html.escape(type(e).__name__)}: '
+                f"{html.escape(str(e))}</div>"
+            )
+
+    def _refresh_curve(self) -> None:
+        metric = self.metric.value
+        curve, what = shown_curve(self.state, metric=metric)
+        band = _curve.noise_band(self.state, metric=metric)
+        tests = _tests.tests(self.state)
+        # the tests are paired on the score: their marks only on the score's curve
+        chart = run_curve_chart(curve, band=band, tests=tests if metric == "score" else None,
+                                title=f"{metric} over training")  # fmt: skip
+        self.curve = chart_widget(chart)
+        text = (f"{what}; " if what else "") + run_html.CURVE_LEGEND
+        note = widgets.HTML(
+            f'<div style="{_FONT};opacity:0.75;max-width:760px">{html.escape(text)}</div>'
+        )
+        self.curve_box.children = [self.curve, note]
+        table = run_html.tests_table_html(tests, only_significant=True, max_rows=MAX_CHANGES)
+        self.changes.value = f'<div style="max-height:300px;overflow:auto">{table}</div>'
+
+    def _on_cell(self, change: dict[str, Any]) -> None:
+        picked = getattr(change.get("new"), "value", None) or []
+        if not picked:
+            return
+
+        def apply() -> None:
+            cell = picked[0]
+            row = self.blocks[(self.blocks["task_block"] == cell.get("task_block"))
+                              & (self.blocks["step_block"] == cell.get("step_block"))]  # fmt: skip
+            if len(row):
+                first = row.iloc[0]
+                self.step.value = (
+                    first["first_step"].item()
+                    if hasattr(first["first_step"], "item")
+                    else first["first_step"]
+                )
+                self.task.value = str(first["first_task"])
+
+        self._safely(apply)
+
+    def _job_id(self) -> str | None:
+        if self.step.value is None:
+            return None
+        return self.state.job_ids[list(self.state.steps).index(self.step.value)]
+
+    def _show_attempts(self) -> None:
+        job_id, task = self._job_id(), self.task.value
+        if job_id is None or task is None:
+            return
+        rows = self.state.con.execute(
+            """SELECT attempt, status, reward, error FROM attempts
+               WHERE job_id = ? AND task = ? ORDER BY attempt""",
+            [job_id, task],
+        ).fetchall()
+        if not rows:
+            self.attempts.value = (
+                f'<div style="{_FONT}">task <b>{html.escape(str(task))}</b> has no attempt at step '
+                f"{html.escape(step_text(self.step.value))} (job {html.escape(job_id)}: not requested "
+                "there, or a summarised job whose attempts stayed in their source)</div>"
+            )
+            self.attempt.options = []
+            self.attempt_view.value = ""
+            return
+        cells = "".join(
+            f'<tr><td style="padding:1px 8px">{a}</td><td style="padding:1px 8px">{html.escape(str(s))}</td>'
+            f'<td style="padding:1px 8px;text-align:right">{"-" if r is None else f"{r:g}"}</td>'
+            f'<td style="padding:1px 8px;color:#c62828">{html.escape(str(e or ""))[:160]}</td></tr>'
+            for a, s, r, e in rows
+        )
+        self.attempts.value = (
+            f'<div style="{_FONT}">task <b>{html.escape(str(task))}</b> at step '
+            f"<b>{html.escape(step_text(self.step.value))}</b> (job {html.escape(job_id)})"
+            f'<table style="border-collapse:collapse"><thead><tr><th style="padding:1px 8px">attempt</th>'
+            f'<th style="padding:1px 8px">status</th><th style="padding:1px 8px">reward</th>'
+            f'<th style="padding:1px 8px">error</th></tr></thead><tbody>{cells}</tbody></table></div>'
+        )
+        options = [int(a) for a, *_ in rows]
+        if list(self.attempt.options) == options:
+            self._show_attempt()
+        else:
+            self.attempt.options = options  # selects the first: _show_attempt runs
+        if self.attempt.value is None and options:
+            self.attempt.value = options[0]
+
+    def _show_attempt(self) -> None:
+        job_id, task, attempt = self._job_id(), self.task.value, self.attempt.value
+        if job_id is None or task is None or attempt is None:
+            self.attempt_view.value = ""
+            return
+        self.attempt_view.value = attempt_view_html(self.state.con, job_id, str(task), int(attempt))
+
+    def _open_compare(self) -> None:
+        a, b = self.step_a.value, self.step_b.value
+        self.comparison = self._compare(a, b)
+        head = widgets.HTML(f'<div style="{_FONT};margin-top:4px">step <b>{html.escape(step_text(a))}</b> '
+                            f"(baseline) vs step <b>{html.escape(step_text(b))}</b></div>")  # fmt: skip
+        self.compare_box.children = [head, self.comparison]

@@ -1,0 +1,73 @@
+"""run.panel(): the widgets wired to the run's numbers (no browser; tests/test_browser_run.py
+looks at it in JupyterLab)."""
+
+from __future__ import annotations
+
+import pytest
+
+import envloop_nb as enb
+from envloop_nb._ui.compare_panel import ComparisonPanel
+from envloop_nb._ui.run_panel import RunPanel
+
+from .conftest import SAMPLE_DATA
+
+
+@pytest.fixture(scope="module")
+def run() -> enb.Run:
+    ws = enb.open()
+    ws.load_all(SAMPLE_DATA / "training_run")
+    return ws.run("rl-0412")
+
+
+def test_the_panel_shows_the_run(run: enb.Run) -> None:
+    panel = run.panel()
+    assert isinstance(panel, RunPanel)
+    assert "step <b>6</b>" in panel.headline.value and str(run.mde()) in panel.headline.value
+    spec = panel.curve.chart.to_dict()
+    assert [layer["mark"]["type"] for layer in spec["layer"]][-1] == "point"  # the jump's mark
+    assert "5 → 6" in panel.changes.value
+    assert ">tool-use-12<" in panel.lists.value and ">code-16<" in panel.lists.value
+    assert len(panel.blocks) == 48 * 10
+    panel.metric.value = "pass"
+    assert panel.message.value == ""
+    assert panel.curve.chart.to_dict()["title"] == "pass over training"
+
+
+def test_a_task_and_a_step_show_that_attempt(run: enb.Run) -> None:
+    panel = run.panel()
+    panel.task.value = "math-01"
+    panel.step.value = 6
+    assert "job_rl0412_r06" in panel.attempts.value
+    assert panel.attempt.options == (1, 2, 3, 4) and panel.attempt.value == 1
+    first = panel.attempt_view.value
+    assert first
+    panel.attempt.value = 2
+    assert panel.attempt_view.value and panel.attempt_view.value != first
+    panel.task.value = "math-13"
+    panel.step.value = 8  # not completely scored there: says so, never a failure
+    assert panel.message.value == ""
+
+
+def test_clicking_a_matrix_block_picks_its_task_and_step(run: enb.Run) -> None:
+    from altair.utils.selection import PointSelection
+
+    panel = run.panel()
+    row = panel.blocks[(panel.blocks["task_block"] == 3) & (panel.blocks["step_block"] == 5)]
+    picked = PointSelection(name="cell", value=[{"task_block": 3, "step_block": 5}], store=[])
+    panel.matrix.selections._set_value("cell", picked)
+    assert panel.message.value == ""
+    assert panel.task.value == row["first_task"].iloc[0] and panel.step.value == 6
+    assert "job_rl0412_r06" in panel.attempts.value
+
+
+def test_two_steps_open_the_comparison_panel(run: enb.Run) -> None:
+    panel = run.panel()
+    panel.step_a.value, panel.step_b.value = 5, 6
+    panel.compare_button.click()
+    assert panel.message.value == ""
+    assert isinstance(panel.comparison, ComparisonPanel)
+    assert list(panel.comparison.state.job_ids) == ["job_rl0412_r05", "job_rl0412_r06"]
+    assert panel.compare_box.children[-1] is panel.comparison
+    panel.step_b.value = 5
+    panel.compare_button.click()  # the same step twice: a readable line, no traceback
+    assert "twice" in panel.message.value
