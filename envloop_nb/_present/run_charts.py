@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .charts import _AXIS_GREY, _styled
+from .altair_import import altair
+from .charts import _styled
+from .theme import GREY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,7 +97,7 @@ def run_curve_chart(
     >>> [layer["mark"]["type"] for layer in spec["layer"]]
     ['area', 'line', 'point', 'point']
     """
-    import altair as alt
+    alt = altair()
     import pandas as pd
 
     frame = curve.copy()
@@ -139,7 +141,7 @@ def run_curve_chart(
         thick = max(2.0, min(10.0, width / max(len(frame), 1) / 2))
         layers.append(
             alt.Chart(noise.reset_index(drop=True))
-            .mark_rule(color=_AXIS_GREY, opacity=0.45, strokeWidth=thick)
+            .mark_rule(color=GREY, opacity=0.45, strokeWidth=thick)
             .encode(
                 x="step:Q",
                 y="band_low:Q",
@@ -234,7 +236,7 @@ def matrix_chart(
     >>> spec["mark"]["type"], spec["params"][0]["name"], len(spec["datasets"][spec["data"]["name"]])
     ('rect', 'cell', 4)
     """
-    import altair as alt
+    alt = altair()
 
     frame = blocks.copy()
     n_rows = int(frame["task_block"].max()) + 1 if len(frame) else 0
