@@ -336,6 +336,7 @@ HEADERS: dict[str, str] = {
     "note": "Note",
     "sentence": "Finding",
     "task": "Task",
+    "bucket": "Bucket",
     "attempt": "Attempt",
     "subset": "Subset",
     "reward": "Reward",
