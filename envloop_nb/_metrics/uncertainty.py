@@ -5,8 +5,10 @@ treats attempts as independent is too narrow. The bootstrap here resamples **tas
 each resample draws as many task indices as the job has, uniformly with replacement, and
 recomputes the metric from the summed per-task values of the drawn tasks. The draws are
 vectorized with numpy in chunks of resamples (to bound memory); a seed makes them
-reproducible, and the chunk size does not change them. Intervals are percentile
-intervals. This is the one bootstrap of the package: the comparison statistics
+reproducible, and the chunk size does not change them. Whole-number values (counts) are
+summed as (how often each task was drawn) x values, one matrix product for all columns:
+exact, so the same numbers; the last draws' counts are kept for the next call. Intervals
+are percentile intervals. This is the one bootstrap of the package: the comparison statistics
 (:mod:`envloop_nb._metrics.paired_stats`) call it too.
 
 The pure functions (:func:`wilson_interval`, :func:`bootstrap_mean_ci`,
@@ -17,7 +19,7 @@ workspace wrapper :func:`job_intervals` groups by task in DuckDB first.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -143,11 +145,17 @@ def _resampled_sums(values: NDArray[np.float64], resamples: int, seed: int) -> N
     so memory stays bounded; the draws are the same whatever the chunk size (numpy's
     generator yields the same stream however it is split). Result: ``resamples x columns``.
     """
-    rng = np.random.default_rng(seed)
     n, width = values.shape
     out = np.zeros((resamples, width))
     if n == 0:
         return out
+    if _exact_as_weights(values):  # how often each task was drawn x values, all columns
+        done = 0
+        for counts in _draw_counts(n, resamples, seed):
+            out[done : done + len(counts)] = counts.astype(np.float64) @ values
+            done += len(counts)
+        return out
+    rng = np.random.default_rng(seed)
     columns = [np.ascontiguousarray(values[:, j]) for j in range(width)]
     rows = max(1, _CHUNK_CELLS // n)
     done = 0
@@ -158,6 +166,52 @@ def _resampled_sums(values: NDArray[np.float64], resamples: int, seed: int) -> N
             out[done : done + size, j] = column[idx].sum(axis=1)
         done += size
     return out
+
+
+#: The last draws' counts (:func:`_draw_counts`) and the most bytes kept there.
+_DRAWS: dict[tuple[int, int, int], list[NDArray[np.unsignedinteger[Any]]]] = {}
+_DRAWS_KEPT_BYTES = 256 * 1024 * 1024
+
+
+def _draw_counts(n: int, resamples: int, seed: int) -> Iterator[NDArray[np.unsignedinteger[Any]]]:
+    """Per resample, how often each of the ``n`` tasks was drawn (chunks of resamples x n).
+
+    The draws of the gathering loop (same generator, same chunks), counted. The last
+    ones are kept when they fit in :data:`_DRAWS_KEPT_BYTES`: the statistics of one job
+    draw the same tasks with the same seed again and again (each tool, each turn bin, a
+    second call), and drawing is most of a resample's cost.
+    """
+    key = (n, resamples, seed)
+    if key in _DRAWS:
+        yield from _DRAWS[key]
+        return
+    rng = np.random.default_rng(seed)
+    rows = max(1, _CHUNK_CELLS // n)
+    keep = n * resamples <= _DRAWS_KEPT_BYTES
+    chunks: list[NDArray[np.unsignedinteger[Any]]] = []
+    done = 0
+    while done < resamples:
+        size = min(rows, resamples - done)
+        idx = rng.integers(0, n, size=(size, n))
+        counts = np.empty((size, n), dtype=np.uint32)
+        for r in range(size):
+            counts[r] = np.bincount(idx[r], minlength=n)
+        chunk = counts.astype(np.uint8) if counts.max() < 256 else counts
+        if keep:
+            chunks.append(chunk)
+        yield chunk
+        done += size
+    if keep and sum(c.nbytes for c in chunks) <= _DRAWS_KEPT_BYTES:
+        _DRAWS.clear()
+        _DRAWS[key] = chunks
+
+
+def _exact_as_weights(values: NDArray[np.float64]) -> bool:
+    """Whether every resampled sum is exact in any order of additions (whole numbers,
+    partial sums below 2**53): then draw counts x values are the gathered sums."""
+    if not np.isfinite(values).all() or not (values == np.round(values)).all():
+        return False
+    return bool(values.shape[0] * float(np.abs(values).max(initial=0.0)) < 2.0**53)
 
 
 def _percentile(stats: NDArray[np.float64], confidence: float) -> tuple[float, float]:

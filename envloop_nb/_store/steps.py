@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 
 from .._errors import LoadError
+from .memo import forget_job
 
 if TYPE_CHECKING:
     import duckdb
@@ -138,6 +139,7 @@ class StepWriter:
             {"job_id": self.job_id},
         )
         del _el_steps_batch
+        forget_job(self.con, self.job_id)  # what was computed from the job's steps
         self.written += n
 
     def close(self) -> int:
