@@ -404,3 +404,11 @@ def test_statistics_see_steps_written_after_a_first_call() -> None:
     turns = job.turn_stats(resamples=50)
     assert (turns.basis.attempts, turns.basis.failed, turns.without_error) == (2, 1, 1)
     assert turns.first_error.values.tolist() == [[2, 1]]
+
+
+def test_the_empty_substring_is_in_every_step(worked: enb.Job) -> None:
+    # a step without content or arguments holds "" too
+    found = worked.find_steps(contains="")
+    keys = zip(found["task"], found["attempt"], strict=True)
+    got = dict(zip(keys, found["matches"], strict=True))
+    assert got == {key: len(rows) for key, rows in WORKED.items()}
