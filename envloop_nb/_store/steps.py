@@ -79,6 +79,8 @@ STEP_COLUMNS: dict[str, pa.DataType] = {
     "source_place": pa.string(),
 }
 _DEFAULTS: dict[str, Any] = {"is_error": False, "copied": False}
+_NAMES = frozenset(STEP_COLUMNS)
+_ROW = pa.struct([pa.field(name, kind) for name, kind in STEP_COLUMNS.items()])
 _BATCH = 65_536
 
 
@@ -106,33 +108,38 @@ class StepWriter:
     job_id: str
     batch: int = _BATCH
     written: int = 0
-    _cols: dict[str, list[Any]] = field(default_factory=dict, repr=False)
-
-    def __post_init__(self) -> None:
-        self._cols = {name: [] for name in STEP_COLUMNS}
+    _rows: list[Mapping[str, Any]] = field(default_factory=list, repr=False)
 
     def add(self, row: Mapping[str, Any]) -> None:
-        """Queue one row (unknown column names are a programming error)."""
-        extra = row.keys() - STEP_COLUMNS.keys()
-        if extra:
-            raise KeyError(f"not step columns: {sorted(extra)}")
-        for name, values in self._cols.items():
-            values.append(row.get(name, _DEFAULTS.get(name)))
-        if len(self._cols["task"]) >= self.batch:
+        """Queue one row (unknown column names are a programming error).
+
+        The row is kept as given until the batch is written: a reader hands over a row
+        it no longer changes (each reader builds a fresh mapping per row).
+        """
+        if not _NAMES.issuperset(row):
+            raise KeyError(f"not step columns: {sorted(row.keys() - _NAMES)}")
+        self._rows.append(row if type(row) is dict else dict(row))
+        if len(self._rows) >= self.batch:
             self.flush()
 
     def flush(self) -> None:
         """Write the queued rows."""
-        n = len(self._cols["task"])
+        rows, n = self._rows, len(self._rows)
         if not n:
             return
-        # read by DuckDB's replacement scan, by name: a view registered and dropped
-        # inside the load's transaction kept its batch in memory until the commit
-        _el_steps_batch = pa.table(
-            {name: pa.array(values, type=STEP_COLUMNS[name]) for name, values in self._cols.items()}
-        )
-        for values in self._cols.values():
-            values.clear()
+        self._rows = []
+        # the rows as one struct array (absent: null), then the columns with a default
+        # where one is null: absent there is the default, a None stays null (and is
+        # refused by the table). Read by DuckDB's replacement scan, by name: a view
+        # registered and dropped inside the load's transaction kept its batch in memory
+        # until the commit
+        _el_steps_batch = pa.Table.from_struct_array(pa.array(rows, type=_ROW))
+        for name, default in _DEFAULTS.items():
+            if _el_steps_batch.column(name).null_count:
+                column = pa.array([r.get(name, default) for r in rows], type=STEP_COLUMNS[name])
+                at = _el_steps_batch.schema.get_field_index(name)
+                _el_steps_batch = _el_steps_batch.set_column(at, name, column)
+        del rows
         self.con.execute(
             "INSERT INTO steps BY NAME SELECT $job_id AS job_id, * REPLACE "
             "(arguments::JSON AS arguments, extra::JSON AS extra) FROM _el_steps_batch",
