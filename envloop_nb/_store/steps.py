@@ -81,7 +81,9 @@ STEP_COLUMNS: dict[str, pa.DataType] = {
 _DEFAULTS: dict[str, Any] = {"is_error": False, "copied": False}
 _NAMES = frozenset(STEP_COLUMNS)
 _ROW = pa.struct([pa.field(name, kind) for name, kind in STEP_COLUMNS.items()])
-_BATCH = 65_536
+#: Rows held (as the readers' dicts) before a batch is written: 16k rows keep the held
+#: dicts near the size of the column lists an older writer held for 65k.
+_BATCH = 16_384
 
 
 @dataclass
