@@ -1,15 +1,15 @@
 """A job's steps summed per attempt, once: what the tool and turn statistics read.
 
 The statistics of :mod:`.tools` and :mod:`.turns` (and their :class:`~.base.Basis`) need
-only a few numbers per attempt, not the step rows. :func:`attempt_steps` and
-:func:`tool_steps` scan the job's ``steps`` for them once, :func:`outcomes` joins the
-attempts with steps to their outcome once per threshold, and each keeps its result in
-the workspace's memo (:func:`envloop_nb._store.memo.cached`: per connection, keyed by
+only a few numbers per attempt, not the step rows. :func:`attempt_steps` scans the job's
+``steps`` for them once and :func:`outcomes` joins the attempts with steps to their
+outcome once per threshold, each keeping its result in the workspace's memo (:func:`envloop_nb._store.memo.cached`: per connection, keyed by
 the job's ``loaded_at``, so a reload is never answered from it; a
 :class:`~envloop_nb._store.steps.StepWriter` writing the job's rows and an annotation
 forget it). The statistics then run on these, never on the step rows again: at 1M
 attempts × 20 steps they are ~4M rows against 20M, and a second statistic or a second
-call reuses them.
+call reuses them. :func:`tool_steps` scans the tool rows (its caller, the tool
+statistics, keeps what it makes of them in the memo instead).
 
 ``attempts`` (one row per attempt with steps, in task and attempt order)
     ``task, attempt, n`` (its step rows), ``first_error`` (the step of its first error
@@ -164,8 +164,8 @@ def attempt_steps(con: duckdb.DuckDBPyConnection, job_id: str) -> pa.Table:
 
 
 def tool_steps(con: duckdb.DuckDBPyConnection, job_id: str) -> ToolSteps:
-    """The job's ``tools`` rows and ``unattributed`` count (module docstring), computed
-    once and kept in the memo.
+    """The job's ``tools`` rows and ``unattributed`` count (module docstring); not kept
+    (:mod:`.tools` keeps its arrays made of them).
 
     Examples
     --------
@@ -186,14 +186,10 @@ def tool_steps(con: duckdb.DuckDBPyConnection, job_id: str) -> ToolSteps:
     ([{'task': 'A', 'attempt': 1, 'tool': 'ls', 'calls': 1, 'results': 1, 'errors': 1}], 1)
     """
 
-    def compute() -> ToolSteps:
-        params = {"job": job_id}
-        tools = con.execute(_TOOLS_SQL, params).to_arrow_table()
-        row = con.execute(_UNATTRIBUTED_SQL, params).fetchone()
-        return ToolSteps(tools, int(row[0]) if row else 0)
-
-    found: ToolSteps = cached(con, job_id, ("tool_steps",), compute)
-    return found
+    params = {"job": job_id}
+    tools = con.execute(_TOOLS_SQL, params).to_arrow_table()
+    row = con.execute(_UNATTRIBUTED_SQL, params).fetchone()
+    return ToolSteps(tools, int(row[0]) if row else 0)
 
 
 def outcomes(con: duckdb.DuckDBPyConnection, job_id: str, threshold: float | None) -> Outcomes:

@@ -82,7 +82,7 @@ class _Codes:
     """The job's tool rows as arrays (threshold-free; memoized): ``tasks`` (the task
     names of the attempts with steps, sorted: ``attempt_steps``' ``t`` indexes them),
     ``tools`` (the tool names, sorted); per tool row its attempt row ``at`` (``i``), its
-    cell ``tool index x tasks + task index`` and its counts."""
+    cell ``tool index x tasks + task index`` and its counts; ``unattributed`` results."""
 
     tasks: list[str]
     tools: list[str]
@@ -91,6 +91,7 @@ class _Codes:
     calls: NDArray[np.int64]
     results: NDArray[np.int64]
     errors: NDArray[np.int64]
+    unattributed: int
 
 
 def _codes(con: duckdb.DuckDBPyConnection, job_id: str) -> _Codes:
@@ -102,17 +103,22 @@ def _codes(con: duckdb.DuckDBPyConnection, job_id: str) -> _Codes:
         att = attempt_steps(con, job_id)
         tasks = sorted(pc.unique(att.column("task")).to_pylist())
         # both read by DuckDB's replacement scan, by name
-        _el_attempt_steps, _el_tools = att, tool_steps(con, job_id).tools
+        found = tool_steps(con, job_id)
+        _el_attempt_steps, _el_tools = att, found.tools
         rows = con.execute(
             """SELECT s.i, s.t, t.tool, t.calls, t.results, t.errors
                FROM _el_tools t JOIN _el_attempt_steps s USING (task, attempt)"""
         ).fetchnumpy()
         tool, tools = pd.factorize(pd.Series(rows["tool"], dtype=object), sort=True)
         cell = tool.astype(np.int64) * len(tasks) + np.asarray(rows["t"], dtype=np.int64)
+
+        def ints(x: Any) -> NDArray[np.int64]:
+            return np.asarray(x, dtype=np.int64)
+
         return _Codes(
-            tasks, [str(t) for t in tools],
-            *(np.asarray(x, dtype=np.int64) for x in
-              (rows["i"], cell, rows["calls"], rows["results"], rows["errors"])),
+            tasks=tasks, tools=[str(t) for t in tools], at=ints(rows["i"]), cell=ints(cell),
+            calls=ints(rows["calls"]), results=ints(rows["results"]),
+            errors=ints(rows["errors"]), unattributed=found.unattributed,
         )  # fmt: skip
 
     found: _Codes = cached(con, job_id, ("tool_codes",), compute)
@@ -200,7 +206,7 @@ def tool_stats(
     from .._metrics.uncertainty import bootstrap_ratio_cis
 
     base = basis(con, job_id, threshold)
-    unattributed = tool_steps(con, job_id).unattributed
+    unattributed = _codes(con, job_id).unattributed
     tools, tasks, grid = _per_task(con, job_id, threshold)
     if not tools:
         tasks = []
