@@ -690,7 +690,7 @@ class Job:
         >>> job.intervals(resamples=200, frame=None)["score"].estimate
         0.6
         """
-        from ._metrics.uncertainty import intervals_frame, job_intervals
+        from ._metrics.job_intervals import intervals_frame, job_intervals
 
         ivs = job_intervals(
             self.con,

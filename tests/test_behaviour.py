@@ -389,3 +389,26 @@ def test_every_statistic_matches_the_reference(spec: dict[tuple[str, int], Any])
                     want.append((task, attempt, min(hits), len(hits)))
             got_find = find_steps_relation(job.con, job.id, tool=tool, error=error).fetchall()
             assert got_find == sorted(want)
+
+
+def test_statistics_see_steps_written_after_a_first_call() -> None:
+    # the per-attempt step summaries are memoized: rows written later must not be missed
+    job = _job({("A", 1): WORKED[("A", 1)]})
+    before = job.tool_stats(resamples=50)
+    assert before.tools["calls"].tolist() == [1, 1]
+    assert job.turn_stats(resamples=50).basis.attempts == 1
+    _write(job, {("C", 1): WORKED[("C", 1)]})
+    after = job.tool_stats(resamples=50)
+    assert dict(zip(after.tools["tool"], after.tools["calls"], strict=True)) == {
+        "broken": 3, "cat": 1, "ls": 1}  # fmt: skip
+    turns = job.turn_stats(resamples=50)
+    assert (turns.basis.attempts, turns.basis.failed, turns.without_error) == (2, 1, 1)
+    assert turns.first_error.values.tolist() == [[2, 1]]
+
+
+def test_the_empty_substring_is_in_every_step(worked: enb.Job) -> None:
+    # a step without content or arguments holds "" too
+    found = worked.find_steps(contains="")
+    keys = zip(found["task"], found["attempt"], strict=True)
+    got = dict(zip(keys, found["matches"], strict=True))
+    assert got == {key: len(rows) for key, rows in WORKED.items()}

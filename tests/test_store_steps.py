@@ -53,6 +53,16 @@ def test_a_tool_call_and_its_result_keep_arguments_as_json() -> None:
     assert job.steps()["is_error"].tolist() == [False, True]
 
 
+def test_an_absent_flag_is_false_and_a_none_one_is_refused() -> None:
+    # one batch: rows with the flags given, absent, and (the last test) given as None
+    job = _written([_row(1, is_error=True), _row(2), _row(3, copied=True, is_error=False)])
+    got = job.steps()
+    assert got["is_error"].tolist() == [True, False, False]
+    assert got["copied"].tolist() == [False, False, True]
+    with pytest.raises(duckdb.ConstraintException, match="is_error"):
+        _written([_row(1), _row(2, is_error=None)])
+
+
 def test_an_unknown_column_is_a_programming_error() -> None:
     w = StepWriter(enb.open().con, "j")
     with pytest.raises(KeyError, match="not step columns"):

@@ -12,7 +12,9 @@ from scipy.stats import binomtest
 
 import envloop_nb as enb
 from envloop_nb._metrics.uncertainty import (
+    _CHUNK_CELLS,
     Interval,
+    _resampled_sums,
     bootstrap_mean_ci,
     bootstrap_ratio_ci,
     paired_bootstrap_diff,
@@ -265,6 +267,19 @@ def _gathered_sums(values: np.ndarray, resamples: int, seed: int, chunk: int) ->
         idx = rng.integers(0, n, size=(size, n))
         for j in range(width):
             out[done : done + size, j] = np.ascontiguousarray(values[:, j])[idx].sum(axis=1)
+
+
+def _gathered(values: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """The resampled sums as the bootstrap first took them: a gather per column."""
+    rng = np.random.default_rng(seed)
+    n = values.shape[0]
+    rows = max(1, _CHUNK_CELLS // n)
+    out, done = np.zeros((resamples, values.shape[1])), 0
+    while done < resamples:
+        size = min(rows, resamples - done)
+        idx = rng.integers(0, n, size=(size, n))
+        for j in range(values.shape[1]):
+            out[done : done + size, j] = values[:, j][idx].sum(axis=1)
         done += size
     return out
 
@@ -295,3 +310,15 @@ def test_resampled_sums_skip_columns_of_ones_bit_for_bit(
     )
     assert got_iv == paired_bootstrap_diff(a, b, resamples=999, seed=seed)
     assert got_mean == bootstrap_mean_ci(b, resamples=999, seed=seed)
+
+
+@pytest.mark.parametrize("n", [1, 7, 3000])
+def test_resampled_sums_are_the_gathered_sums(n: int) -> None:
+    # whole numbers go through draw counts x values (and the kept draws on a second
+    # call), fractions through the gather: every sum is the same number either way
+    rng = np.random.default_rng(n)
+    counts = rng.integers(0, 40, size=(n, 5)).astype(float)
+    fractions = counts / 7
+    for values in (counts, fractions, counts):
+        got = _resampled_sums(values, 1500, 3)
+        assert np.array_equal(got, _gathered(values, 1500, 3))

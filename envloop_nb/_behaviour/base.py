@@ -30,8 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._metrics.counts import check_options, pass_sql
+from .._metrics.counts import check_options
 from .._metrics.uncertainty import Interval, bootstrap_ratio_cis
+from .summary import ERROR_SQL, attempt_steps, outcome_sql, outcomes
 
 if TYPE_CHECKING:
     import duckdb
@@ -45,24 +46,6 @@ __all__ = [
     "outcome_sql",
     "task_intervals",
 ]
-
-#: The SQL condition of an error step.
-ERROR_SQL = "(is_error OR kind = 'error')"
-
-
-def outcome_sql(job_param: str, threshold: float | None) -> str:
-    """SQL of one row per attempt of record of the job: ``task, attempt, passed`` (1 a
-    pass, 0 a failure, null not scored).
-
-    Examples
-    --------
-    >>> "reward >= 0.5e0" in outcome_sql("$job", 0.5)
-    True
-    """
-    return f"""SELECT task, attempt,
-                  CASE WHEN reward IS NULL THEN NULL
-                       WHEN {pass_sql(threshold)} THEN 1 ELSE 0 END AS passed
-           FROM attempts WHERE job_id = {job_param}"""
 
 
 @dataclass(frozen=True)
@@ -120,21 +103,16 @@ def basis(con: duckdb.DuckDBPyConnection, job_id: str, threshold: float | None) 
     >>> str(basis(job.con, job.id, None))
     'no steps recorded'
     """
+    import numpy as np
+
     check_options("unknown", threshold)
-    row = con.execute(
-        f"""WITH o AS ({outcome_sql("$job", threshold)}),
-                 s AS (SELECT DISTINCT task, attempt FROM steps WHERE job_id = $job)
-            SELECT count(s.task), count(s.task) FILTER (WHERE o.passed = 1),
-                   count(s.task) FILTER (WHERE o.passed = 0),
-                   count(s.task) FILTER (WHERE o.passed IS NULL),
-                   count(*) FILTER (WHERE s.task IS NULL),
-                   count(DISTINCT s.task)
-            FROM o LEFT JOIN s USING (task, attempt)""",
-        {"job": job_id},
-    ).fetchone()
-    assert row is not None
-    n, p, f, u, without, tasks = (int(x) for x in row)
-    return Basis(n, p, f, u, without, tasks, threshold)
+    found = outcomes(con, job_id, threshold)
+    passed, task = found.passed, attempt_steps(con, job_id).column("t").to_numpy()
+    mine = passed >= -1  # attempts of record with steps
+    n = int(mine.sum())
+    p, f, u = (int((passed == v).sum()) for v in (1, 0, -1))
+    tasks = int(np.unique(task[mine]).size)
+    return Basis(n, p, f, u, found.of_record - n, tasks, threshold)
 
 
 def task_intervals(

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
 __all__ = ["find_steps_relation"]
 
+# Arguments are lowered only where there are any (a null's text, '', holds only the
+# empty string, which every content holds too).
 _SQL = f"""
 SELECT s.task, s.attempt, min(s.step)::INTEGER AS first_step, count(*)::BIGINT AS matches
 FROM steps s LEFT JOIN tasks t ON t.job_id = s.job_id AND t.task = s.task
@@ -21,7 +23,7 @@ WHERE s.job_id = $job
   AND ($error IS NULL OR {ERROR_SQL} = $error)
   AND ($contains IS NULL
        OR contains(lower(coalesce(s.content, '')), lower($contains))
-       OR contains(lower(coalesce(s.arguments::VARCHAR, '')), lower($contains)))
+       OR (s.arguments IS NOT NULL AND contains(lower(s.arguments::VARCHAR), lower($contains))))
 GROUP BY s.task, s.attempt
 ORDER BY any_value(t.position), s.task, s.attempt
 """

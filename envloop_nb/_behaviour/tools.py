@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .base import Basis, basis, interval_columns, outcome_sql, task_intervals
+from .._store.memo import cached
+from .base import Basis, basis, interval_columns
+from .summary import attempt_steps, outcomes, tool_steps
 
 if TYPE_CHECKING:
     import duckdb
+    import numpy as np
     import pandas as pd
+    from numpy.typing import NDArray
 
 __all__ = ["TOOL_COLUMNS", "ToolStats", "tool_stats"]
 
@@ -73,54 +77,100 @@ class ToolStats:
         return tool_table_html(self.tools, note=html.escape(str(self.basis)))
 
 
-def _per_task_sql(threshold: float | None) -> str:
-    return f"""
-    WITH o AS ({outcome_sql("$job", threshold)}),
-    s AS (SELECT task, attempt, kind, tool, call_id, is_error FROM steps
-          WHERE job_id = $job AND NOT copied AND kind IN ('tool_call', 'tool_result')),
-    known AS (SELECT task, attempt, call_id, any_value(tool) AS tool FROM s
-              WHERE kind = 'tool_call' AND call_id IS NOT NULL GROUP BY ALL),
-    r AS (SELECT s.task, s.attempt, coalesce(s.tool, k.tool) AS tool, s.is_error
-          FROM s LEFT JOIN known k USING (task, attempt, call_id) WHERE s.kind = 'tool_result'),
-    per AS (SELECT tool, task, attempt, sum(calls) AS calls, sum(results) AS results,
-                   sum(errors) AS errors
-            FROM (SELECT tool, task, attempt, count(*) AS calls, 0 AS results, 0 AS errors
-                  FROM s WHERE kind = 'tool_call' GROUP BY ALL
-                  UNION ALL
-                  SELECT tool, task, attempt, 0, count(*), count_if(is_error)
-                  FROM r WHERE tool IS NOT NULL GROUP BY ALL)
-            GROUP BY ALL),
-    w AS (SELECT per.tool, per.task, sum(per.calls) AS calls,
-                 count(*) FILTER (WHERE per.calls > 0) AS attempts,
-                 sum(per.results) AS results, sum(per.errors) AS errors,
-                 count(*) FILTER (WHERE per.calls > 0 AND o.passed = 1) AS passed_with,
-                 count(*) FILTER (WHERE per.calls > 0 AND o.passed IS NOT NULL) AS scored_with
-          FROM per JOIN o USING (task, attempt) GROUP BY ALL),
-    tt AS (SELECT o.task, count(*) FILTER (WHERE o.passed = 1) AS passed,
-                  count(*) FILTER (WHERE o.passed IS NOT NULL) AS scored
-           FROM o JOIN (SELECT DISTINCT task, attempt FROM steps WHERE job_id = $job)
-                USING (task, attempt)
-           GROUP BY ALL),
-    names AS (SELECT DISTINCT tool FROM w)
-    SELECT names.tool, tt.task,
-           coalesce(w.calls, 0)::BIGINT AS calls, coalesce(w.attempts, 0)::BIGINT AS attempts,
-           coalesce(w.results, 0)::BIGINT AS results, coalesce(w.errors, 0)::BIGINT AS errors,
-           coalesce(w.passed_with, 0)::BIGINT AS passed_with,
-           coalesce(w.scored_with, 0)::BIGINT AS scored_with,
-           (tt.passed - coalesce(w.passed_with, 0))::BIGINT AS passed_without,
-           (tt.scored - coalesce(w.scored_with, 0))::BIGINT AS scored_without
-    FROM names CROSS JOIN tt LEFT JOIN w USING (tool, task)
-    ORDER BY names.tool, tt.task
+@dataclass(frozen=True)
+class _Codes:
+    """The job's tool rows as arrays (threshold-free; memoized): ``tasks`` (the task
+    names of the attempts with steps, sorted: ``attempt_steps``' ``t`` indexes them),
+    ``tools`` (the tool names, sorted); per tool row its attempt row ``at`` (``i``), its
+    cell ``tool index x tasks + task index`` and its counts; ``unattributed`` results."""
+
+    tasks: list[str]
+    tools: list[str]
+    at: NDArray[np.int64]
+    cell: NDArray[np.int64]
+    calls: NDArray[np.int64]
+    results: NDArray[np.int64]
+    errors: NDArray[np.int64]
+    unattributed: int
+
+
+def _codes(con: duckdb.DuckDBPyConnection, job_id: str) -> _Codes:
+    import numpy as np
+    import pandas as pd
+    import pyarrow.compute as pc
+
+    def compute() -> _Codes:
+        att = attempt_steps(con, job_id)
+        tasks = sorted(pc.unique(att.column("task")).to_pylist())
+        # both read by DuckDB's replacement scan, by name
+        found = tool_steps(con, job_id)
+        _el_attempt_steps, _el_tools = att, found.tools
+        rows = con.execute(
+            """SELECT s.i, s.t, t.tool, t.calls, t.results, t.errors
+               FROM _el_tools t JOIN _el_attempt_steps s USING (task, attempt)"""
+        ).fetchnumpy()
+        tool, tools = pd.factorize(pd.Series(rows["tool"], dtype=object), sort=True)
+        cell = tool.astype(np.int64) * len(tasks) + np.asarray(rows["t"], dtype=np.int64)
+
+        def ints(x: Any) -> NDArray[np.int64]:
+            return np.asarray(x, dtype=np.int64)
+
+        return _Codes(
+            tasks=tasks, tools=[str(t) for t in tools], at=ints(rows["i"]), cell=ints(cell),
+            calls=ints(rows["calls"]), results=ints(rows["results"]),
+            errors=ints(rows["errors"]), unattributed=found.unattributed,
+        )  # fmt: skip
+
+    found: _Codes = cached(con, job_id, ("tool_codes",), compute)
+    return found
+
+
+def _per_task(
+    con: duckdb.DuckDBPyConnection, job_id: str, threshold: float | None
+) -> tuple[list[str], list[str], dict[str, NDArray[np.int64]]]:
+    """Per (tool, task) counts: ``(tools, tasks, {count: tools x tasks array})``.
+
+    The tasks are those with an attempt of record with steps; the tools those with a
+    row in such an attempt. ``calls``, ``results``, ``errors``: the tool's rows summed;
+    ``attempts``: attempts that called it; ``passed_with`` / ``scored_with``: of those,
+    passes / attempts with a reward; ``passed_without`` / ``scored_without``: the same of
+    the task's other attempts with steps.
     """
+    import numpy as np
 
+    c = _codes(con, job_id)
+    passed = outcomes(con, job_id, threshold).passed
+    task_of = attempt_steps(con, job_id).column("t").to_numpy()
+    present = passed >= -1
+    wins, scored = passed == 1, passed >= 0
+    n_tasks, n_tools = len(c.tasks), len(c.tools)
+    keep_tasks = np.flatnonzero(np.bincount(task_of[present], minlength=n_tasks))
+    keep = present[c.at]
+    used = keep & (c.calls > 0)
+    size = n_tools * n_tasks
+    keep_tools = np.flatnonzero(np.bincount(c.cell[keep] // max(n_tasks, 1), minlength=n_tools))
 
-_UNATTRIBUTED = """
-    SELECT count(*) FROM steps r
-    WHERE r.job_id = $job AND NOT r.copied AND r.kind = 'tool_result' AND r.tool IS NULL
-      AND NOT EXISTS (SELECT 1 FROM steps c
-                      WHERE c.job_id = r.job_id AND c.task = r.task AND c.attempt = r.attempt
-                        AND c.kind = 'tool_call' AND c.call_id = r.call_id AND NOT c.copied)
-"""
+    def grid(where: NDArray[np.bool_], weights: NDArray[np.int64] | None = None) -> Any:
+        w = None if weights is None else weights[where]
+        counts = np.bincount(c.cell[where], weights=w, minlength=size)
+        full = np.rint(counts).astype(np.int64).reshape(n_tools, n_tasks)
+        return full[np.ix_(keep_tools, keep_tasks)]
+
+    def per_task(where: NDArray[np.bool_]) -> NDArray[np.int64]:
+        counts = np.bincount(task_of[where], minlength=n_tasks).astype(np.int64)
+        return counts[keep_tasks]
+
+    out = {
+        "calls": grid(keep, c.calls),
+        "attempts": grid(used),
+        "results": grid(keep, c.results),
+        "errors": grid(keep, c.errors),
+        "passed_with": grid(used & wins[c.at]),
+        "scored_with": grid(used & scored[c.at]),
+    }
+    out["passed_without"] = per_task(wins)[None, :] - out["passed_with"]
+    out["scored_without"] = per_task(scored)[None, :] - out["scored_with"]
+    return [c.tools[i] for i in keep_tools], [c.tasks[i] for i in keep_tasks], out
 
 
 def tool_stats(
@@ -150,29 +200,33 @@ def tool_stats(
     >>> t[["tool", "calls", "attempts", "results", "errors", "error_rate"]].values.tolist()
     [['ls', 1, 1, 1, 1, 1.0]]
     """
+    import numpy as np
     import pandas as pd
 
+    from .._metrics.uncertainty import bootstrap_ratio_cis
+
     base = basis(con, job_id, threshold)
-    per_task = con.execute(_per_task_sql(threshold), {"job": job_id}).df()
-    row = con.execute(_UNATTRIBUTED, {"job": job_id}).fetchone()
-    unattributed = int(row[0]) if row else 0
-    tasks = sorted(set(per_task["task"]))
+    unattributed = _codes(con, job_id).unattributed
+    tools, tasks, grid = _per_task(con, job_id, threshold)
+    if not tools:
+        tasks = []
     method = (
         f"percentile task bootstrap ({resamples:,} resamples of the {len(tasks):,} tasks with "
         f"replacement, attempts and their steps staying with their task, seed {seed}), "
         f"{confidence:.0%} intervals"
     )
-    if not len(per_task):
+    if not tools or not tasks:
         empty = pd.DataFrame({c: pd.Series(dtype="object" if c == "tool" else "float64")
                               for c in TOOL_COLUMNS})  # fmt: skip
         return ToolStats(empty, base, unattributed, method)
     counts = ["calls", "attempts", "results", "errors", "passed_with", "scored_with",
               "passed_without", "scored_without"]  # fmt: skip
-    totals = per_task.groupby("tool", sort=False)[counts].sum().reset_index()
-    ivs = task_intervals(
-        per_task, key="tool", rates=_RATES, tasks=tasks,
-        resamples=resamples, seed=seed, confidence=confidence,
-    )  # fmt: skip
+    totals = pd.DataFrame({"tool": tools} | {c: grid[c].sum(axis=1) for c in counts})
+    # the task bootstrap of every tool's rates, one set of draws (as base.task_intervals)
+    pairs = [(grid[num][g].astype(np.float64), grid[den][g].astype(np.float64), name)
+             for g in range(len(tools)) for name, num, den in _RATES]  # fmt: skip
+    found = bootstrap_ratio_cis(pairs, resamples=resamples, seed=seed, confidence=confidence)
+    ivs = dict(zip([(t, name) for t in tools for name, _, _ in _RATES], found, strict=True))
     for name, _, _ in _RATES:
         totals = interval_columns(totals, ivs, key="tool", name=name)
     totals["calls_per_attempt"] = totals["calls"] / totals["attempts"].where(totals["attempts"] > 0)

@@ -24,11 +24,13 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .base import ERROR_SQL, Basis, basis, interval_columns, outcome_sql, task_intervals
+from .base import Basis, basis, interval_columns, task_intervals
+from .summary import attempt_steps, outcomes
 
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd
+    import pyarrow as pa
 
 __all__ = ["TurnStats", "turn_stats"]
 
@@ -82,15 +84,18 @@ class TurnStats:
         }
 
 
-def _per_attempt_sql(threshold: float | None) -> str:
-    return f"""
-    WITH o AS ({outcome_sql("$job", threshold)})
-    SELECT s.task, s.attempt, count(*)::BIGINT AS n,
-           min(s.step) FILTER (WHERE {ERROR_SQL})::BIGINT AS first_error, any_value(o.passed) AS passed
-    FROM steps s JOIN o USING (task, attempt)
-    WHERE s.job_id = $job
-    GROUP BY s.task, s.attempt
-    """
+def _per_attempt(con: duckdb.DuckDBPyConnection, job_id: str, threshold: float | None) -> pa.Table:
+    """One row per attempt of record with steps: ``task, attempt, n, first_error, passed``
+    (1 a pass, 0 a failure, null not scored)."""
+    import numpy as np
+    import pyarrow as pa
+
+    found = outcomes(con, job_id, threshold).passed
+    mine = found >= -1
+    passed = found[mine].astype(np.int32)
+    table = attempt_steps(con, job_id).filter(pa.array(mine))
+    table = table.select(["task", "attempt", "n", "first_error"])
+    return table.append_column("passed", pa.array(passed, mask=passed == -1))
 
 
 def turn_stats(
@@ -116,12 +121,12 @@ def turn_stats(
     if bins < 1:
         raise ValueError(f"bins must be >= 1, got {bins}")
     base = basis(con, job_id, threshold)
-    params = {"job": job_id}
-    per = f"({_per_attempt_sql(threshold)})"
+    # one row per attempt with steps, queried four times below (by DuckDB's replacement scan)
+    _el_per = _per_attempt(con, job_id, threshold)
+    per = "_el_per"
     lo, hi, distinct, median, median_err, no_err = con.execute(
         f"""SELECT min(n), max(n), count(DISTINCT n), median(n), median(first_error),
-                   count(*) FILTER (WHERE first_error IS NULL) FROM {per}""",
-        params,
+                   count(*) FILTER (WHERE first_error IS NULL) FROM {per}"""
     ).fetchone()  # type: ignore[misc]
     width = 1 if lo is None or distinct <= bins else math.ceil((hi - lo + 1) / bins)
     per_bin = con.execute(
@@ -130,7 +135,7 @@ def turn_stats(
                    count(*) FILTER (WHERE passed = 1) AS passed
             FROM (SELECT *, ((n - $lo) // $w)::BIGINT AS b FROM {per})
             GROUP BY b, task ORDER BY b, task""",
-        {**params, "lo": lo or 0, "w": width},
+        {"lo": lo or 0, "w": width},
     ).df()
     tasks = sorted(set(per_bin["task"]))
     method = (
@@ -153,8 +158,7 @@ def turn_stats(
     steps = steps.astype({c: "int64" for c in ("low", "high", "attempts", "scored", "passed")})
     first = con.execute(
         f"""SELECT first_error AS step, count(*)::BIGINT AS attempts FROM {per}
-            WHERE first_error IS NOT NULL GROUP BY 1 ORDER BY 1""",
-        params,
+            WHERE first_error IS NOT NULL GROUP BY 1 ORDER BY 1"""
     ).df()
     survival = con.execute(
         f"""WITH f AS (SELECT first_error AS t, count(*) AS e FROM {per}
@@ -163,7 +167,7 @@ def turn_stats(
             SELECT g.t::BIGINT AS step,
                    ($total - coalesce(sum(f.e) OVER (ORDER BY g.t), 0))::BIGINT AS no_error
             FROM g LEFT JOIN f USING (t) ORDER BY g.t""",
-        {**params, "total": base.attempts},
+        {"total": base.attempts},
     ).df()
     survival["share"] = survival["no_error"] / base.attempts if base.attempts else []
     return TurnStats(

@@ -5,19 +5,22 @@ treats attempts as independent is too narrow. The bootstrap here resamples **tas
 each resample draws as many task indices as the job has, uniformly with replacement, and
 recomputes the metric from the summed per-task values of the drawn tasks. The draws are
 vectorized with numpy in chunks of resamples (to bound memory); a seed makes them
-reproducible, and the chunk size does not change them. Intervals are percentile
-intervals. This is the one bootstrap of the package: the comparison statistics
+reproducible, and the chunk size does not change them. Whole-number values (counts) are
+summed as (how often each task was drawn) x values, one matrix product for all columns:
+exact, so the same numbers; the last draws' counts are kept for the next call. Intervals
+are percentile intervals. This is the one bootstrap of the package: the comparison statistics
 (:mod:`envloop_nb._metrics.paired_stats`) call it too.
 
 The pure functions (:func:`wilson_interval`, :func:`bootstrap_mean_ci`,
 :func:`bootstrap_ratio_ci`, :func:`paired_bootstrap_diff`) see only numbers; the
-workspace wrapper :func:`job_intervals` groups by task in DuckDB first.
+workspace wrapper :func:`~envloop_nb._metrics.job_intervals.job_intervals` groups by task in
+DuckDB first.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,16 +30,13 @@ from numpy.typing import ArrayLike, NDArray
 from .._present.display import format_metric, format_pct
 
 if TYPE_CHECKING:
-    import duckdb
-
-    from .._types import FrameKind, Policy
+    pass
 
 __all__ = [
     "Interval",
     "bootstrap_mean_ci",
     "bootstrap_ratio_ci",
     "bootstrap_ratio_cis",
-    "job_intervals",
     "paired_bootstrap_diff",
     "wilson_interval",
 ]
@@ -148,11 +148,17 @@ def _resampled_sums(values: NDArray[np.float64], resamples: int, seed: int) -> N
     A column of ones (the denominator of a mean over tasks) sums to ``n`` in every
     resample, exactly (integers below 2**53 add exactly), so it is not gathered.
     """
-    rng = np.random.default_rng(seed)
     n, width = values.shape
     out = np.zeros((resamples, width))
     if n == 0:
         return out
+    if _exact_as_weights(values):  # how often each task was drawn x values, all columns
+        done = 0
+        for counts in _draw_counts(n, resamples, seed):
+            out[done : done + len(counts)] = counts.astype(np.float64) @ values
+            done += len(counts)
+        return out
+    rng = np.random.default_rng(seed)
     columns = [np.ascontiguousarray(values[:, j]) for j in range(width)]
     drawn = [j for j, column in enumerate(columns) if not (column == 1.0).all()]
     out[:, [j for j in range(width) if j not in drawn]] = float(n)
@@ -165,6 +171,52 @@ def _resampled_sums(values: NDArray[np.float64], resamples: int, seed: int) -> N
             out[done : done + size, j] = columns[j][idx].sum(axis=1)
         done += size
     return out
+
+
+#: The last draws' counts (:func:`_draw_counts`) and the most bytes kept there.
+_DRAWS: dict[tuple[int, int, int], list[NDArray[np.unsignedinteger[Any]]]] = {}
+_DRAWS_KEPT_BYTES = 256 * 1024 * 1024
+
+
+def _draw_counts(n: int, resamples: int, seed: int) -> Iterator[NDArray[np.unsignedinteger[Any]]]:
+    """Per resample, how often each of the ``n`` tasks was drawn (chunks of resamples x n).
+
+    The draws of the gathering loop (same generator, same chunks), counted. The last
+    ones are kept when they fit in :data:`_DRAWS_KEPT_BYTES`: the statistics of one job
+    draw the same tasks with the same seed again and again (each tool, each turn bin, a
+    second call), and drawing is most of a resample's cost.
+    """
+    key = (n, resamples, seed)
+    if key in _DRAWS:
+        yield from _DRAWS[key]
+        return
+    rng = np.random.default_rng(seed)
+    rows = max(1, _CHUNK_CELLS // n)
+    keep = n * resamples <= _DRAWS_KEPT_BYTES
+    chunks: list[NDArray[np.unsignedinteger[Any]]] = []
+    done = 0
+    while done < resamples:
+        size = min(rows, resamples - done)
+        idx = rng.integers(0, n, size=(size, n))
+        counts = np.empty((size, n), dtype=np.uint32)
+        for r in range(size):
+            counts[r] = np.bincount(idx[r], minlength=n)
+        chunk = counts.astype(np.uint8) if counts.max() < 256 else counts
+        if keep:
+            chunks.append(chunk)
+        yield chunk
+        done += size
+    if keep and sum(c.nbytes for c in chunks) <= _DRAWS_KEPT_BYTES:
+        _DRAWS.clear()
+        _DRAWS[key] = chunks
+
+
+def _exact_as_weights(values: NDArray[np.float64]) -> bool:
+    """Whether every resampled sum is exact in any order of additions (whole numbers,
+    partial sums below 2**53): then draw counts x values are the gathered sums."""
+    if not np.isfinite(values).all() or not (values == np.round(values)).all():
+        return False
+    return bool(values.shape[0] * float(np.abs(values).max(initial=0.0)) < 2.0**53)
 
 
 def _percentile(stats: NDArray[np.float64], confidence: float) -> tuple[float, float]:
@@ -395,161 +447,3 @@ def paired_bootstrap_diff(
 
 
 # -- workspace wrapper ---------------------------------------------------------------
-
-
-def job_intervals(
-    con: duckdb.DuckDBPyConnection,
-    job_id: str,
-    *,
-    policy: Policy = "unknown",
-    threshold: float | None = None,
-    confidence: float = 0.95,
-    resamples: int = 2000,
-    seed: int = 0,
-    ks: Sequence[int] = (),
-) -> dict[str, Interval]:
-    """Intervals for a job's score, pass, pass@k and pass^k, resampling tasks.
-
-    Each estimate equals the job summary's number (same policy and threshold). The
-    ``"pass (Wilson)"`` entry is the Wilson interval treating every scored attempt as
-    independent, shown for contrast: it is narrower than the task bootstrap whenever
-    attempts of a task agree with each other. For each k in ``ks``, entries
-    ``"pass@{k} (unbiased)"`` and ``"pass^{k} (unbiased)"`` bootstrap the unbiased
-    estimators over the tasks with at least k scored attempts (the estimates equal
-    ``job.curve()``).
-
-    Examples
-    --------
-    >>> import envloop_nb as enb
-    >>> job = enb.open().load("../shared/formats/examples/three-tasks-two-attempts.json")
-    >>> ivs = job_intervals(job.con, job.id, resamples=200)
-    >>> ivs["score"].estimate, ivs["pass@k"].estimate, ivs["pass^k"].n_tasks
-    (0.6, 1.0, 2)
-    """
-    from .counts import check_options, task_counts
-    from .lm_eval_results import results_rows
-
-    check_options(policy, threshold)
-    rows = results_rows(con, job_id)
-    if rows is not None:  # lm-eval results without samples: the file's stderr
-        from .lm_eval_results import results_intervals
-
-        return results_intervals(con, job_id, rows, confidence=confidence)
-    counts = task_counts(con, job_id, threshold)
-    k = np.asarray(counts.column("k"), dtype=np.float64)
-    scored = np.asarray(counts.column("scored"), dtype=np.float64)
-    passes = np.asarray(counts.column("passes"), dtype=np.float64)
-    reward_sum = np.asarray(counts.column("reward_sum"), dtype=np.float64)
-    nonbinary = int(np.asarray(counts.column("nonbinary")).sum())
-    binary = threshold is not None or nonbinary == 0
-    any_scored = scored.sum() > 0
-    if policy == "failure":
-        n = k
-        counted = np.ones_like(k)
-    else:
-        n = scored
-        counted = (scored == k).astype(np.float64)
-    _check_resampling(resamples, confidence)
-
-    def gated(iv: Interval, ok: bool) -> Interval:
-        if ok:
-            return iv
-        return Interval(None, None, None, iv.method, confidence, iv.n_tasks, resamples, seed)
-
-    members = "requested" if policy == "failure" else "complete"
-    attempts = "requested" if policy == "failure" else "scored"
-    score, pass_, at_k, hat_k = _ratio_cis(
-        [
-            (reward_sum, n, f"score (reward sum / {attempts} attempts)"),
-            (passes, n, "pass rate (passes / attempts)"),
-            (
-                (passes > 0) * counted,
-                counted,
-                f"pass@k (share of {members} members with a pass)",
-            ),
-            (
-                ((passes == k) & (k > 0)) * counted,
-                counted,
-                f"pass^k (share of {members} members where every attempt passes)",
-            ),
-        ],
-        resamples=resamples,
-        seed=seed,
-        confidence=confidence,
-    )
-    ok_binary = bool(any_scored and binary)
-    out: dict[str, Interval] = {
-        "score": gated(score, bool(any_scored)),
-        "pass": gated(pass_, ok_binary),
-        "pass@k": gated(at_k, ok_binary),
-        "pass^k": gated(hat_k, ok_binary),
-    }
-    wilson = wilson_interval(int(passes.sum()), int(n.sum()), confidence)
-    out["pass (Wilson)"] = gated(
-        Interval(
-            wilson.estimate,
-            wilson.low,
-            wilson.high,
-            wilson.method + " (attempts treated as independent: too narrow when they cluster)",
-            confidence,
-            wilson.n_tasks,
-        ),
-        ok_binary,
-    )
-    if ks:
-        from .passk import pass_at_k, pass_hat_k
-
-        pairs: list[tuple[ArrayLike, ArrayLike, str]] = []
-        for kk in ks:
-            if kk < 1:
-                raise ValueError(f"k must be >= 1, got {kk}")
-            ok = n >= kk
-            at = np.zeros_like(n)
-            hat = np.zeros_like(n)
-            if ok.any():
-                at[ok] = pass_at_k(n[ok], passes[ok], kk)
-                hat[ok] = pass_hat_k(n[ok], passes[ok], kk)
-            cover = f"tasks with >= {kk} {attempts} attempts"
-            pairs.append((at, ok.astype(np.float64), f"unbiased pass@{kk} over {cover}"))
-            pairs.append((hat, ok.astype(np.float64), f"unbiased pass^{kk} over {cover}"))
-        many = _ratio_cis(pairs, resamples=resamples, seed=seed, confidence=confidence)
-        for i, kk in enumerate(ks):
-            out[f"pass@{kk} (unbiased)"] = gated(many[2 * i], ok_binary)
-            out[f"pass^{kk} (unbiased)"] = gated(many[2 * i + 1], ok_binary)
-    return out
-
-
-def intervals_frame(intervals: dict[str, Interval], frame: FrameKind = "pandas") -> Any:
-    """One row per metric: metric, estimate, low, high, confidence, n_tasks, resamples, seed, method."""
-    import duckdb
-    import pyarrow as pa
-
-    from .._store.frames import to_frame
-
-    rows = [{"metric": name, **iv.to_dict()} for name, iv in intervals.items()]
-    table = pa.Table.from_pylist(
-        rows,
-        schema=pa.schema(
-            [
-                ("metric", pa.string()),
-                ("estimate", pa.float64()),
-                ("low", pa.float64()),
-                ("high", pa.float64()),
-                ("method", pa.string()),
-                ("confidence", pa.float64()),
-                ("n_tasks", pa.int64()),
-                ("resamples", pa.int64()),
-                ("seed", pa.int64()),
-            ]
-        ),
-    )
-    con = duckdb.connect()
-    try:
-        return to_frame(
-            con.from_arrow(table).select(
-                "metric, estimate, low, high, confidence, n_tasks, resamples, seed, method"
-            ),
-            frame,
-        )
-    finally:
-        con.close()

@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._metrics.groups import group_summaries
+from .._metrics.job_intervals import job_intervals
 from .._metrics.lm_eval_results import results_groups, results_rows
 from .._metrics.passk import pass_at_k, pass_hat_k
 from .._metrics.passk_views import curve as job_curve
 from .._metrics.summary import JobSummary, job_summary, summary_of_counts
-from .._metrics.uncertainty import job_intervals
 from .assemble import RunState, mark, step_text
 from .pertask import TaskMatrix, group_values, job_counts, matrix, percentiles, weights
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import pyarrow as pa
 
 from .._errors import LoadError
+from .memo import forget_job
 
 if TYPE_CHECKING:
     import duckdb
@@ -87,7 +88,11 @@ _DEFAULTS: dict[str, Any] = {"is_error": False, "copied": False}
 StepsTable = Literal["steps", "exp_steps"]
 #: The column naming each table's owner.
 _OWNER: dict[str, str] = {"steps": "job_id", "exp_steps": "experiment_id"}
-_BATCH = 65_536
+_NAMES = frozenset(STEP_COLUMNS)
+_ROW = pa.struct([pa.field(name, kind) for name, kind in STEP_COLUMNS.items()])
+#: Rows held (as the readers' dicts) before a batch is written: 16k rows keep the held
+#: dicts near the size of the column lists an older writer held for 65k.
+_BATCH = 16_384
 
 
 @dataclass
@@ -116,39 +121,45 @@ class StepWriter:
     batch: int = _BATCH
     table: StepsTable = "steps"
     written: int = 0
-    _cols: dict[str, list[Any]] = field(default_factory=dict, repr=False)
-
-    def __post_init__(self) -> None:
-        self._cols = {name: [] for name in STEP_COLUMNS}
+    _rows: list[Mapping[str, Any]] = field(default_factory=list, repr=False)
 
     def add(self, row: Mapping[str, Any]) -> None:
-        """Queue one row (unknown column names are a programming error)."""
-        extra = row.keys() - STEP_COLUMNS.keys()
-        if extra:
-            raise KeyError(f"not step columns: {sorted(extra)}")
-        for name, values in self._cols.items():
-            values.append(row.get(name, _DEFAULTS.get(name)))
-        if len(self._cols["task"]) >= self.batch:
+        """Queue one row (unknown column names are a programming error).
+
+        The row is kept as given until the batch is written: a reader hands over a row
+        it no longer changes (each reader builds a fresh mapping per row).
+        """
+        if not _NAMES.issuperset(row):
+            raise KeyError(f"not step columns: {sorted(row.keys() - _NAMES)}")
+        self._rows.append(row if type(row) is dict else dict(row))
+        if len(self._rows) >= self.batch:
             self.flush()
 
     def flush(self) -> None:
         """Write the queued rows."""
-        n = len(self._cols["task"])
+        rows, n = self._rows, len(self._rows)
         if not n:
             return
-        # read by DuckDB's replacement scan, by name: a view registered and dropped
-        # inside the load's transaction kept its batch in memory until the commit
-        _el_steps_batch = pa.table(
-            {name: pa.array(values, type=STEP_COLUMNS[name]) for name, values in self._cols.items()}
-        )
-        for values in self._cols.values():
-            values.clear()
+        self._rows = []
+        # the rows as one struct array (absent: null), then the columns with a default
+        # where one is null: absent there is the default, a None stays null (and is
+        # refused by the table). Read by DuckDB's replacement scan, by name: a view
+        # registered and dropped inside the load's transaction kept its batch in memory
+        # until the commit
+        _el_steps_batch = pa.Table.from_struct_array(pa.array(rows, type=_ROW))
+        for name, default in _DEFAULTS.items():
+            if _el_steps_batch.column(name).null_count:
+                column = pa.array([r.get(name, default) for r in rows], type=STEP_COLUMNS[name])
+                at = _el_steps_batch.schema.get_field_index(name)
+                _el_steps_batch = _el_steps_batch.set_column(at, name, column)
+        del rows
         self.con.execute(
             f"INSERT INTO {self.table} BY NAME SELECT $job_id AS {_OWNER[self.table]}, * "
             "REPLACE (arguments::JSON AS arguments, extra::JSON AS extra) FROM _el_steps_batch",
             {"job_id": self.job_id},
         )
         del _el_steps_batch
+        forget_job(self.con, self.job_id)  # what was computed from the job's steps
         self.written += n
 
     def close(self) -> int:

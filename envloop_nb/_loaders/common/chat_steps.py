@@ -167,9 +167,14 @@ class Turn:
         )
 
 
+#: ``json.dumps(value, ensure_ascii=False, sort_keys=True)`` without building an encoder
+#: per call (the same text).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+
+
 def json_text(value: Any) -> str | None:
     """``value`` as JSON text (None stays None)."""
-    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return None if value is None else _ENCODE(value)
 
 
 def token_count(value: Any, source: object, place: str, name: str) -> int | None:

@@ -159,8 +159,13 @@ def _usage(name: str, place: str, metrics: Any) -> dict[str, int | float | None]
     return out
 
 
+#: ``json.dumps(value, ensure_ascii=False, sort_keys=True)`` without building an encoder
+#: per call (the same text).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+
+
 def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return None if value is None else _ENCODE(value)
 
 
 def _results(
