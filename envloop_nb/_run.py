@@ -227,7 +227,7 @@ class Run:
         panel. See :mod:`envloop_nb._ui.run_panel`."""
         from ._ui.run_panel import RunPanel
 
-        return RunPanel(self.state, compare=lambda a, b: self.compare(a, b).panel())
+        return RunPanel(self.state, compare=lambda a, b: self.compare(a, b).panel(), defer=True)
 
     def export_html(self, path: str | os.PathLike[str], *, metric: str = "score") -> HtmlReport:
         """Write the run's standalone HTML report (offline, one file): see
