@@ -71,3 +71,24 @@ def test_two_steps_open_the_comparison_panel(run: enb.Run) -> None:
     panel.step_b.value = 5
     panel.compare_button.click()  # the same step twice: a readable line, no traceback
     assert "twice" in panel.message.value
+
+
+def test_in_a_kernel_the_curve_and_matrix_come_first_the_rest_right_after_the_cell(
+    run: enb.Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envloop_nb._ui import run_panel
+
+    later: list[object] = []
+    monkeypatch.setattr(run_panel, "after_cell", lambda action: later.append(action) or True)
+    eager = RunPanel(run.state, compare=lambda a, b: None)
+    panel = run.panel()
+    assert panel.pending and len(later) == 1
+    assert "computing" in panel.headline.value and "step <b>6</b>" not in panel.headline.value
+    first = panel.curve.chart.to_dict()
+    assert len(first["layer"]) == len(eager.curve.chart.to_dict()["layer"]) - 1  # no marks yet
+    assert len(panel.blocks) == 48 * 10 and panel.matrix is not None
+    later[0]()  # type: ignore[operator]  # what IPython runs after the cell
+    assert not panel.pending and panel.message.value == ""
+    for name in ("headline", "changes", "lists"):
+        assert getattr(panel, name).value == getattr(eager, name).value
+    assert panel.curve.chart.to_dict() == eager.curve.chart.to_dict()

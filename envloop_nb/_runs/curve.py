@@ -44,7 +44,15 @@ from .._metrics.passk import pass_at_k, pass_hat_k
 from .._metrics.passk_views import curve as job_curve
 from .._metrics.summary import JobSummary, job_summary, summary_of_counts
 from .assemble import RunState, mark, step_text
-from .pertask import TaskMatrix, group_values, job_counts, matrix, percentiles, weights
+from .pertask import (
+    TaskMatrix,
+    _quantiles,
+    group_values,
+    job_counts,
+    matrix,
+    percentiles,
+    ratio_stats,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -147,11 +155,15 @@ def curve(
         frame = frame.sort_values(["group", "step"], kind="stable").reset_index(drop=True)
         frame.attrs["mark"] = mark(state)
         return frame
+    key = ("curve", metric, by, coverage_tolerance)
+    if key in state.data:  # memoized (the panel, best and noise_band read it again)
+        memo: pd.DataFrame = state.data[key]
+        return memo.copy()
     m = matrix(state)
     num, den = ratio_parts(m, metric, state)
     rows: list[dict[str, Any]] = []
     if by is None:
-        low, high = percentiles(num, den, state)
+        low, high = _quantiles(metric_stats(state, metric), state.confidence)
         for j, job_id in enumerate(state.job_ids):
             rows.append(_row(state, m, j, job_id, None, metric, low[j], high[j], None))
     else:
@@ -170,7 +182,20 @@ def curve(
     frame = frame.sort_values(["group", "step"], kind="stable", na_position="first")
     frame = frame.reset_index(drop=True)
     frame.attrs["mark"] = mark(state)
-    return frame
+    state.data[key] = frame
+    return frame.copy()
+
+
+def metric_stats(state: RunState, metric: str) -> NDArray[np.float64]:
+    """``sum(num) / sum(den)`` of ``metric`` per task resample (rows) and step (columns):
+    the run's bootstrap statistics, computed once per metric (memoized on the state) for
+    the curve's intervals and the noise band; NaN where a resample has no denominator."""
+    key = ("metric_stats", metric)
+    if key not in state.data:
+        num, den = ratio_parts(matrix(state), metric, state)
+        state.data[key] = ratio_stats(num, den, state)
+    stats: NDArray[np.float64] = state.data[key]
+    return stats
 
 
 def _row(
@@ -191,10 +216,10 @@ def _row(
     base = {"step": step, "job_id": job_id, "group": group, "metric": metric}
     if not m.per_task[j]:
         return {**base, **_results_row(state, job_id, metric)}
-    rows = m.requested[:, j] if mask is None else m.requested[:, j] & mask
+    rows = m.column("requested", j) if mask is None else m.column("requested", j) & mask
     tasks = int(rows.sum())
     k = int(m.k[j])
-    scored = int(m.scored[rows, j].sum())
+    scored = int(m.column("scored", j)[rows].sum())
     total = tasks * k
     if mask is None:
         estimate = _job_value(state, job_id, metric)
@@ -215,7 +240,7 @@ def _row(
         "scored": scored,
         "total": total,
         "coverage": scored / total if total else None,
-        "complete_members": int((m.complete[:, j] & rows).sum()),
+        "complete_members": int((m.column("complete", j) & rows).sum()),
         "total_members": tasks,
         "coverage_drop": False,
         "note": "",
@@ -350,11 +375,7 @@ def noise_band(state: RunState, *, metric: str = "score") -> pd.DataFrame:
     m = matrix(state)
     line = curve(state, metric=metric)
     est = line["estimate"].to_numpy(dtype=float, na_value=np.nan)
-    num, den = ratio_parts(m, metric, state)
-    w = weights(state)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        top, bottom = w @ num, w @ den
-        stats = np.where(bottom > 0, top / bottom, np.nan)
+    stats = metric_stats(state, metric)
     z = NormalDist().inv_cdf(0.5 + state.confidence / 2)
     rows: list[dict[str, Any]] = []
     for j, job_id in enumerate(state.job_ids):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -61,6 +62,20 @@ class TaskMatrix:
     task_score: NDArray[np.float64]
     pass_rate: NDArray[np.float64]
     solved: NDArray[np.float64]  # 1.0 / 0.0 / NaN (not complete, or not requested)
+
+    def column(self, name: str, j: int) -> NDArray[Any]:
+        """Step ``j``'s column of the ``(tasks, steps)`` array ``name``: the values of
+        ``getattr(self, name)[:, j]``, contiguous (each array transposed once, on first use:
+        a run's per-step reads gather no strided column)."""
+        by_step = self._by_step
+        if name not in by_step:
+            by_step[name] = np.ascontiguousarray(getattr(self, name).T)
+        column: NDArray[Any] = by_step[name][j]
+        return column
+
+    @cached_property
+    def _by_step(self) -> dict[str, NDArray[Any]]:
+        return {}
 
 
 def matrix(state: RunState) -> TaskMatrix:
@@ -230,9 +245,9 @@ def _tags(state: RunState, tasks: NDArray[np.str_]) -> tuple[dict[str, str], ...
 def job_counts(m: TaskMatrix, j: int) -> dict[str, NDArray[Any]]:
     """Step ``j``'s per-task counts in the job's task order (when ``m.ordered[j]``): the
     columns :func:`envloop_nb._metrics.summary.summary_of_counts` reads."""
-    rows = m.requested[:, j]
-    out = {c: getattr(m, c)[rows, j] for c in ("scored", "invalid", "passes", "nonbinary",
-                                               "reward_sum")}  # fmt: skip
+    rows = m.column("requested", j)
+    out = {c: m.column(c, j)[rows] for c in ("scored", "invalid", "passes", "nonbinary",
+                                             "reward_sum")}  # fmt: skip
     out["k"] = np.full(int(rows.sum()), m.k[j], dtype=np.int64)
     return out
 
@@ -277,11 +292,19 @@ def percentiles(
     task resamples (``num``, ``den``: ``tasks × columns``); NaN where no resample has a
     denominator. A resample whose denominator is 0 is left out (as the package's
     bootstrap does)."""
+    return _quantiles(ratio_stats(num, den, state), state.confidence)
+
+
+def ratio_stats(
+    num: NDArray[np.float64], den: NDArray[np.float64], state: RunState
+) -> NDArray[np.float64]:
+    """``sum(num) / sum(den)`` per task resample (rows) and column; NaN where a resample
+    has no denominator."""
     w = weights(state)
     top, bottom = w @ num, w @ den
     with np.errstate(invalid="ignore", divide="ignore"):
-        stats = np.where(bottom > 0, top / bottom, np.nan)
-    return _quantiles(stats, state.confidence)
+        stats: NDArray[np.float64] = np.where(bottom > 0, top / bottom, np.nan)
+    return stats
 
 
 def _quantiles(

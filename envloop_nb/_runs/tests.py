@@ -51,6 +51,7 @@ from .pertask import matrix, percentiles
 
 if TYPE_CHECKING:
     import pandas as pd
+    from numpy.typing import NDArray
 
 __all__ = [
     "TEST_COLUMNS",
@@ -96,7 +97,7 @@ def pair_rows(state: RunState, pairs: list[tuple[int, int, str]]) -> list[dict[s
     m = matrix(state)
     line: pd.DataFrame | None = None
     per_task = [(a, b) for a, b, _ in pairs if m.per_task[a] and m.per_task[b]]
-    tested: dict[tuple[int, int], tuple[float, float]] = {}
+    tested: dict[tuple[int, int], tuple[float, float, dict[str, int], NDArray[np.bool_]]] = {}
     if per_task:
         cols_a = np.array([a for a, _ in per_task])
         cols_b = np.array([b for _, b in per_task])
@@ -109,7 +110,23 @@ def pair_rows(state: RunState, pairs: list[tuple[int, int, str]]) -> list[dict[s
         with np.errstate(invalid="ignore"):
             diff = np.where(ok, m.task_score[:, cols_b] - m.task_score[:, cols_a], 0.0)
         low, high = percentiles(diff, ok.astype(np.float64), state)
-        tested = {p: (low[i], high[i]) for i, p in enumerate(per_task)}
+        # every pair's task counts at once (whole numbers: the same in any order)
+        req_a, req_b = m.requested[:, cols_a], m.requested[:, cols_b]
+        solved_a, solved_b = m.solved[:, cols_a], m.solved[:, cols_b]
+        counts = {
+            "union": (req_a | req_b).sum(axis=0),
+            "both": (req_a & req_b).sum(axis=0),
+            "only_a": (req_a & ~req_b).sum(axis=0),
+            "only_b": (req_b & ~req_a).sum(axis=0),
+            "n_ok": ok.sum(axis=0),
+            "fixed": (ok & (solved_a == 0) & (solved_b == 1)).sum(axis=0),
+            "broken": (ok & (solved_a == 1) & (solved_b == 0)).sum(axis=0),
+        }
+        ok_rows = np.ascontiguousarray(ok.T)
+        tested = {
+            p: (low[i], high[i], {c: int(v[i]) for c, v in counts.items()}, ok_rows[i])
+            for i, p in enumerate(per_task)
+        }
     rows = []
     for a, b, kind in pairs:
         base = {"kind": kind, "step_a": state.steps[a], "step_b": state.steps[b],
@@ -123,27 +140,32 @@ def pair_rows(state: RunState, pairs: list[tuple[int, int, str]]) -> list[dict[s
     return rows
 
 
-def _task_pair(state: RunState, a: int, b: int, bounds: tuple[float, float]) -> dict[str, Any]:
+def _task_pair(
+    state: RunState,
+    a: int,
+    b: int,
+    tested: tuple[float, float, dict[str, int], NDArray[np.bool_]],
+) -> dict[str, Any]:
+    """One pair's row from its bootstrap bounds, its task counts (``pair_rows``) and its
+    tasks complete in both steps (``ok``)."""
     m = matrix(state)
-    req_a, req_b = m.requested[:, a], m.requested[:, b]
-    ok = m.complete[:, a] & m.complete[:, b] & (m.n[:, a] > 0) & (m.n[:, b] > 0)
-    union = int((req_a | req_b).sum())
-    n_ok = int(ok.sum())
-    sa, sb = m.task_score[ok, a], m.task_score[ok, b]
+    low, high, counts, ok = tested
+    bounds = (low, high)
+    union, n_ok = counts["union"], counts["n_ok"]
+    sa, sb = m.column("task_score", a)[ok], m.column("task_score", b)[ok]
     d = sb - sa
     binary = bool(m.binary[a] and m.binary[b])
     fixed = broken = None
     p: float | None = None
     if binary and n_ok:
-        fixed = int(((m.solved[ok, a] == 0) & (m.solved[ok, b] == 1)).sum())
-        broken = int(((m.solved[ok, a] == 1) & (m.solved[ok, b] == 0)).sum())
+        fixed, broken = counts["fixed"], counts["broken"]
         p = mcnemar_p(fixed, broken)
     notes = []
-    only_a, only_b = int((req_a & ~req_b).sum()), int((req_b & ~req_a).sum())
+    only_a, only_b = counts["only_a"], counts["only_b"]
     if only_a or only_b:
         notes.append(f"not the same tasks: {only_a:,} only in step {step_text(state.steps[a])}, "
                      f"{only_b:,} only in step {step_text(state.steps[b])}")  # fmt: skip
-    left = int((req_a & req_b).sum()) - n_ok
+    left = counts["both"] - n_ok
     if left:
         notes.append(f"{left:,} shared task(s) not completely scored in both: left out")
     share = n_ok / union if union else 0.0

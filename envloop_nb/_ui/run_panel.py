@@ -18,6 +18,13 @@ transcript when it has steps) in ``panel.attempt_view``; ``panel.attempt.value =
 another. Clicking a block of the matrix picks its first task and step the same way.
 ``panel.step_a.value, panel.step_b.value = 5, 6; panel.compare_button.click()`` opens
 the two steps in the comparison panel (``panel.comparison``) below.
+
+In a kernel (``run.panel()`` in a notebook cell) the curve with its noise band and the
+matrix come first; the headline (best checkpoint, minimum detectable effect), the tests'
+marks on the curve, the changes beyond noise and the task lists are filled right after the
+cell ends (IPython's ``post_run_cell``; ``panel.pending`` until then), in the kernel's own
+thread: the same numbers, shown a moment later. Outside a kernel everything is there when
+``run.panel()`` returns.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from .._runs import tests as _tests
 from .._runs.assemble import RunState, Step
 from .steps_view import attempt_view_html
 
-__all__ = ["MATRIX_STEPS", "MATRIX_TASKS", "MAX_CHANGES", "METRICS", "RunPanel"]
+__all__ = ["MATRIX_STEPS", "MATRIX_TASKS", "MAX_CHANGES", "METRICS", "RunPanel", "after_cell"]
 
 #: The matrix in the panel: at most this many blocks of tasks × of steps.
 MATRIX_TASKS, MATRIX_STEPS = 120, 100
@@ -49,6 +56,30 @@ MAX_CHANGES = 12
 METRICS = ("score", "pass", "pass@k", "pass^k")
 _NARROW = {"description_width": "initial"}
 _FONT = "font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"
+
+
+def after_cell(action: Callable[[], None]) -> bool:
+    """Run ``action`` once, right after the current cell of an IPython kernel (its
+    ``post_run_cell`` event: the cell's output is already sent); False (nothing registered)
+    outside a kernel."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
+        return False
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        return False
+
+    def once(*_result: Any) -> None:
+        shell.events.unregister("post_run_cell", once)
+        action()
+
+    shell.events.register("post_run_cell", once)
+    return True
+
+
+def _pending(what: str) -> str:
+    return f'<div style="{_FONT};opacity:0.7">computing {html.escape(what)}…</div>'
 
 
 def _h(text: str) -> widgets.HTML:
@@ -61,12 +92,17 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
     """The run panel widget (see the module docstring for how to drive it).
 
     ``compare(step_a, step_b)`` gives the widget shown for two steps (the facade passes
-    ``run.compare(a, b).panel()``).
+    ``run.compare(a, b).panel()``). ``defer=True``: the headline, the tests and the task
+    lists after the current kernel cell (the module docstring); :meth:`finish` fills them.
     """
 
-    def __init__(self, state: RunState, *, compare: Callable[[Step, Step], Any]) -> None:
+    def __init__(
+        self, state: RunState, *, compare: Callable[[Step, Step], Any], defer: bool = False
+    ) -> None:
         self.state = state
         self._compare = compare
+        self._filled = False
+        self.pending = defer and after_cell(self.finish)
         self.comparison: Any = None
         steps = [(step_text(s), s) for s in state.steps]
         self.message = widgets.HTML()
@@ -76,19 +112,14 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
             f' <span style="font-weight:400;color:var(--jp-ui-font-color2,#666)">· '
             f"{len(state.steps):,} steps by {html.escape(state.step_from)}</span></div>"
         )
-        self.headline = widgets.HTML(run_headline(state))
+        self.headline = widgets.HTML(
+            _pending("the best checkpoint and the smallest detectable change")
+        )
         self.metric = widgets.Dropdown(options=list(METRICS), value="score", description="metric",
                                        layout=widgets.Layout(width="200px"))  # fmt: skip
         self.curve_box = widgets.Box()
         self.changes = widgets.HTML()
-        lists = [task_list_html(f, k) for k, f in (("learned", _tasks.learned(state)),
-                 ("forgotten", _tasks.forgotten(state)), ("flaky", _tasks.flaky(state)))]  # fmt: skip
-        self.lists = widgets.HTML(
-            '<div style="display:grid;grid-template-columns:repeat(auto-fit,minmax(290px,1fr));'
-            'gap:14px">'
-            + "".join(f'<div style="max-height:240px;overflow:auto">{x}</div>' for x in lists)
-            + "</div>"
-        )
+        self.lists = widgets.HTML(_pending("the tasks learned, forgotten and flaky"))
         self.blocks = _tasks.aggregate(state, max_tasks=MATRIX_TASKS, max_steps=MATRIX_STEPS)
         self.matrix = chart_widget(matrix_chart(self.blocks))
         self.matrix.selections.observe(self._on_cell, names=["cell"])
@@ -115,7 +146,8 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         self.compare_button.on_click(lambda _b: self._safely(self._open_compare))
         self.compare_box = widgets.VBox()
         self.metric.observe(lambda _c: self._safely(self._refresh_curve), names="value")
-        self._refresh_curve()
+        if self.pending:  # the curve and its band now, its tests' marks after the cell
+            self._refresh_curve()
         viewer = widgets.VBox(
             [self.task, widgets.HBox([self.step, self.attempt]), self.attempts, self.attempt_view],
             layout=widgets.Layout(flex="1 1 420px", min_width="360px", margin="0 0 0 12px"),
@@ -142,6 +174,30 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
             layout=widgets.Layout(padding="4px"),
         )
         self.add_class("enb-run-panel")
+        if not self.pending:
+            self.finish()
+
+    def finish(self) -> None:
+        """Fill the headline, the tests (marks on the curve, the changes beyond noise) and
+        the task lists (a deferred panel's second part; nothing once filled)."""
+        if self._filled:
+            return
+        self._filled = True
+        self.pending = False
+        self._safely(self._fill)
+
+    def _fill(self) -> None:
+        state = self.state
+        self.headline.value = run_headline(state)
+        self._refresh_curve()
+        lists = [task_list_html(f, k) for k, f in (("learned", _tasks.learned(state)),
+                 ("forgotten", _tasks.forgotten(state)), ("flaky", _tasks.flaky(state)))]  # fmt: skip
+        self.lists.value = (
+            '<div style="display:grid;grid-template-columns:repeat(auto-fit,minmax(290px,1fr));'
+            'gap:14px">'
+            + "".join(f'<div style="max-height:240px;overflow:auto">{x}</div>' for x in lists)
+            + "</div>"
+        )
 
     def __repr__(self) -> str:
         return f"<RunPanel {self.state.name or 'run'} · {len(self.state.steps)} steps>"
@@ -160,7 +216,7 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         metric = self.metric.value
         curve, what = shown_curve(self.state, metric=metric)
         band = _curve.noise_band(self.state, metric=metric)
-        tests = _tests.tests(self.state)
+        tests = None if self.pending else _tests.tests(self.state)
         # the tests are paired on the score: their marks only on the score's curve
         chart = run_curve_chart(curve, band=band, tests=tests if metric == "score" else None,
                                 title=f"{metric} over training")  # fmt: skip
@@ -170,6 +226,9 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
             f'<div style="{_FONT};opacity:0.75;max-width:760px">{html.escape(text)}</div>'
         )
         self.curve_box.children = [self.curve, note]
+        if tests is None:
+            self.changes.value = _pending("the changes beyond noise (paired tests, adjusted)")
+            return
         table = run_html.tests_table_html(tests, only_significant=True, max_rows=MAX_CHANGES)
         self.changes.value = f'<div style="max-height:300px;overflow:auto">{table}</div>'
 
