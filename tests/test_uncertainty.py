@@ -267,6 +267,8 @@ def _gathered_sums(values: np.ndarray, resamples: int, seed: int, chunk: int) ->
         idx = rng.integers(0, n, size=(size, n))
         for j in range(width):
             out[done : done + size, j] = np.ascontiguousarray(values[:, j])[idx].sum(axis=1)
+        done += size
+    return out
 
 
 def _gathered(values: np.ndarray, resamples: int, seed: int) -> np.ndarray:
