@@ -50,6 +50,14 @@ _CURVE_COLUMNS = ["step", "group", "job_id", "estimate", "low", "high", "interva
                   "coverage", "coverage_drop", "note"]  # fmt: skip
 
 
+def _curve_shown(metric: str) -> dict[str, str]:
+    """The curve's columns under names the report's one number format reads as what they
+    are: the metric and its bounds are values (a rate as a percentage), not differences in
+    points, and coverage is a rate."""
+    return {"estimate": metric, "low": f"{metric}_lower_bound",
+            "high": f"{metric}_upper_bound", "coverage": "coverage_rate"}  # fmt: skip
+
+
 def _best(state: RunState, metric: str) -> tuple[_tests.BestCheckpoint | None, str]:
     """The best checkpoint, or None with the reason there is none."""
     try:
@@ -132,7 +140,15 @@ def export_run_html(
             note=_matrix_note(state, blocks) + (f" · {note}" if note else ""),
         ),
         ReportSection("All tests", run_html.tests_table_html(tests), note=note),
-        ReportSection("Curve", frame_table_html(curve, columns=_CURVE_COLUMNS), note=note),
+        ReportSection(
+            "Curve",
+            frame_table_html(
+                curve[_CURVE_COLUMNS].rename(columns=_curve_shown(metric))
+                if set(_CURVE_COLUMNS) <= set(curve.columns)
+                else curve,
+            ),
+            note=note,
+        ),
     ]
     first, last = step_text(state.steps[0]), step_text(state.steps[-1])
     meta = [f"{len(state.steps)} steps ({first} – {last})", f"by {state.step_from}",
