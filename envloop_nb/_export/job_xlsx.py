@@ -26,7 +26,6 @@ from .._metrics.passk_views import samples
 from .._metrics.scale import dimension_scales
 from .._metrics.summary import job_summary
 from .._present.cases_html import is_missing
-from .._present.display import header
 from .._store.ref import job_info, summarised
 from .._store.sql import ident
 from .._store.steps import has_tool_calls
@@ -318,8 +317,8 @@ def _write_tasks(
     cols: list[tuple[str, Column]] = []  # (source column, sheet column)
     bucketed = result is not None and result.rules.level == "task"
     if bucketed:
-        cols.append(("bucket", Column(unique_name(header("bucket"), taken, ""), 18)))
-    cols.append(("task", Column(unique_name(header("task"), taken, ""), 28)))
+        cols.append(("bucket", Column(unique_name("bucket", taken, ""), 18)))
+    cols.append(("task", Column(unique_name("task", taken, ""), 28)))
     tag_cols = [(f"tag:{k}", Column(unique_name(k, taken, "tag: "), 14)) for k in tag_keys]
     cols.extend(tag_cols)
     pct = {"pass_rate"} | {c for c in frame.columns if c.startswith(("pass@", "pass^"))}
@@ -330,8 +329,8 @@ def _write_tasks(
         fmt = PCT if c in pct else (NUM if c.startswith(("reward", "composite")) else None)
         if result is not None and c == result.metric and c not in pct:
             fmt = NUM
-        name = header(c)  # people's headers (Pass rate, Reward mean), as every table shows
-        cols.append((c, Column(unique_name(name, taken, "metric: "), max(10, len(name) + 3), fmt)))
+        width = max(10, len(c) + 3)
+        cols.append((c, Column(unique_name(c, taken, "metric: "), width, fmt)))
     sheet = Sheet(wb, "Tasks", [c for _, c in cols], cells, titles)
     records = frame.merge(
         tags.rename(columns={k: f"tag:{k}" for k in tags.columns}),

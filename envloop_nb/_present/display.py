@@ -336,7 +336,6 @@ HEADERS: dict[str, str] = {
     "note": "Note",
     "sentence": "Finding",
     "task": "Task",
-    "bucket": "Bucket",
     "attempt": "Attempt",
     "subset": "Subset",
     "reward": "Reward",
