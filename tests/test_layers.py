@@ -207,7 +207,6 @@ KNOWN_CIRCLES: list[set[str]] = [
     {
         "envloop_nb._metrics.lm_eval_results",
         "envloop_nb._metrics.summary",
-        "envloop_nb._metrics.uncertainty",
     },
 ]
 

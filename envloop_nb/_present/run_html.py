@@ -260,7 +260,7 @@ def task_list_html(frame: pd.DataFrame, kind: str, *, max_rows: int = MAX_ROWS) 
     >>> f = pd.DataFrame({"task": ["t<1>"], "subset": ["s"], "forgotten_at": [5],
     ...     "solved_steps": [3], "known_steps": [10], "mean_pass_rate": [0.35]})
     >>> out = task_list_html(f, "forgotten")
-    >>> "t&lt;1&gt;" in out and ">5<" in out and "3/10" in out and "35%" in out
+    >>> "t&lt;1&gt;" in out and ">5<" in out and "3/10" in out and "35.0%" in out
     True
     """
     title, col, meaning = _LISTS[kind]
