@@ -5,12 +5,14 @@
 number in the name such as ``step143000``, or a list). The :class:`Run` binds the
 functions of ``envloop_nb._runs`` (see each module's docstring for the exact rules):
 
-* ``curve`` / ``noise_band`` — the metric per step with its interval (task bootstrap, or
-  the source's stderr for aggregates-only jobs), coverage and coverage drops; the band
-  the step-to-step change stays in when nothing changed;
+* ``curve`` / ``noise_band`` — the metric per step (per subset, tag or dimension with
+  ``by``) with its interval (task bootstrap, or the source's stderr for aggregates-only
+  jobs), coverage and coverage drops; the band the step-to-step change stays in when
+  nothing changed (per group with ``by``);
 * ``tests`` / ``best`` / ``mde`` — paired tests between steps with Holm and
   Benjamini–Hochberg adjustment, the best checkpoint with the steps indistinguishable from
-  it, the minimum detectable effect;
+  it, the minimum detectable effect; with ``by`` per group (results-only lm-eval files,
+  one number per task: unpaired, from the files' stderr);
 * ``task_matrix`` / ``task_states`` / ``learned`` / ``forgotten`` / ``flaky`` /
   ``matrix_blocks`` — tasks over training;
 * ``compare(a, b)`` — two steps as the existing :class:`envloop_nb.Comparison`.

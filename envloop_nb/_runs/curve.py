@@ -5,7 +5,11 @@ Numbers are each job's own: the estimate at a step is ``job.summary()``'s ``scor
 ``pass^j`` — the same function computes both, so they agree bit for bit. With ``by``
 (``"subset"``, ``"tag:<key>"``) each group's number is formed from the same per-task
 counts as ``job.groups(by=...)``; ``by="dimension"`` is ``job.groups(by="dimension")``'s
-numbers per step (the reward, the composite, each named dimension), without an interval.
+numbers per step (the reward, the composite, each named dimension), each with the task
+bootstrap of that value on the run's draws (:func:`envloop_nb._runs.pertask.dimension_matrices`:
+the reward's interval is the curve's own, so ``job.intervals()``'s), and for a
+results-only lm-eval step its file's other metrics (``"<task>/<metric>"``) with the
+file's stderr interval, as ``job.groups(by="dimension")`` gives them.
 
 Intervals (``interval`` column):
 
@@ -26,7 +30,9 @@ changed. For each step, the task bootstrap of its paired difference from the pre
 (same resampled tasks for both), centred on the observed difference: the ``confidence``
 quantile of ``|d* - d|`` is the half-width ``h``; the band is ``previous ± h`` and a step
 outside it moved beyond resampling noise. From a source's stderr: ``h = z·√(se² + se_prev²)``
-(two independent samples: conservative when the checkpoints share docs).
+(two independent samples: conservative when the checkpoints share docs). With ``by`` one
+band per group, from the group's own numbers (its tasks' bootstrap on the same draws, a
+dimension's values, or its source's stderr).
 """
 
 from __future__ import annotations

@@ -7,8 +7,21 @@ the mean of ``b − a``, its interval the run's task bootstrap (the same resampl
 both steps, :func:`envloop_nb._runs.pertask.weights`) — and, for binary rewards, an exact
 McNemar test runs on the tasks solved (pass rate ``>= solved_at``) in one step and not
 the other (``fixed``, ``broken``). Two steps holding only aggregates (lm-eval results
-without samples) are compared on their numbers: ``d ± z·√(se_a² + se_b²)`` and a two-sided
-z-test (independent samples assumed: conservative when the checkpoints share docs).
+without samples) are compared on their numbers, *from the source's stderr, unpaired*:
+``d ± z·√(se_a² + se_b²)`` and a two-sided normal p-value of ``d / √(se_a² + se_b²)``
+(independent samples assumed: the same docs at two checkpoints are positively correlated,
+so the true variance of ``d`` is smaller and the test is conservative; no pairing is
+possible, the files hold no per-doc value).
+
+``by`` (``"subset"`` / ``"tag:<key>"``): one row per pair of steps and group, the group's
+score compared (:mod:`envloop_nb._runs.groups`): paired on the group's tasks where steps
+have per-task counts, unpaired from the source's stderr where they hold only aggregates —
+an lm-eval results file with several tasks states one number per task and none for the
+whole run, so its run is tested per task (without ``by`` such pairs are *not assessed*,
+the verdict says why: a whole-run number would need the tasks' weights, which the files
+do not give). A group's direction (``ppl``: lower is better) words the verdict; unknown,
+it says *higher* / *lower*. The per-group best checkpoint and MDE:
+:mod:`envloop_nb._runs.by_group`.
 
 Every p-value shown is adjusted across all the tests shown (Holm's step-down for the
 family-wise error rate, Benjamini–Hochberg for the false discovery rate:
@@ -29,8 +42,10 @@ McNemar test do not both say it differs; without a p-value: its interval include
 paired difference when nothing changed (only attempts vary) and ``σ²`` the within-task
 variance of a reward, pooled over the run's complete tasks (unbiased, ``k ≥ 2``; with
 ``k = 1`` it is not identifiable and the run's Bernoulli variance ``p̄(1 − p̄)`` of the
-mean score — an upper bound — is used instead). From aggregates only:
-``(z_{1−α/2} + z_{power}) · √2 · median(se)``.
+mean score — an upper bound — is used instead). From aggregates only (unpaired, the
+sources' stderr): ``(z_{1−α/2} + z_{power}) · √2 · median(se)`` — the change the unpaired
+z-test of two steps detects when both have the run's typical stderr
+(``(z_{1−α/2} + z_{power}) · √(se_a² + se_b²)`` with ``se_a = se_b``).
 """
 
 from __future__ import annotations
