@@ -169,3 +169,30 @@ def test_the_unpaired_test_is_symmetric_and_its_interval_matches_its_p(
         assert not np.isnan(row["p"])
     finally:
         ws.close()
+
+
+def test_a_task_run_at_another_version_or_shot_count_is_not_assessed(tmp_path: Path) -> None:
+    """The unpaired test assumes the same lm-eval task at both steps: a task whose version
+    (or number of few-shot examples) changed is not tested across the change."""
+    import json
+
+    for path in sorted(TINY.glob("*.json")):
+        doc = json.loads(path.read_text())
+        if path.stem.endswith("300"):
+            doc["versions"]["task_a"] = 1
+            doc["config"]["num_fewshot"] = 5
+        (tmp_path / path.name).write_text(json.dumps(doc))
+    ws = enb.open()
+    run = ws.run([ws.load(p) for p in sorted(tmp_path.glob("*.json"))])
+    tests = run.tests(by="subset").set_index(["group", "step_a", "step_b"])
+    assert tests.loc[("task_a", 200, 300), "verdict"] == (
+        "not assessed: task_a is not the same lm-eval task at steps 200 and 300 (version 0 vs 1, "
+        "0 vs 5 few-shot examples)"
+    )
+    assert tests.loc[("task_b", 100, 300), "verdict"].startswith(
+        "not assessed: task_b is not the same lm-eval task at steps 100 and 300 (0 vs 5 few-shot"
+    )
+    assert tests.loc[("task_a", 100, 200), "verdict"].startswith("beyond noise")
+    assert tests["p_holm"].notna().sum() == 3  # Holm over the 3 tests left (step 100 -> 200)
+    best = run.best(by="subset").set_index("group")
+    assert best.loc["task_a", "untested"] == (300,)

@@ -19,7 +19,9 @@ have per-task counts, unpaired from the source's stderr where they hold only agg
 an lm-eval results file with several tasks states one number per task and none for the
 whole run, so its run is tested per task (without ``by`` such pairs are *not assessed*,
 the verdict says why: a whole-run number would need the tasks' weights, which the files
-do not give). A group's direction (``ppl``: lower is better) words the verdict; unknown,
+do not give); two such steps whose files state another version or few-shot count of the
+task are *not assessed* across that change. A group's direction (``ppl``: lower is
+better) words the verdict; unknown,
 it says *higher* / *lower*. The per-group best checkpoint and MDE:
 :mod:`envloop_nb._runs.by_group`.
 
@@ -62,7 +64,7 @@ from .._errors import EnvloopError
 from .._metrics.multitest import Adjust, adjust_pvalues
 from .assemble import RunState, Step, mark, step_index, step_text
 from .curve import check_metric, curve
-from .groups import group_direction, group_lines, group_mask
+from .groups import group_direction, group_lines, group_mask, setup_difference
 from .pertask import matrix, percentiles
 
 if TYPE_CHECKING:
@@ -166,7 +168,11 @@ def pair_rows(
         else:
             if line is None:
                 line = curve(state)
-            rows.append({**base, **_aggregate_pair(state, line, a, b)})
+            found = _aggregate_pair(state, line, a, b)
+            differs = setup_difference(state, a, b, group) if group is not None else ""
+            if differs and not m.per_task[a] and not m.per_task[b]:
+                found = {**found, "p": None, "verdict": f"not assessed: {differs}"}
+            rows.append({**base, **found})
     return rows
 
 
