@@ -21,9 +21,8 @@ whole run, so its run is tested per task (without ``by`` such pairs are *not ass
 the verdict says why: a whole-run number would need the tasks' weights, which the files
 do not give); two such steps whose files state another version or few-shot count of the
 task are *not assessed* across that change. A group's direction (``ppl``: lower is
-better) words the verdict; unknown,
-it says *higher* / *lower*. The per-group best checkpoint and MDE:
-:mod:`envloop_nb._runs.by_group`.
+better) words the verdict; unknown, it says *higher* / *lower*. The per-group best
+checkpoint and MDE: :mod:`envloop_nb._runs.by_group`.
 
 Every p-value shown is adjusted across all the tests shown (Holm's step-down for the
 family-wise error rate, Benjamini–Hochberg for the false discovery rate:
