@@ -196,3 +196,7 @@ def test_a_task_run_at_another_version_or_shot_count_is_not_assessed(tmp_path: P
     assert tests["p_holm"].notna().sum() == 3  # Holm over the 3 tests left (step 100 -> 200)
     best = run.best(by="subset").set_index("group")
     assert best.loc["task_a", "untested"] == (300,)
+    band = run.noise_band(by="subset").set_index(["group", "step"])  # no band across it either
+    assert band.loc[("task_a", 300), "method"].startswith("no band: task_a is not the same")
+    assert np.isnan(band.loc[("task_a", 300), "half_width"])
+    assert not np.isnan(band.loc[("task_a", 200), "half_width"])

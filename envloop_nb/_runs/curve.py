@@ -49,7 +49,7 @@ from .._metrics.lm_eval_results import results_groups, results_rows
 from .._metrics.passk import pass_at_k, pass_hat_k
 from .._metrics.passk_views import curve as job_curve
 from .._metrics.summary import JobSummary, job_summary, summary_of_counts
-from .assemble import RunState, mark, step_text
+from .assemble import RunState, mark, setup_difference, step_text
 from .pertask import (
     TaskMatrix,
     _quantiles,
@@ -511,7 +511,11 @@ def _band_rows(
                 )
         else:
             se = [_stderr(line, i, z) for i in (j - 1, j)]
-            if se[0] is not None and se[1] is not None:
+            task = None if group is None else group.rpartition("/")[0] or group
+            differs = "" if task is None else setup_difference(state, j - 1, j, task)
+            if differs and not m.per_task[j] and not m.per_task[j - 1]:
+                row["method"] = f"no band: {differs}"
+            elif se[0] is not None and se[1] is not None:
                 half = z * float(np.hypot(se[0], se[1]))
                 row["method"] = "source stderr of both steps: z·√(se² + se_prev²)"
         if half is not None:

@@ -15,13 +15,12 @@ whether a higher number is better.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._metrics.lm_eval_results import metric_direction, results_rows
-from .assemble import RunState, step_text
+from .assemble import RunState
 from .curve import curve
 from .curve import group_lines as lines_of
 from .pertask import group_values, matrix
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from numpy.typing import NDArray
 
-__all__ = ["check_by", "group_direction", "group_lines", "group_mask", "setup_difference"]
+__all__ = ["check_by", "group_direction", "group_lines", "group_mask"]
 
 
 def check_by(by: str) -> str:
@@ -75,38 +74,3 @@ def group_direction(state: RunState, by: str, group: str) -> tuple[bool | None, 
     names = list(dict.fromkeys(metrics))
     metric = names[0] if len(names) == 1 else None
     return (seen.pop() if len(seen) == 1 else None), metric
-
-
-def _setup(state: RunState, j: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """An lm-eval step's task versions and few-shot counts (its file's ``versions`` and
-    ``n-shot`` / ``num_fewshot``), memoized on the state."""
-    key = ("lm_eval_setup", j)
-    if key not in state.data:
-        row = state.con.execute(
-            "SELECT platform_metrics, profile_params FROM jobs WHERE job_id = ?",
-            [state.job_ids[j]],
-        ).fetchone()
-        found = [json.loads(v) if isinstance(v, str) else v or {} for v in row or (None, None)]
-        versions, shots = found[0].get("versions"), found[1].get("num_fewshot")
-        state.data[key] = (
-            versions if isinstance(versions, dict) else {},
-            shots if isinstance(shots, dict) else {},
-        )
-    setup: tuple[dict[str, Any], dict[str, Any]] = state.data[key]
-    return setup
-
-
-def setup_difference(state: RunState, a: int, b: int, group: str) -> str:
-    """Why two results-only steps did not run the same lm-eval task ``group`` — its version
-    or its number of few-shot examples differ, where both files state it — else ''."""
-    (va, sa), (vb, sb) = _setup(state, a), _setup(state, b)
-    said = []
-    if group in va and group in vb and va[group] != vb[group]:
-        said.append(f"version {va[group]!r} vs {vb[group]!r}")
-    shot_a, shot_b = sa.get(group, sa.get("*")), sb.get(group, sb.get("*"))
-    if shot_a is not None and shot_b is not None and shot_a != shot_b:
-        said.append(f"{shot_a!r} vs {shot_b!r} few-shot examples")
-    if not said:
-        return ""
-    steps = f"steps {step_text(state.steps[a])} and {step_text(state.steps[b])}"
-    return f"{group} is not the same lm-eval task at {steps} ({', '.join(said)})"

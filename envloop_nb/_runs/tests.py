@@ -61,9 +61,9 @@ import numpy as np
 
 from .._errors import EnvloopError
 from .._metrics.multitest import Adjust, adjust_pvalues
-from .assemble import RunState, Step, mark, step_index, step_text
+from .assemble import RunState, Step, mark, setup_difference, step_index, step_text
 from .curve import check_metric, curve
-from .groups import group_direction, group_lines, group_mask, setup_difference
+from .groups import group_direction, group_lines, group_mask
 from .pertask import matrix, percentiles
 
 if TYPE_CHECKING:
