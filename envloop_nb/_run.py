@@ -5,12 +5,14 @@
 number in the name such as ``step143000``, or a list). The :class:`Run` binds the
 functions of ``envloop_nb._runs`` (see each module's docstring for the exact rules):
 
-* ``curve`` / ``noise_band`` — the metric per step with its interval (task bootstrap, or
-  the source's stderr for aggregates-only jobs), coverage and coverage drops; the band
-  the step-to-step change stays in when nothing changed;
+* ``curve`` / ``noise_band`` — the metric per step (per subset, tag or dimension with
+  ``by``) with its interval (task bootstrap, or the source's stderr for aggregates-only
+  jobs), coverage and coverage drops; the band the step-to-step change stays in when
+  nothing changed (per group with ``by``);
 * ``tests`` / ``best`` / ``mde`` — paired tests between steps with Holm and
   Benjamini–Hochberg adjustment, the best checkpoint with the steps indistinguishable from
-  it, the minimum detectable effect;
+  it, the minimum detectable effect; with ``by`` per group (results-only lm-eval files,
+  one number per task: unpaired, from the files' stderr);
 * ``task_matrix`` / ``task_states`` / ``learned`` / ``forgotten`` / ``flaky`` /
   ``matrix_blocks`` — tasks over training;
 * ``compare(a, b)`` — two steps as the existing :class:`envloop_nb.Comparison`.
@@ -23,10 +25,11 @@ reloading or removing one of its jobs, call ``ws.run`` again.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from ._errors import EnvloopError
 from ._runs import assemble as _assemble
+from ._runs import by_group as _by_group
 from ._runs import curve as _curve
 from ._runs import tasks as _tasks
 from ._runs import tests as _tests
@@ -124,10 +127,11 @@ class Run:
         """
         return _curve.curve(self.state, metric=metric, by=by, coverage_tolerance=coverage_tolerance)
 
-    def noise_band(self, *, metric: str = "score") -> pd.DataFrame:
-        """What the step-to-step change looks like when nothing changed (per step): see
+    def noise_band(self, *, metric: str = "score", by: str | None = None) -> pd.DataFrame:
+        """What the step-to-step change looks like when nothing changed (per step; per group
+        and step with ``by`` as in :meth:`curve`): see
         :func:`envloop_nb._runs.curve.noise_band`."""
-        return _curve.noise_band(self.state, metric=metric)
+        return _curve.noise_band(self.state, metric=metric, by=by)
 
     # -- which changes are real ------------------------------------------------------
     def tests(
@@ -138,23 +142,58 @@ class Run:
         against_baseline: bool = True,
         adjust: Adjust = "holm",
         alpha: float = 0.05,
+        by: str | None = None,
     ) -> pd.DataFrame:
         """Paired tests of adjacent steps and of each step against ``baseline`` (default:
-        the first), adjusted across all of them: see :func:`envloop_nb._runs.tests.tests`."""
+        the first), adjusted across all of them; with ``by`` (``"subset"`` /
+        ``"tag:<key>"``) per group — for results-only files (one number per lm-eval task)
+        unpaired, from the files' stderr: see :func:`envloop_nb._runs.tests.tests`."""
         return _tests.tests(
             self.state, baseline=baseline, adjacent=adjacent,
-            against_baseline=against_baseline, adjust=adjust, alpha=alpha,
+            against_baseline=against_baseline, adjust=adjust, alpha=alpha, by=by,
         )  # fmt: skip
 
+    @overload
     def best(
-        self, *, metric: str = "score", alpha: float = 0.05, skip_coverage_drops: bool = True
-    ) -> BestCheckpoint:
+        self,
+        *,
+        metric: str = "score",
+        alpha: float = 0.05,
+        skip_coverage_drops: bool = True,
+        by: None = None,
+    ) -> BestCheckpoint: ...
+    @overload
+    def best(
+        self,
+        *,
+        metric: str = "score",
+        alpha: float = 0.05,
+        skip_coverage_drops: bool = True,
+        by: str,
+    ) -> pd.DataFrame: ...
+    def best(
+        self,
+        *,
+        metric: str = "score",
+        alpha: float = 0.05,
+        skip_coverage_drops: bool = True,
+        by: str | None = None,
+    ) -> BestCheckpoint | pd.DataFrame:
         """The best checkpoint with its interval and the steps indistinguishable from it:
-        see :func:`envloop_nb._runs.tests.best`."""
+        see :func:`envloop_nb._runs.tests.best`. With ``by`` (``"subset"`` /
+        ``"tag:<key>"``): one row per group, its score's best step (the lowest for a
+        lower-is-better metric such as ``ppl``): see :func:`envloop_nb._runs.by_group.best_by`."""
+        if by is not None:
+            if metric != "score":
+                raise ValueError(f"best(by=...) compares each group's score, not {metric!r}")
+            return _by_group.best_by(
+                self.state, by=by, alpha=alpha, skip_coverage_drops=skip_coverage_drops
+            )
         return _tests.best(
             self.state, metric=metric, alpha=alpha, skip_coverage_drops=skip_coverage_drops
         )
 
+    @overload
     def mde(
         self,
         *,
@@ -162,9 +201,34 @@ class Run:
         power: float = 0.8,
         n_tasks: int | None = None,
         k: int | None = None,
-    ) -> DetectableEffect:
+        by: None = None,
+    ) -> DetectableEffect: ...
+    @overload
+    def mde(
+        self,
+        *,
+        alpha: float = 0.05,
+        power: float = 0.8,
+        n_tasks: int | None = None,
+        k: int | None = None,
+        by: str,
+    ) -> pd.DataFrame: ...
+    def mde(
+        self,
+        *,
+        alpha: float = 0.05,
+        power: float = 0.8,
+        n_tasks: int | None = None,
+        k: int | None = None,
+        by: str | None = None,
+    ) -> DetectableEffect | pd.DataFrame:
         """The minimum detectable effect at this run's tasks × attempts (or at ``n_tasks``
-        × ``k``): see :func:`envloop_nb._runs.tests.mde`."""
+        × ``k``): see :func:`envloop_nb._runs.tests.mde`. With ``by``: one row per group,
+        in the group's own units: see :func:`envloop_nb._runs.by_group.mde_by`."""
+        if by is not None:
+            if n_tasks is not None or k is not None:
+                raise ValueError("mde(by=...) is at each group's own tasks: no n_tasks or k")
+            return _by_group.mde_by(self.state, by=by, alpha=alpha, power=power)
         return _tests.mde(self.state, alpha=alpha, power=power, n_tasks=n_tasks, k=k)
 
     # -- tasks over training -----------------------------------------------------------

@@ -26,8 +26,12 @@ def test_results_only_checkpoints_make_a_run_report_per_subset(tmp_path: Path) -
     code = main(["report", "--run", str(ROOT / "tests/data/lm_eval/pythia_run"), "-o", str(tmp_path / "p.html")], out=io.StringIO())  # fmt: skip
     assert code == 0
     text = (tmp_path / "p.html").read_text(encoding="utf-8")
-    assert "one line per subset" in text and "best checkpoint: none (" in text
-    assert "smallest detectable change: cannot say (" in text
+    assert "one line per subset" in text
+    # no whole-run number: the headline, the band and the tests per lm-eval task, unpaired
+    # from the files' stderr (lambada's ppl: the lowest is best)
+    assert "best checkpoint (α 0.05, Holm within the group)" in text
+    assert "lambada_openai <small>(ppl)</small>" in text and "(lower is better)" in text
+    assert "stderr, unpaired" in text and "one row per pair of steps and group" in text
 
 
 def test_one_job_is_not_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -199,7 +199,7 @@ def test_results_only_steps_are_compared_on_their_numbers(ws: enb.Workspace, tmp
     d = line["estimate"].iloc[1] - line["estimate"].iloc[0]
     assert first["diff"] == d
     assert first["p"] == pytest.approx(2 * (1 - NormalDist().cdf(abs(d) / se)))
-    assert first["method"].startswith("source stderr")
+    assert first["method"].startswith("from the source's stderr, unpaired")
     assert run.best().step == 143000
     assert run.mde().method.startswith("from the sources' stderr")
 

@@ -27,7 +27,8 @@ from .._present import run_html
 from .._present.compare_html import guard_html
 from .._present.report_html import ReportSection, frame_table_html, report_html
 from .._present.run_charts import matrix_chart, run_curve_chart
-from .._present.run_html import headline_html, step_text, task_list_html
+from .._present.run_html import group_headline_html, headline_html, step_text, task_list_html
+from .._runs import by_group as _by_group
 from .._runs import curve as _curve
 from .._runs import tasks as _tasks
 from .._runs import tests as _tests
@@ -41,8 +42,8 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-__all__ = ["MATRIX_STEPS", "MATRIX_TASKS", "export_run_html", "export_run_xlsx", "mde_text",
-           "run_headline", "shown_curve"]  # fmt: skip
+__all__ = ["MATRIX_STEPS", "MATRIX_TASKS", "PER_SUBSET", "export_run_html", "export_run_xlsx",
+           "mde_text", "run_headline", "shown_by", "shown_curve"]  # fmt: skip
 
 #: The report's matrix: at most this many blocks of tasks × of steps.
 MATRIX_TASKS, MATRIX_STEPS = 120, 100
@@ -66,16 +67,32 @@ def _best(state: RunState, metric: str) -> tuple[_tests.BestCheckpoint | None, s
         return None, str(e)
 
 
+def shown_by(state: RunState, *, metric: str = "score") -> str | None:
+    """``"subset"`` when the views tell the run per subset — no step has an overall number
+    (results-only files: one number per lm-eval task) but the subsets have —, else None."""
+    if _curve.curve(state, metric=metric)["estimate"].notna().any():
+        return None
+    by = _curve.curve(state, metric=metric, by="subset")
+    return "subset" if len(by) and by["estimate"].notna().any() else None
+
+
+#: Why a run is told per subset (under its curve, in its headline).
+PER_SUBSET = (
+    "no overall number at any step (aggregates only, one number per task: a whole-run number "
+    "would need the tasks' weights, which the files do not give): one line per subset"
+)
+
+
 def shown_curve(state: RunState, *, metric: str = "score") -> tuple[pd.DataFrame, str]:
     """The curve a view draws and what it is: the run's own (``run.curve()``), or, when no
     step has an overall number (results-only files: one number per lm-eval task), the
     curve per subset."""
+    by = shown_by(state, metric=metric)
+    if by is not None:
+        return _curve.curve(state, metric=metric, by=by), PER_SUBSET
     frame = _curve.curve(state, metric=metric)
     if frame["estimate"].notna().any():
         return frame, ""
-    by = _curve.curve(state, metric=metric, by="subset")
-    if len(by) and by["estimate"].notna().any():
-        return by, "no overall number at any step (aggregates only): one line per subset"
     return frame, "no step has a number for this metric"
 
 
@@ -90,7 +107,15 @@ def mde_text(state: RunState) -> tuple[str, int | None]:
 
 
 def run_headline(state: RunState, *, metric: str = "score") -> str:
-    """The headline HTML of a run (best checkpoint, MDE, guard mark)."""
+    """The headline HTML of a run (best checkpoint, MDE, guard mark); per subset when the
+    run is told per subset (:func:`shown_by`)."""
+    if metric == "score" and shown_by(state, metric=metric) is not None:
+        return group_headline_html(
+            best=_by_group.best_by(state, by="subset"), mde=_by_group.mde_by(state, by="subset"),
+            mark=mark(state), steps=len(state.steps),
+            why="no number for the whole run (the sources state one per task): per task, "
+            "from the files' stderr",
+        )  # fmt: skip
     text, n_tasks = mde_text(state)
     best, why = _best(state, metric)
     return headline_html(
@@ -105,8 +130,9 @@ def export_run_html(
     """Write the run's standalone HTML report (see the module docstring)."""
     note = mark(state)
     curve, curve_what = shown_curve(state, metric=metric)
-    band = _curve.noise_band(state, metric=metric)
-    tests = _tests.tests(state)
+    by = shown_by(state, metric=metric)
+    band = _curve.noise_band(state, metric=metric, by=by)
+    tests = _tests.tests(state, by=by)
     blocks = _tasks.aggregate(state, max_tasks=MATRIX_TASKS, max_steps=MATRIX_STEPS)
     curve_chart = run_curve_chart(curve, band=band, tests=tests, title=f"{metric} over training")
     drops = [step_text(s) for s, d in zip(curve["step"], curve["coverage_drop"], strict=True) if d]
@@ -187,6 +213,11 @@ def _facts(state: RunState, metric: str) -> pd.DataFrame:
         ("seed", state.seed),
         ("best", why if best is None else str(best)),
         ("minimum detectable effect", mde_text(state)[0]),
+        *(
+            [("per subset", f"{PER_SUBSET}: see the sheets Best per subset and MDE per subset")]
+            if metric == "score" and shown_by(state, metric=metric)
+            else []
+        ),
     ]
     rows += [("difference", f"{'BLOCKING ' if d.blocking else ''}{d.field}: {d.detail}")
              for d in state.differences]  # fmt: skip
@@ -204,15 +235,26 @@ def export_run_xlsx(
     wide = matrix.copy()
     wide.columns = [f"step {step_text(s)}" for s in matrix.columns]
     wide = wide.reset_index()
-    tests = _tests.tests(state)
+    by = shown_by(state, metric=metric)
+    tests = _tests.tests(state, by=by)
     sheets: list[tuple[str, pd.DataFrame]] = [
         ("Run", _facts(state, metric)),
-        ("Curve", _curve.curve(state, metric=metric)),
-        ("Noise band", _curve.noise_band(state, metric=metric)),
+        ("Curve", shown_curve(state, metric=metric)[0]),
+        ("Noise band", _curve.noise_band(state, metric=metric, by=by)),
         ("Tests", tests),
         ("Task states", _tasks.task_states(state)),
         ("Task matrix", wide),
     ]
+    if by is not None and metric == "score":  # the headline per subset, as in the report
+        best = _by_group.best_by(state, by=by)
+        best["indistinguishable"] = [
+            ", ".join(map(step_text, v or ())) for v in best["indistinguishable"]
+        ]
+        best["untested"] = [", ".join(map(step_text, v or ())) for v in best["untested"]]
+        sheets[1:1] = [
+            ("Best per subset", best),
+            ("MDE per subset", _by_group.mde_by(state, by=by)),
+        ]
     for title, frame in sheets:
         write_frame(wb, cells, titles, title, frame, note)
     out.parent.mkdir(parents=True, exist_ok=True)

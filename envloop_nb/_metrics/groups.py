@@ -38,8 +38,8 @@ from .._errors import EnvloopError
 from .._store.frames import to_frame
 from .._store.memo import cached
 from .._store.ref import require_task_table
-from .counts import check_options, count_columns_sql, scored_sum, task_counts
-from .scale import Scale, outside_unit, scale_of
+from .counts import check_options, task_counts
+from .dimension_counts import PerName, dimension_per_task, option_for
 from .tag_groups import tag_group_ids
 
 if TYPE_CHECKING:
@@ -47,49 +47,13 @@ if TYPE_CHECKING:
 
     from .._types import FrameKind, Policy
 
-__all__ = ["dimension_groups", "finish_rows", "group_summaries", "tag_groups"]
-
-#: Per-name options: a threshold / bad_below for all names, or one per name.
-PerName = float | Mapping[str, float] | None
-
-
-def _for(option: PerName, name: str, scale: Scale | None = None) -> float | None:
-    """A mapping's value as given; one number is a fraction of ``scale``'s range."""
-    if option is None or isinstance(option, int | float):
-        return None if option is None else scale.cut(option) if scale else float(option)
-    value = option.get(name)
-    return None if value is None else float(value)
-
-
-#: A pass of a value under its options: ``thr``, ``hib`` (higher is better) per name.
-_PASSED = """CASE
-               WHEN s.thr IS NULL THEN v.value = CASE WHEN s.hib IS FALSE THEN 0 ELSE 1 END
-               WHEN s.hib IS FALSE THEN v.value <= s.thr
-               ELSE v.value >= s.thr END"""
-
-
-def _per_task_sql(values_sql: str) -> str:
-    """One row per (name, task): counts and sums of ``values_sql`` (name, task, attempt, value).
-
-    ``$names``/``$thr``/``$hib``/``$bad`` are parallel lists giving each name's options.
-    Policy-free: :func:`_rated_sql` applies the policy.
-    """
-    return f"""
-    WITH vals AS ({values_sql}),
-    opts AS (SELECT unnest($names) AS name, unnest($thr) AS thr, unnest($hib) AS hib,
-                    unnest($bad) AS bad),
-    slots AS (
-        SELECT o.name, o.thr, o.hib, o.bad, t.task, t.position, j.attempts AS k
-        FROM tasks t JOIN jobs j ON j.job_id = t.job_id CROSS JOIN opts o
-        WHERE t.job_id = $job_id)
-    SELECT s.name, s.task, s.position, s.k, s.thr, s.hib, s.bad,
-           {count_columns_sql("v.value", "a.status", _PASSED, attempt="a.attempt")},
-           {scored_sum("v.value", "a.attempt")} AS vsum
-    FROM slots s
-    LEFT JOIN attempts a ON a.job_id = $job_id AND a.task = s.task
-    LEFT JOIN vals v ON v.name = s.name AND v.task = a.task AND v.attempt = a.attempt
-    GROUP BY ALL
-    """
+__all__ = [
+    "PerName",
+    "dimension_groups",
+    "finish_rows",
+    "group_summaries",
+    "tag_groups",
+]
 
 
 def _rated_sql(failure: bool) -> str:
@@ -108,45 +72,6 @@ def _rated_sql(failure: bool) -> str:
                     ELSE CASE WHEN n > 0 THEN vsum / n END END AS task_value
         FROM per_task_n p JOIN bin_of b USING (name))
     """
-
-
-#: The per-(value, task) columns the group step reads (see :func:`_rated_sql`).
-_PER_TASK = pa.schema(
-    [
-        ("name", pa.string()),
-        ("task", pa.string()),
-        ("k", pa.int64()),
-        ("thr", pa.float64()),
-        ("hib", pa.bool_()),
-        ("bad", pa.float64()),
-        ("scored", pa.int32()),
-        ("invalid", pa.int32()),
-        ("passes", pa.int32()),
-        ("nonbinary", pa.int32()),
-        ("vsum", pa.float64()),
-    ]
-)
-
-
-def _reward_per_task(counts: pa.Table, thr: float | None, bad: float | None) -> pa.Table:
-    """The reward's rows of the per-(value, task) table, from the job's per-task counts."""
-    size = counts.num_rows
-    return pa.table(
-        {
-            "name": pa.repeat(pa.scalar("reward", pa.string()), size),
-            "task": counts.column("task"),
-            "k": counts.column("k").cast(pa.int64()),
-            "thr": pa.nulls(size, pa.float64()) if thr is None else pa.array(np.full(size, thr)),
-            "hib": pa.array(np.ones(size, dtype=bool)),
-            "bad": pa.nulls(size, pa.float64()) if bad is None else pa.array(np.full(size, bad)),
-            "scored": counts.column("scored"),
-            "invalid": counts.column("invalid"),
-            "passes": counts.column("passes"),
-            "nonbinary": counts.column("nonbinary"),
-            "vsum": counts.column("reward_sum"),
-        },
-        schema=_PER_TASK,
-    )
 
 
 def _group_sums(
@@ -446,75 +371,7 @@ def dimension_groups(
     [['reward', 5, 0.6], ['composite', 1, 0.9], ['style', 1, 0.8], ['tests_passed', 1, 1.0]]
     """
     check_options(policy, None)
-    meta = _fetch(
-        con,
-        """SELECT d.name, any_value(m.unit) AS unit, any_value(m.higher_is_better) AS hib
-           FROM (SELECT DISTINCT name FROM dimensions WHERE job_id = $job_id
-                 UNION SELECT name FROM manual_dimensions WHERE job_id = $job_id) d
-           LEFT JOIN dimension_meta m ON m.name = d.name AND m.job_id = $job_id
-           GROUP BY d.name ORDER BY d.name""",
-        {"job_id": job_id},
-    )
-    has_composite = con.execute(
-        "SELECT count(composite) > 0 FROM attempts WHERE job_id = ?", [job_id]
-    ).fetchone()
-    names: list[tuple[str, str | None, bool | None]] = [("reward", None, True)]
-    if has_composite and has_composite[0]:
-        names.append(("composite", None, True))
-    names += [(m["name"], m["unit"], m["hib"]) for m in meta if m["name"] not in ("reward",)]
-    # The values besides the reward (its rows come from the job's per-task counts);
-    # composite only when some attempt has one, else its rows would all be null.
-    values_sql = """SELECT name, task, attempt, value FROM dimensions
-            WHERE job_id = $job_id AND name NOT IN ('reward', 'composite')"""
-    if any(n == "composite" for n, _, _ in names):
-        values_sql += """
-        UNION ALL SELECT 'composite', task, attempt, composite FROM attempts
-            WHERE job_id = $job_id"""
-    for label, opt in (("threshold", threshold), ("bad_below", bad_below)):
-        if isinstance(opt, Mapping):
-            unknown = sorted(set(opt) - {n for n, _, _ in names})
-            if unknown:
-                raise ValueError(
-                    f"{label} names unknown dimension(s) {', '.join(unknown)}; "
-                    f"dimensions: {', '.join(n for n, _, _ in names)}"
-                )
-    # The reward's per-task counts are the job's (cached, shared with summary and curve);
-    # only the other values (composite, named dimensions) are aggregated here.
-    reward = _reward_per_task(
-        task_counts(con, job_id, _for(threshold, "reward")),
-        _for(threshold, "reward"),
-        _for(bad_below, "reward"),
-    )
-    others = names[1:]
-    outside = outside_unit(con, job_id)  # names with values outside 0–1 (no unit: no range)
-    scales = {
-        n: scale_of(unit, higher_is_better=hib, within_unit=n not in outside)
-        for n, unit, hib in names
-    }
-    params = {
-        "job_id": job_id,
-        "names": [n for n, _, _ in others],
-        "thr": [_for(threshold, n, scales[n]) for n, _, _ in others],
-        "hib": [h for _, _, h in others],
-        "bad": [_for(bad_below, n, scales[n]) for n, _, _ in others],
-    }
-    parts = [reward]
-    if others:
-        key = tuple(tuple(v) for v in params.values() if isinstance(v, list))
-        parts.append(
-            cached(
-                con,
-                job_id,
-                ("dimension_groups", *key),
-                lambda: (
-                    con.execute(_per_task_sql(values_sql), params)
-                    .to_arrow_table()
-                    .select(_PER_TASK.names)
-                    .cast(_PER_TASK)
-                ),
-            )
-        )
-    per_task = pa.concat_tables(parts)
+    names, scales, per_task = dimension_per_task(con, job_id, threshold, bad_below)
     sql = f"""
     WITH {_rated_sql(policy == "failure")}
     SELECT name, {_GROUP_SELECT} FROM rated GROUP BY name
@@ -529,7 +386,7 @@ def dimension_groups(
             "higher_is_better": scales[n].higher_is_better,
             **f,
             # the reward's threshold is the job's pass threshold, in reward units
-            "threshold": _for(threshold, n, None if n == "reward" else scales[n]),
+            "threshold": option_for(threshold, n, None if n == "reward" else scales[n]),
         }
         for (n, unit, hib), f in zip(names, finish_rows(ordered, policy), strict=True)
     ]

@@ -40,7 +40,13 @@ from .uncertainty import Interval
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["results_groups", "results_intervals", "results_rows", "results_summary"]
+__all__ = [
+    "metric_direction",
+    "results_groups",
+    "results_intervals",
+    "results_rows",
+    "results_summary",
+]
 
 _SEE = "job.groups(by='subset')"
 _SCHEMA = pa.schema(
@@ -66,6 +72,33 @@ def results_rows(con: duckdb.DuckDBPyConnection, job_id: str) -> list[dict[str, 
     ).fetchone()
     value = None if row is None or row[0] is None else json.loads(row[0])
     return list(value) if isinstance(value, list) else []
+
+
+#: lm-eval's own direction of its registered metrics (``higher_is_better`` in its metric
+#: registry), for files that do not state it (lm-eval 0.3 writes none).
+_HIGHER = frozenset({"acc", "acc_norm", "acc_mutual_info", "exact_match", "em", "f1", "mcc",
+                     "bleu", "chrf", "rouge1", "rouge2", "rougeL", "matthews_corrcoef"})  # fmt: skip
+_LOWER = frozenset({"ppl", "perplexity", "word_perplexity", "byte_perplexity", "bits_per_byte",
+                    "ter", "brier_score"})  # fmt: skip
+
+
+def metric_direction(metric: str, stated: bool | None = None) -> bool | None:
+    """Whether a higher value of an lm-eval ``metric[,filter]`` is better: as the file
+    states it (``higher_is_better``, lm-eval 0.4), else lm-eval's own for its registered
+    metrics (``acc`` higher, ``ppl`` / ``*perplexity`` / ``bits_per_byte`` lower), else
+    None (unknown: never guessed).
+
+    Examples
+    --------
+    >>> metric_direction("acc,none"), metric_direction("ppl"), metric_direction("mystery")
+    (True, False, None)
+    >>> metric_direction("ppl", stated=True)
+    True
+    """
+    if stated is not None:
+        return bool(stated)
+    name = metric.partition(",")[0]
+    return True if name in _HIGHER else False if name in _LOWER else None
 
 
 def _z(confidence: float) -> float:

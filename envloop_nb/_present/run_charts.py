@@ -68,8 +68,16 @@ def significant_changes(tests: pd.DataFrame, *, alpha: float | None = None) -> p
     adjacent = tests["kind"].astype(str).str.contains("adjacent")
     p = tests["p_adjusted"].astype(float)
     out = tests[adjacent & p.notna() & (p < level)]
-    out = out[["step_a", "step_b", "diff", "low", "high", "p_adjusted"]].copy()
+    keep = ["step_a", "step_b", "diff", "low", "high", "p_adjusted"]
+    out = out[keep + (["group"] if "group" in out else [])].copy()
     out["direction"] = ["up" if float(d) > 0 else "down" for d in out["diff"]]
+    verdicts = tests.loc[out.index, "verdict"].astype(str) if "verdict" in tests else None
+    out["tone"] = (  # better / worse as the verdict says (a lower-is-better metric going down)
+        ["better" if " is better " in v else "worse" if " is worse " in v else "changed"
+         for v in verdicts]
+        if verdicts is not None
+        else ["better" if d == "up" else "worse" for d in out["direction"]]
+    )  # fmt: skip
     return out.reset_index(drop=True)
 
 
@@ -134,6 +142,8 @@ def run_curve_chart(
     data = frame[
         ["step", "group", "estimate", "low", "high", "interval", "coverage", "drop", "note"]
     ]
+    if several:  # bands and marks per group ride on the facet's one data set
+        data = _with_group_marks(data, band, tests)
     base = alt.Chart() if several else alt.Chart(_values(data))  # small multiples: on the facet
     layers: list[Any] = []
     if band is not None and not several and len(band):
@@ -199,6 +209,24 @@ def run_curve_chart(
                     tooltip=tip_sig,
                 )
             )
+    if several and "band_low" in data:
+        layers.insert(0, base.transform_filter("isValid(datum.band_low)").mark_rule(
+            color=GREY, opacity=0.45, strokeWidth=4).encode(
+                x=x, y="band_low:Q", y2="band_high:Q",
+                tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("group:N"),
+                         alt.Tooltip("band_low:Q", title="noise band from", format=fmt),
+                         alt.Tooltip("band_high:Q", title="noise band to", format=fmt)]))  # fmt: skip
+    if several and "sig" in data:
+        layers.append(base.transform_filter("isValid(datum.sig)").mark_point(
+            filled=True, size=80, yOffset=-8).encode(
+                x=x, y="high:Q",
+                shape=alt.Shape("sig:N", scale=alt.Scale(domain=["up", "down"],
+                                range=["triangle-up", "triangle-down"]), legend=None),
+                color=alt.Color("tone:N", scale=alt.Scale(domain=["better", "worse", "changed"],
+                                range=[_GREEN, _RED, GREY]), legend=None),
+                tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("group:N"),
+                         alt.Tooltip("sig:N", title="significant change"),
+                         alt.Tooltip("tone:N", title="for the metric")]))  # fmt: skip
     if several:  # one panel per group, each on its own scale (subsets differ in kind)
         chart = (
             alt.layer(*layers, data=_values(data))
@@ -209,6 +237,27 @@ def run_curve_chart(
         return _styled(chart)
     chart = alt.layer(*layers, title=title).properties(width=width, height=height)
     return _styled(chart)
+
+
+def _with_group_marks(
+    data: pd.DataFrame, band: pd.DataFrame | None, tests: pd.DataFrame | None
+) -> pd.DataFrame:
+    """The curve per group with its noise band (``run.noise_band(by=...)``: ``band_low``,
+    ``band_high``) and its significant adjacent changes (``run.tests(by=...)``: ``sig``,
+    up / down at the later step) joined on (step, group)."""
+    out = data.copy()
+    if band is not None and len(band) and "group" in band and band["group"].notna().any():
+        bands = band[band["band_low"].notna()][["step", "group", "band_low", "band_high"]]
+        out = out.merge(bands, on=["step", "group"], how="left")
+    if tests is not None and len(tests) and "group" in tests and tests["group"].notna().any():
+        marks = significant_changes(tests)
+        if len(marks):
+            sig = marks.rename(columns={"step_b": "step", "direction": "sig"})
+            sig = sig[["step", "group", "sig", "tone"]]
+            out = out.merge(
+                sig.drop_duplicates(["step", "group"]), on=["step", "group"], how="left"
+            )
+    return out
 
 
 def matrix_chart(

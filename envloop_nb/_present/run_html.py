@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CURVE_LEGEND",
     "BestLike",
+    "group_headline_html",
     "headline_html",
     "step_text",
     "task_list_html",
@@ -138,10 +139,103 @@ def headline_html(
     return f'<div class="enb-run-headline" style="{_FONT};line-height:1.6">{"".join(parts)}</div>'
 
 
+def _value(value: Any, rate: bool) -> str:
+    if value is None or value != value:
+        return "-"
+    return format_metric(value) if rate else f"{float(value):.4g}"
+
+
+def _is_rate(*values: Any) -> bool:
+    known = [float(v) for v in values if v is not None and v == v]
+    return bool(known) and all(0.0 <= v <= 1.0 for v in known)
+
+
+def group_headline_html(
+    *, best: pd.DataFrame, mde: pd.DataFrame, mark: str = "", steps: int, why: str = ""
+) -> str:
+    """The headline of a run told per group (``run.best(by=...)`` and ``run.mde(by=...)``:
+    results-only files with one number per task and none for the whole run): per group its
+    best step with the interval and the steps indistinguishable from it, or why it has
+    none, and its smallest detectable change (in points for a rate, else in the metric's
+    units); ``why`` says why there is no whole-run headline.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> b = pd.DataFrame({"group": ["piqa"], "metric": ["acc"], "higher_is_better": [True],
+    ...     "step": [143000], "estimate": [0.63], "low": [0.60], "high": [0.65],
+    ...     "interval": ["source stderr"], "indistinguishable": [(133000, 143000)],
+    ...     "untested": [()], "method": ["from the source's stderr, unpaired"], "note": [""]})
+    >>> m = pd.DataFrame({"group": ["piqa"], "effect": [0.046], "note": [""]})
+    >>> out = group_headline_html(best=b, mde=m, steps=27)
+    >>> "step <b>143000</b>" in out and "133000, 143000" in out and "4.6 points" in out
+    True
+    """
+    effects = {r["group"]: r for r in mde.to_dict("records")}
+    alpha = float(best.attrs.get("alpha", 0.05))
+    parts = []
+    if mark:
+        parts.append(f'<div style="color:{_AMBER};font-weight:600">{html.escape(mark)}</div>')
+    if why:
+        parts.append(f"<div>{html.escape(why)}</div>")
+    methods = sorted({str(x) for x in best["method"].dropna() if x})
+    rows = []
+    for r in best.to_dict("records"):
+        rate = _is_rate(r.get("estimate"), r.get("low"), r.get("high"))
+        name = (f"{html.escape(str(r['group']))} "
+                f"<small>({html.escape(str(r.get('metric') or ''))})</small>")  # fmt: skip
+        if r.get("step") is None or r.get("estimate") is None:
+            found = f"<i>{html.escape(str(r.get('note') or 'no best'))}</i>"
+        else:
+            ci = (
+                ""
+                if r.get("low") is None or r.get("low") != r.get("low")
+                else f" ({_value(r['low'], rate)} – {_value(r['high'], rate)})"
+            )
+            lower = (
+                " <small>(lower is better)</small>" if r.get("higher_is_better") is False else ""
+            )
+            found = (
+                f"step <b>{html.escape(step_text(r['step']))}</b>: "
+                f"<b>{_value(r['estimate'], rate)}</b>{ci}{lower}; indistinguishable: steps "
+                f"{html.escape(_steps_text(r.get('indistinguishable') or ()))}"
+            )
+        e = effects.get(r["group"], {})
+        effect = e.get("effect")
+        if effect is None or effect != effect:
+            said = html.escape(str(e.get("note") or "-"))
+        else:
+            unit = html.escape(str(r.get("metric") or ""))
+            said = f"{float(effect) * 100:.1f} points" if rate else f"{float(effect):.4g} {unit}"
+        rows.append(f'<tr><td style="{_TD}">{name}</td>'
+                    f'<td style="{_TD}">{found}</td><td style="{_TD};white-space:nowrap">{said}</td></tr>')  # fmt: skip
+    head = "".join(f'<th style="{_TH}">{h}</th>' for h in
+                   ("group", f"best checkpoint (α {alpha:g}, Holm within the group)",
+                    "smallest detectable change"))  # fmt: skip
+    how = f"<div><small>{html.escape('; '.join(methods))}</small></div>" if methods else ""
+    parts.append(
+        f'<table style="border-collapse:collapse"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>{how}"
+    )
+    parts.append(f'<div style="color:var(--jp-ui-font-color2,#666)">{steps:,} steps</div>')
+    return f'<div class="enb-run-headline" style="{_FONT};line-height:1.6">{"".join(parts)}</div>'
+
+
 def _pts(value: Any) -> str:
     if value is None or value != value:
         return "-"
     return f"{float(value) * 100:+.1f}"
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _raw(value: Any) -> str:
+    """A difference in the metric's own units (not a rate: ``ppl``)."""
+    if value is None or value != value:
+        return "-"
+    return f"{float(value):+.4g}"
 
 
 def _count(value: Any) -> str:
@@ -188,10 +282,12 @@ def tests_table_html(
     if not len(shown):
         what = "no change is significant after adjustment" if only_significant else "no test"
         return f'<div style="{_FONT}"><i>{what}</i></div>'
+    grouped = "group" in shown and shown["group"].notna().any()
     head = [
+        *(["group"] if grouped else []),
         "kind",
         "steps",
-        "Δ (pts)",
+        "Δ" if grouped else "Δ (pts)",
         "fixed / broken",
         "p",
         f"p ({adjust})",
@@ -211,10 +307,13 @@ def tests_table_html(
         note = str(r.get("note") or "")
         shared = r.get("shared_complete")
         union = r.get("tasks_union")
+        rate = _is_rate(r.get("score_a"), r.get("score_b")) or r.get("score_a") is None
+        delta = _pts if rate else _raw
         cells = [
+            *([html.escape(str(r.get("group") or ""))] if grouped else []),
             html.escape(str(r.get("kind") or "")),
             f"{html.escape(step_text(r.get('step_a')))} → {html.escape(step_text(r.get('step_b')))}",
-            f"{_pts(r.get('diff'))} <small>[{_pts(r.get('low'))}, {_pts(r.get('high'))}]</small>",
+            f"{delta(r.get('diff'))} <small>[{delta(r.get('low'))}, {delta(r.get('high'))}]</small>",
             f"{_count(r.get('fixed'))} / {_count(r.get('broken'))}",
             _p(r.get("p")),
             f"<b>{_p(r.get('p_adjusted'))}</b>",
@@ -229,10 +328,22 @@ def tests_table_html(
         if len(shown) > max_rows
         else ""
     )
+    methods = set(frame["method"].dropna().astype(str)) if "method" in frame else set()
+    paired = any(m.startswith("paired") for m in methods)
+    unpaired = any(m.startswith("from the source's stderr") for m in methods)
+    how = []
+    if paired or not unpaired:
+        how.append("paired difference over tasks both steps scored completely (bootstrap "
+                   "interval), exact McNemar on tasks solved by one step only")  # fmt: skip
+    if unpaired:
+        how.append("steps holding only aggregates: the difference of their numbers from the "
+                   "source's stderr, unpaired (z interval, two-sided normal p; independent "
+                   "samples assumed: conservative when the checkpoints share docs)")  # fmt: skip
+    per = " (one row per pair of steps and group)" if grouped else ""
     intro = (
-        f'<div style="margin-bottom:4px">Paired difference over tasks both steps scored completely '
-        f"(bootstrap interval), exact McNemar on tasks solved by one step only; p-values adjusted "
-        f"({html.escape(adjust)}) across all {len(frame):,} tests; α {alpha:g}.</div>"
+        f'<div style="margin-bottom:4px">{html.escape(_upper_first("; ".join(how)))}; p-values '
+        f"adjusted ({html.escape(adjust)}) across all {len(frame):,} tests{per}; α {alpha:g}. "
+        "Δ in points for a rate, else in the metric's units.</div>"
     )
     header = "".join(f'<th style="{_TH}">{html.escape(h)}</th>' for h in head)
     return (

@@ -53,6 +53,7 @@ __all__ = [
     "named_jobs",
     "parse_step",
     "resolve_steps",
+    "setup_difference",
     "step_index",
     "step_text",
 ]
@@ -363,3 +364,38 @@ def step_index(state: RunState, step: Step) -> int:
             return i
     shown = ", ".join(step_text(s) for s in state.steps)
     raise EnvloopError(f"step {step!r} is not in this run (steps: {shown})")
+
+
+def _setup(state: RunState, j: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An lm-eval step's task versions and few-shot counts (its file's ``versions`` and
+    ``n-shot`` / ``num_fewshot``), memoized on the state."""
+    key = ("lm_eval_setup", j)
+    if key not in state.data:
+        row = state.con.execute(
+            "SELECT platform_metrics, profile_params FROM jobs WHERE job_id = ?",
+            [state.job_ids[j]],
+        ).fetchone()
+        found = [json.loads(v) if isinstance(v, str) else v or {} for v in row or (None, None)]
+        versions, shots = found[0].get("versions"), found[1].get("num_fewshot")
+        state.data[key] = (
+            versions if isinstance(versions, dict) else {},
+            shots if isinstance(shots, dict) else {},
+        )
+    setup: tuple[dict[str, Any], dict[str, Any]] = state.data[key]
+    return setup
+
+
+def setup_difference(state: RunState, a: int, b: int, group: str) -> str:
+    """Why two results-only steps did not run the same lm-eval task ``group`` — its version
+    or its number of few-shot examples differ, where both files state it — else ''."""
+    (va, sa), (vb, sb) = _setup(state, a), _setup(state, b)
+    said = []
+    if group in va and group in vb and va[group] != vb[group]:
+        said.append(f"version {va[group]!r} vs {vb[group]!r}")
+    shot_a, shot_b = sa.get(group, sa.get("*")), sb.get(group, sb.get("*"))
+    if shot_a is not None and shot_b is not None and shot_a != shot_b:
+        said.append(f"{shot_a!r} vs {shot_b!r} few-shot examples")
+    if not said:
+        return ""
+    steps = f"steps {step_text(state.steps[a])} and {step_text(state.steps[b])}"
+    return f"{group} is not the same lm-eval task at {steps} ({', '.join(said)})"

@@ -5,7 +5,11 @@ Numbers are each job's own: the estimate at a step is ``job.summary()``'s ``scor
 ``pass^j`` — the same function computes both, so they agree bit for bit. With ``by``
 (``"subset"``, ``"tag:<key>"``) each group's number is formed from the same per-task
 counts as ``job.groups(by=...)``; ``by="dimension"`` is ``job.groups(by="dimension")``'s
-numbers per step (the reward, the composite, each named dimension), without an interval.
+numbers per step (the reward, the composite, each named dimension), each with the task
+bootstrap of that value on the run's draws (:func:`envloop_nb._runs.pertask.dimension_matrices`:
+the reward's interval is the curve's own, so ``job.intervals()``'s), and for a
+results-only lm-eval step its file's other metrics (``"<task>/<metric>"``) with the
+file's stderr interval, as ``job.groups(by="dimension")`` gives them.
 
 Intervals (``interval`` column):
 
@@ -26,7 +30,9 @@ changed. For each step, the task bootstrap of its paired difference from the pre
 (same resampled tasks for both), centred on the observed difference: the ``confidence``
 quantile of ``|d* - d|`` is the half-width ``h``; the band is ``previous ± h`` and a step
 outside it moved beyond resampling noise. From a source's stderr: ``h = z·√(se² + se_prev²)``
-(two independent samples: conservative when the checkpoints share docs).
+(two independent samples: conservative when the checkpoints share docs). With ``by`` one
+band per group, from the group's own numbers (its tasks' bootstrap on the same draws, a
+dimension's values, or its source's stderr).
 """
 
 from __future__ import annotations
@@ -43,10 +49,11 @@ from .._metrics.lm_eval_results import results_groups, results_rows
 from .._metrics.passk import pass_at_k, pass_hat_k
 from .._metrics.passk_views import curve as job_curve
 from .._metrics.summary import JobSummary, job_summary, summary_of_counts
-from .assemble import RunState, mark, step_text
+from .assemble import RunState, mark, setup_difference, step_text
 from .pertask import (
     TaskMatrix,
     _quantiles,
+    dimension_matrices,
     group_values,
     job_counts,
     matrix,
@@ -58,7 +65,15 @@ if TYPE_CHECKING:
     import pandas as pd
     from numpy.typing import NDArray
 
-__all__ = ["CURVE_COLUMNS", "METRICS", "check_metric", "curve", "noise_band", "ratio_parts"]
+__all__ = [
+    "CURVE_COLUMNS",
+    "METRICS",
+    "check_metric",
+    "curve",
+    "group_lines",
+    "noise_band",
+    "ratio_parts",
+]
 
 METRICS = ("score", "pass", "pass@k", "pass^k")
 _UNBIASED = re.compile(r"^pass(@|\^)(\d+)$")
@@ -317,26 +332,63 @@ def _results_groups(state: RunState, by: str, metric: str) -> list[dict[str, Any
 
 def _dimension_rows(state: RunState, metric: str) -> list[dict[str, Any]]:
     """Per step and dimension: ``job.groups(by="dimension")``'s number (the reward, the
-    composite and every named dimension), no interval."""
+    composite and every named dimension) with its task-bootstrap interval (the run's
+    draws, :func:`dimension_matrices`: the reward's is the curve's own); a results-only
+    step's other metrics as its file states them, ``"<task>/<metric>"``, with the file's
+    stderr interval (``job.groups(by="dimension")``'s ``ci_low`` / ``ci_high``)."""
     name, j = check_metric(metric)
     if j is not None:
         raise ValueError(f"by='dimension' takes the summary metrics {METRICS}, not {metric!r}")
+    m = matrix(state)
+    bounds: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
+    if m.per_task.any():
+        for dim, dm in dimension_matrices(state).items():
+            num, den = ratio_parts(dm, metric, state)
+            bounds[dim] = _quantiles(ratio_stats(num, den, state), state.confidence)
     out: list[dict[str, Any]] = []
     for i, job_id in enumerate(state.job_ids):
-        if results_rows(state.con, job_id) is not None:
-            continue  # lm-eval results: their other metrics are in by="subset"'s notes
+        rows = results_rows(state.con, job_id)
+        if rows is not None:
+            if metric == "score":
+                out += _results_dimension_rows(state, i, job_id, rows)
+            continue
+        if not m.per_task[i]:
+            continue  # aggregates without per-task counts nor a file's metrics
         frame = group_summaries(state.con, job_id, by="dimension", policy=state.policy,
                                 threshold=state.threshold)  # fmt: skip
         for r in frame.to_dict("records"):
             value = r[name]
+            low, high = (b[i] for b in bounds[r["dimension"]])
+            has = not _nan(value) and not np.isnan(low)
             out.append({"step": state.steps[i], "job_id": job_id, "group": r["dimension"],
                         "metric": metric, "estimate": None if _nan(value) else float(value),
-                        "low": None, "high": None, "interval": "none",
+                        "low": float(low) if has else None, "high": float(high) if has else None,
+                        "interval": "task bootstrap" if has else "none",
                         "tasks": int(r["tasks"]), "scored": int(r["scored"]),
                         "total": int(r["total"]), "coverage": r["coverage"],
                         "complete_members": int(r["complete_members"]),
                         "total_members": int(r["tasks"]), "coverage_drop": False,
-                        "note": "job.groups(by='dimension'): no interval per dimension"})  # fmt: skip
+                        "note": ""})  # fmt: skip
+    return out
+
+
+def _results_dimension_rows(
+    state: RunState, i: int, job_id: str, rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    frame = results_groups(state.con, job_id, rows, by="dimension", confidence=state.confidence)
+    out = []
+    for r in frame.to_dict("records"):
+        has = not _nan(r["ci_low"]) and not _nan(r["score"])
+        n = None if _nan(r["tasks"]) else int(r["tasks"])
+        out.append({"step": state.steps[i], "job_id": job_id,
+                    "group": f"{r['subset']}/{r['dimension']}", "metric": "score",
+                    "estimate": None if _nan(r["score"]) else r["score"],
+                    "low": r["ci_low"] if has else None, "high": r["ci_high"] if has else None,
+                    "interval": "source stderr" if has else "none", "tasks": n, "scored": n,
+                    "total": None if _nan(r["total"]) else int(r["total"]),
+                    "coverage": None if _nan(r["coverage"]) else r["coverage"],
+                    "complete_members": None, "total_members": n, "coverage_drop": False,
+                    "note": f"aggregates only: the source's {r['dimension']}"})  # fmt: skip
     return out
 
 
@@ -364,22 +416,81 @@ def _mark_coverage(frame: pd.DataFrame, tolerance: float) -> None:
         frame.iat[int(i), where] = note if not row["note"] else f"{row['note']}; {note}"
 
 
-def noise_band(state: RunState, *, metric: str = "score") -> pd.DataFrame:
+def group_lines(state: RunState, frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """``curve(by=...)``'s rows of each group, one row per step of the run in step order
+    (a step without the group: no estimate, interval ``"none"``)."""
+    import pandas as pd
+
+    steps = pd.DataFrame({"step": list(state.steps), "job_id": list(state.job_ids)})
+    out: dict[str, pd.DataFrame] = {}
+    for name in dict.fromkeys(frame["group"].tolist()):
+        part = frame[frame["group"] == name].drop(columns="job_id")
+        line = steps.merge(part, on="step", how="left", sort=False)
+        line["group"] = name
+        line["interval"] = line["interval"].fillna("none")
+        line["coverage_drop"] = line["coverage_drop"].fillna(False).astype(bool)
+        out[str(name)] = line
+    return out
+
+
+def noise_band(state: RunState, *, metric: str = "score", by: str | None = None) -> pd.DataFrame:
     """Per step: the band the step would fall in if nothing changed since the previous
-    step (module docstring). Columns: step, job_id, estimate, previous, half_width,
+    step (module docstring). Columns: step, job_id, group, estimate, previous, half_width,
     band_low, band_high, outside, method. The first step has no previous: no band.
-    ``frame.attrs["noise"]`` is the median half-width over the run."""
+    ``frame.attrs["noise"]`` is the median half-width over the run.
+
+    With ``by`` (``"subset"``, ``"tag:<key>"``, ``"dimension"``: the groups of
+    ``curve(by=...)``) one band per group and step, each from that group's own numbers:
+    the task bootstrap of the group's change (its tasks, or the dimension's values, on the
+    run's shared draws), else its source's stderr; ``frame.attrs["noise"]`` is then the
+    median half-width of each group."""
     import pandas as pd
 
     check_metric(metric)
+    if by is None:
+        lines: dict[str | None, pd.DataFrame] = {None: curve(state, metric=metric)}
+    else:
+        per_group = group_lines(state, curve(state, metric=metric, by=by))
+        lines = {name: line for name, line in per_group.items()}
+    rows: list[dict[str, Any]] = []
+    noise: dict[str | None, float | None] = {}
+    for group, line in lines.items():
+        found = _band_rows(state, line, _group_stats(state, metric, by, group), group)
+        halves = [r["half_width"] for r in found if r["half_width"] is not None]
+        noise[group] = float(np.median(halves)) if halves else None
+        rows += found
+    frame = pd.DataFrame(rows)
+    frame.attrs["noise"] = noise[None] if by is None else noise
+    frame.attrs["mark"] = mark(state)
+    return frame
+
+
+def _group_stats(
+    state: RunState, metric: str, by: str | None, group: str | None
+) -> NDArray[np.float64]:
+    """The bootstrap statistics (resamples × steps) of the run's or one group's metric."""
     m = matrix(state)
-    line = curve(state, metric=metric)
+    if by is None:
+        return metric_stats(state, metric)
+    if by == "dimension":
+        dm = dimension_matrices(state).get(str(group)) if m.per_task.any() else None
+        if dm is None:  # a results-only step's metric: its stderr
+            return np.full((state.resamples, len(state.steps)), np.nan)
+        return ratio_stats(*ratio_parts(dm, metric, state), state)
+    num, den = ratio_parts(m, metric, state)
+    mask = (np.array(group_values(m, by), dtype=object) == group)[:, None]
+    return ratio_stats(num * mask, den * mask, state)
+
+
+def _band_rows(
+    state: RunState, line: pd.DataFrame, stats: NDArray[np.float64], group: str | None
+) -> list[dict[str, Any]]:
+    m = matrix(state)
     est = line["estimate"].to_numpy(dtype=float, na_value=np.nan)
-    stats = metric_stats(state, metric)
     z = NormalDist().inv_cdf(0.5 + state.confidence / 2)
     rows: list[dict[str, Any]] = []
     for j, job_id in enumerate(state.job_ids):
-        row: dict[str, Any] = {"step": state.steps[j], "job_id": job_id,
+        row: dict[str, Any] = {"step": state.steps[j], "job_id": job_id, "group": group,
                                "estimate": None if np.isnan(est[j]) else float(est[j]),
                                "previous": None, "half_width": None, "band_low": None,
                                "band_high": None, "outside": None, "method": ""}  # fmt: skip
@@ -400,18 +511,18 @@ def noise_band(state: RunState, *, metric: str = "score") -> pd.DataFrame:
                 )
         else:
             se = [_stderr(line, i, z) for i in (j - 1, j)]
-            if se[0] is not None and se[1] is not None:
+            task = None if group is None else group.rpartition("/")[0] or group
+            differs = "" if task is None else setup_difference(state, j - 1, j, task)
+            if differs and not m.per_task[j] and not m.per_task[j - 1]:
+                row["method"] = f"no band: {differs}"
+            elif se[0] is not None and se[1] is not None:
                 half = z * float(np.hypot(se[0], se[1]))
                 row["method"] = "source stderr of both steps: z·√(se² + se_prev²)"
         if half is not None:
             row.update(previous=prev, half_width=half, band_low=prev - half, band_high=prev + half,
                        outside=bool(abs(float(est[j]) - prev) > half))  # fmt: skip
         rows.append(row)
-    frame = pd.DataFrame(rows)
-    halves = [r["half_width"] for r in rows if r["half_width"] is not None]
-    frame.attrs["noise"] = float(np.median(halves)) if halves else None
-    frame.attrs["mark"] = mark(state)
-    return frame
+    return rows
 
 
 def _stderr(line: pd.DataFrame, i: int, z: float) -> float | None:

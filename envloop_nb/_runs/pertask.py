@@ -31,13 +31,22 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._metrics.counts import task_counts
+from .._metrics.dimension_counts import dimension_task_counts
 from .._store.ref import metrics_only
 from .assemble import RunState
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["TaskMatrix", "group_values", "job_counts", "matrix", "percentiles", "weights"]
+__all__ = [
+    "TaskMatrix",
+    "dimension_matrices",
+    "group_values",
+    "job_counts",
+    "matrix",
+    "percentiles",
+    "weights",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -226,6 +235,59 @@ def _build(state: RunState) -> TaskMatrix:
         pass_rate=rate,
         solved=solved,
     )
+
+
+def dimension_matrices(state: RunState) -> dict[str, TaskMatrix]:
+    """Per value of ``job.groups(by="dimension")`` (``reward``, ``composite``, each named
+    dimension), the run's :class:`TaskMatrix` of that value: the same tasks, steps and
+    slots, with ``scored`` / ``passes`` / ``nonbinary`` / ``reward_sum`` (the value's sum)
+    and ``n`` / ``complete`` / ``binary`` of that value under the run's policy and threshold
+    (:func:`envloop_nb._metrics.groups.dimension_task_counts`: the counts
+    ``job.groups(by="dimension")`` aggregates). ``reward`` is :func:`matrix` itself. Steps
+    without per-task counts have none (all unrequested). Only those counts are the value's
+    (what :func:`envloop_nb._runs.curve.ratio_parts` reads): ``task_score``, ``pass_rate``,
+    ``solved`` stay the reward's. Memoized on the state."""
+    if "dimensions" in state.data:
+        done: dict[str, TaskMatrix] = state.data["dimensions"]
+        return done
+    import dataclasses
+
+    import pandas as pd
+
+    m = matrix(state)
+    index = pd.Index(m.tasks)
+    shape = m.requested.shape
+    cells: dict[str, dict[str, Any]] = {}
+    for j, job_id in enumerate(state.job_ids):
+        if not m.per_task[j]:
+            continue
+        table = dimension_task_counts(state.con, job_id, threshold=state.threshold)
+        names = np.asarray(table.column("name").to_numpy(zero_copy_only=False))
+        tasks = np.asarray(table.column("task").to_numpy(zero_copy_only=False))
+        thr = np.asarray(table.column("thr").is_valid())
+        for name in dict.fromkeys(names.tolist()):
+            if name == "reward":
+                continue
+            rows = names == name
+            got = cells.setdefault(name, {c: np.zeros(shape) for c in
+                                          ("scored", "passes", "nonbinary", "reward_sum")})  # fmt: skip
+            got.setdefault("binary", np.zeros(len(state.job_ids), dtype=bool))
+            at = index.get_indexer(tasks[rows])
+            for c, source in (("scored", "scored"), ("passes", "passes"),
+                              ("nonbinary", "nonbinary"), ("reward_sum", "vsum")):  # fmt: skip
+                got[c][at, j] = np.asarray(table.column(source), dtype=np.float64)[rows]
+            got["binary"][j] = bool(thr[rows].any()) or got["nonbinary"][:, j].sum() == 0
+    out: dict[str, TaskMatrix] = {"reward": m}
+    failure = state.policy == "failure"
+    for name, got in cells.items():
+        n = np.where(m.requested, m.k[None, :], 0).astype(np.float64) if failure else got["scored"]
+        complete = m.requested & (True if failure else got["scored"] == m.k[None, :])
+        out[name] = dataclasses.replace(
+            m, scored=got["scored"], passes=got["passes"], nonbinary=got["nonbinary"],
+            reward_sum=got["reward_sum"], binary=got["binary"], n=n, complete=complete,
+        )  # fmt: skip
+    state.data["dimensions"] = out
+    return out
 
 
 def _tags(state: RunState, tasks: NDArray[np.str_]) -> tuple[dict[str, str], ...]:

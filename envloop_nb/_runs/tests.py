@@ -7,8 +7,22 @@ the mean of ``b − a``, its interval the run's task bootstrap (the same resampl
 both steps, :func:`envloop_nb._runs.pertask.weights`) — and, for binary rewards, an exact
 McNemar test runs on the tasks solved (pass rate ``>= solved_at``) in one step and not
 the other (``fixed``, ``broken``). Two steps holding only aggregates (lm-eval results
-without samples) are compared on their numbers: ``d ± z·√(se_a² + se_b²)`` and a two-sided
-z-test (independent samples assumed: conservative when the checkpoints share docs).
+without samples) are compared on their numbers, *from the source's stderr, unpaired*:
+``d ± z·√(se_a² + se_b²)`` and a two-sided normal p-value of ``d / √(se_a² + se_b²)``
+(independent samples assumed: the same docs at two checkpoints are positively correlated,
+so the true variance of ``d`` is smaller and the test is conservative; no pairing is
+possible, the files hold no per-doc value).
+
+``by`` (``"subset"`` / ``"tag:<key>"``): one row per pair of steps and group, the group's
+score compared (:mod:`envloop_nb._runs.groups`): paired on the group's tasks where steps
+have per-task counts, unpaired from the source's stderr where they hold only aggregates —
+an lm-eval results file with several tasks states one number per task and none for the
+whole run, so its run is tested per task (without ``by`` such pairs are *not assessed*,
+the verdict says why: a whole-run number would need the tasks' weights, which the files
+do not give); two such steps whose files state another version or few-shot count of the
+task are *not assessed* across that change. A group's direction (``ppl``: lower is
+better) words the verdict; unknown, it says *higher* / *lower*. The per-group best
+checkpoint and MDE: :mod:`envloop_nb._runs.by_group`.
 
 Every p-value shown is adjusted across all the tests shown (Holm's step-down for the
 family-wise error rate, Benjamini–Hochberg for the false discovery rate:
@@ -29,8 +43,10 @@ McNemar test do not both say it differs; without a p-value: its interval include
 paired difference when nothing changed (only attempts vary) and ``σ²`` the within-task
 variance of a reward, pooled over the run's complete tasks (unbiased, ``k ≥ 2``; with
 ``k = 1`` it is not identifiable and the run's Bernoulli variance ``p̄(1 − p̄)`` of the
-mean score — an upper bound — is used instead). From aggregates only:
-``(z_{1−α/2} + z_{power}) · √2 · median(se)``.
+mean score — an upper bound — is used instead). From aggregates only (unpaired, the
+sources' stderr): ``(z_{1−α/2} + z_{power}) · √2 · median(se)`` — the change the unpaired
+z-test of two steps detects when both have the run's typical stderr
+(``(z_{1−α/2} + z_{power}) · √(se_a² + se_b²)`` with ``se_a = se_b``).
 """
 
 from __future__ import annotations
@@ -45,8 +61,9 @@ import numpy as np
 
 from .._errors import EnvloopError
 from .._metrics.multitest import Adjust, adjust_pvalues
-from .assemble import RunState, Step, mark, step_index, step_text
+from .assemble import RunState, Step, mark, setup_difference, step_index, step_text
 from .curve import check_metric, curve
+from .groups import group_direction, group_lines, group_mask
 from .pertask import matrix, percentiles
 
 if TYPE_CHECKING:
@@ -55,6 +72,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TEST_COLUMNS",
+    "UNPAIRED",
     "BestCheckpoint",
     "DetectableEffect",
     "best",
@@ -63,7 +81,7 @@ __all__ = [
     "tests",
 ]
 
-TEST_COLUMNS = ("kind", "step_a", "step_b", "job_a", "job_b", "shared_complete", "tasks_union",
+TEST_COLUMNS = ("kind", "group", "step_a", "step_b", "job_a", "job_b", "shared_complete", "tasks_union",
                 "score_a", "score_b", "diff", "low", "high", "fixed", "broken", "p", "p_holm",
                 "p_bh", "p_adjusted", "verdict", "method", "note")  # fmt: skip
 
@@ -92,10 +110,19 @@ def mcnemar_p(fixed: int, broken: int) -> float:
     return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
 
 
-def pair_rows(state: RunState, pairs: list[tuple[int, int, str]]) -> list[dict[str, Any]]:
-    """One unadjusted test row per ``(a, b, kind)`` (step positions), scores compared."""
+def pair_rows(
+    state: RunState,
+    pairs: list[tuple[int, int, str]],
+    *,
+    mask: NDArray[np.bool_] | None = None,
+    line: pd.DataFrame | None = None,
+    group: str | None = None,
+) -> list[dict[str, Any]]:
+    """One unadjusted test row per ``(a, b, kind)`` (step positions), scores compared.
+
+    For one group (``group``): ``mask`` keeps its tasks in the paired tests, ``line`` is
+    its curve (one row per step, in step order) for steps holding only aggregates."""
     m = matrix(state)
-    line: pd.DataFrame | None = None
     per_task = [(a, b) for a, b, _ in pairs if m.per_task[a] and m.per_task[b]]
     tested: dict[tuple[int, int], tuple[float, float, dict[str, int], NDArray[np.bool_]]] = {}
     if per_task:
@@ -107,11 +134,15 @@ def pair_rows(state: RunState, pairs: list[tuple[int, int, str]]) -> list[dict[s
             & (m.n[:, cols_a] > 0)
             & (m.n[:, cols_b] > 0)
         )
+        if mask is not None:
+            ok &= mask[:, None]
         with np.errstate(invalid="ignore"):
             diff = np.where(ok, m.task_score[:, cols_b] - m.task_score[:, cols_a], 0.0)
         low, high = percentiles(diff, ok.astype(np.float64), state)
         # every pair's task counts at once (whole numbers: the same in any order)
         req_a, req_b = m.requested[:, cols_a], m.requested[:, cols_b]
+        if mask is not None:
+            req_a, req_b = req_a & mask[:, None], req_b & mask[:, None]
         solved_a, solved_b = m.solved[:, cols_a], m.solved[:, cols_b]
         counts = {
             "union": (req_a | req_b).sum(axis=0),
@@ -129,14 +160,18 @@ def pair_rows(state: RunState, pairs: list[tuple[int, int, str]]) -> list[dict[s
         }
     rows = []
     for a, b, kind in pairs:
-        base = {"kind": kind, "step_a": state.steps[a], "step_b": state.steps[b],
+        base = {"kind": kind, "group": group, "step_a": state.steps[a], "step_b": state.steps[b],
                 "job_a": state.job_ids[a], "job_b": state.job_ids[b]}  # fmt: skip
         if (a, b) in tested:
             rows.append({**base, **_task_pair(state, a, b, tested[(a, b)])})
         else:
             if line is None:
                 line = curve(state)
-            rows.append({**base, **_aggregate_pair(state, line, a, b)})
+            found = _aggregate_pair(state, line, a, b)
+            differs = setup_difference(state, a, b, group) if group is not None else ""
+            if differs and not m.per_task[a] and not m.per_task[b]:
+                found = {**found, "p": None, "verdict": f"not assessed: {differs}"}
+            rows.append({**base, **found})
     return rows
 
 
@@ -195,7 +230,15 @@ def _task_pair(
     }
 
 
+#: How a difference of two steps' aggregates is tested (their sources' stderr).
+UNPAIRED = ("from the source's stderr, unpaired: d ± z·√(se_a² + se_b²), two-sided z-test "
+            "(independent samples assumed: conservative when the checkpoints share docs)")  # fmt: skip
+
+
 def _aggregate_pair(state: RunState, line: pd.DataFrame, a: int, b: int) -> dict[str, Any]:
+    """Two steps compared on their numbers and their sources' stderr (module docstring);
+    ``line``: one curve row per step, in step order."""
+    m = matrix(state)
     z = NormalDist().inv_cdf(0.5 + state.confidence / 2)
     est = line["estimate"].to_numpy(dtype=float, na_value=np.nan)
     low = line["low"].to_numpy(dtype=float, na_value=np.nan)
@@ -204,16 +247,30 @@ def _aggregate_pair(state: RunState, line: pd.DataFrame, a: int, b: int) -> dict
                            "score_b": None, "diff": None, "low": None, "high": None,
                            "fixed": None, "broken": None, "p": None, "method": "", "note": ""}  # fmt: skip
     interval = line["interval"].tolist()
-    if interval[a] != "source stderr" or interval[b] != "source stderr":
-        out["verdict"] = ("not assessed: one step has per-task counts and the other only "
-                          "aggregates, or a step states no stderr")  # fmt: skip
+    why = ""
+    if bool(m.per_task[a]) != bool(m.per_task[b]):
+        why = "one step has per-task counts and the other only aggregates"
+    else:
+        for i in (a, b):
+            if np.isnan(est[i]):
+                why = f"step {step_text(state.steps[i])} has no number here" + (
+                    " (its source states one per task, none for the whole run: "
+                    "run.tests(by='subset'))"
+                    if not m.per_task[i] and line["group"].isna().all()
+                    else ""
+                )
+                break
+            if interval[i] != "source stderr":
+                why = f"step {step_text(state.steps[i])} states no stderr for its number"
+                break
+    if why:
+        out["verdict"] = f"not assessed: {why}"
         return out
     se = np.hypot((high[a] - low[a]) / (2 * z), (high[b] - low[b]) / (2 * z))
     d = float(est[b] - est[a])
     p = 2 * (1 - NormalDist().cdf(abs(d) / se)) if se > 0 else (1.0 if d == 0 else 0.0)
     out.update(score_a=float(est[a]), score_b=float(est[b]), diff=d, low=d - z * se,
-               high=d + z * se, p=float(p), verdict="",
-               method="source stderr: z-test of the difference (independent samples)")  # fmt: skip
+               high=d + z * se, p=float(p), verdict="", method=UNPAIRED)  # fmt: skip
     return out
 
 
@@ -238,7 +295,10 @@ def _adjust(rows: list[dict[str, Any]], adjust: Adjust, alpha: float) -> None:
         low, high, pa = r["low"], r["high"], r["p_adjusted"]
         by_ci = low is not None and high is not None and (low > 0 or high < 0)
         by_test = pa is not None and pa < alpha
-        direction = "better" if (r["diff"] or 0) > 0 else "worse"
+        up = (r["diff"] or 0) > 0
+        hib = r.get("higher_is_better", True)  # a group's metric may be lower-is-better
+        direction = ("higher" if up else "lower") if hib is None else (
+            "better" if up == hib else "worse")  # fmt: skip
         a, b = step_text(r["step_a"]), step_text(r["step_b"])
         if by_ci and (pa is None or by_test):
             r["verdict"] = f"beyond noise: step {b} is {direction} than step {a}"
@@ -257,11 +317,14 @@ def tests(
     against_baseline: bool = True,
     adjust: Adjust = "holm",
     alpha: float = 0.05,
+    by: str | None = None,
 ) -> pd.DataFrame:
     """Adjacent steps (``adjacent``) and each step against ``baseline`` (default: the
     first step; ``against_baseline``), one row per pair of steps (a pair both adjacent and
     against the baseline is tested once, ``kind`` ``"adjacent, baseline"``), p-values
-    adjusted across all rows (module)."""
+    adjusted across all rows (module). With ``by`` (``"subset"`` / ``"tag:<key>"``): one
+    row per pair of steps and group, each group's score compared (paired on its tasks, or
+    unpaired from the source's stderr), adjusted across all of them."""
     import pandas as pd
 
     base = 0 if baseline is None else step_index(state, baseline)
@@ -273,12 +336,21 @@ def tests(
         if j != base:
             kinds.setdefault((min(base, j), max(base, j)), []).append("baseline")
     pairs = [(a, b, ", ".join(kind)) for (a, b), kind in kinds.items()]
-    rows = pair_rows(state, pairs)
+    if by is None:
+        rows = pair_rows(state, pairs)
+    else:
+        rows = []
+        for group, line in group_lines(state, by).items():
+            higher, _ = group_direction(state, by, group)
+            found = pair_rows(state, pairs, mask=group_mask(state, by, group), line=line,
+                              group=group)  # fmt: skip
+            rows += [{**r, "higher_is_better": higher} for r in found]
     _adjust(rows, adjust, alpha)
     frame = pd.DataFrame(rows, columns=list(TEST_COLUMNS))
     frame.attrs["mark"] = mark(state)
     frame.attrs["adjust"] = adjust
     frame.attrs["alpha"] = alpha
+    frame.attrs["by"] = by
     return frame
 
 
@@ -314,24 +386,46 @@ def best(
     step whose coverage dropped (``curve``'s ``coverage_drop``) is not a candidate unless
     ``skip_coverage_drops=False``: its number is over fewer attempts (it is still tested
     against the best and may be indistinguishable from it)."""
-    import pandas as pd
-
     check_metric(metric)
     line = curve(state, metric=metric)
+    if not matrix(state).per_task.any() and line["estimate"].isna().all():
+        raise EnvloopError(
+            f"no step has a {metric} for the whole run: the sources hold one number per task "
+            "(a whole-run number would need the tasks' weights, which the files do not give); "
+            "per task: run.best(by='subset')"
+        )
+    return _best_of(state, line, metric=metric, alpha=alpha, skip=skip_coverage_drops)
+
+
+def _best_of(
+    state: RunState,
+    line: pd.DataFrame,
+    *,
+    metric: str,
+    alpha: float,
+    skip: bool,
+    higher: bool = True,
+    mask: NDArray[np.bool_] | None = None,
+    group: str | None = None,
+) -> BestCheckpoint:
+    """The best step of ``line`` (one curve row per step, in step order), highest when
+    ``higher`` else lowest, tested against every other step (Holm across those tests)."""
+    import pandas as pd
+
     est = line["estimate"].to_numpy(dtype=float, na_value=np.nan)
     candidates = est.copy()
-    if skip_coverage_drops:
+    if skip:
         candidates[line["coverage_drop"].to_numpy(bool)] = np.nan
     if np.isnan(candidates).all():
         raise EnvloopError(
             f"no step of this run has a {metric} with full coverage: no best checkpoint"
         )
-    top = int(np.nanargmax(candidates))
+    top = int(np.nanargmax(candidates) if higher else np.nanargmin(candidates))
     if metric != "score":  # the tests compare scores; for another metric: the intervals
         pairs: list[tuple[int, int, str]] = []
     else:
         pairs = [(top, j, "best") for j in range(len(state.steps)) if j != top]
-    rows = pair_rows(state, pairs)
+    rows = pair_rows(state, pairs, mask=mask, line=line, group=group)
     _adjust(rows, "holm", alpha)
     same, untested = [state.steps[top]], []
     for r, (_, j, _) in zip(rows, pairs, strict=True):
@@ -389,19 +483,43 @@ def mde(
 ) -> DetectableEffect:
     """The minimum detectable effect at this run's tasks and attempts, or at ``n_tasks``
     tasks × ``k`` attempts (module docstring)."""
+    z = _z_power(alpha, power)
+    if not matrix(state).per_task.any():
+        line = curve(state)
+        if line["estimate"].isna().all():
+            raise EnvloopError(
+                "no step has a score for the whole run: the sources hold one number per task "
+                "(their stderr is per task); per task: run.mde(by='subset')"
+            )
+        return _mde_aggregates(state, z, alpha, power, n_tasks, line)
+    return _mde_paired(state, z, alpha, power, n_tasks, k, None)
+
+
+def _z_power(alpha: float, power: float) -> float:
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise ValueError(f"alpha and power must be in (0, 1), got {alpha!r}, {power!r}")
+    return NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+
+
+def _mde_paired(
+    state: RunState,
+    z: float,
+    alpha: float,
+    power: float,
+    n_tasks: int | None,
+    k: int | None,
+    mask: NDArray[np.bool_] | None,
+) -> DetectableEffect:
+    """The paired test's MDE over the steps with per-task counts (``mask``: a group's tasks)."""
     m = matrix(state)
-    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     cols = np.flatnonzero(m.per_task)
-    if cols.size == 0:
-        return _mde_aggregates(state, z, alpha, power, n_tasks)
+    rows = np.ones(len(m.tasks), dtype=bool) if mask is None else mask
     run_k = int(m.k[cols].min())
     k = run_k if k is None else int(k)
-    n = int(m.requested[:, cols].any(axis=1).sum()) if n_tasks is None else int(n_tasks)
+    n = int((m.requested[:, cols].any(axis=1) & rows).sum()) if n_tasks is None else int(n_tasks)
     if k < 1 or n < 1:
         raise ValueError(f"n_tasks and k must be >= 1, got {n}, {k}")
-    full = m.complete[:, cols] & (m.n[:, cols] >= 2)
+    full = m.complete[:, cols] & (m.n[:, cols] >= 2) & rows[:, None]
     if run_k >= 2 and full.any():
         nn = m.n[:, cols][full]
         s, sq = m.reward_sum[:, cols][full], m.reward_sumsq[:, cols][full]
@@ -410,8 +528,8 @@ def mde(
             f"within-task variance of a reward pooled over {int(full.sum()):,} complete task-steps"
         )
     else:
-        scored = m.scored[:, cols].sum()
-        p = float(m.reward_sum[:, cols].sum() / scored) if scored else 0.5
+        scored = m.scored[:, cols][rows].sum()
+        p = float(m.reward_sum[:, cols][rows].sum() / scored) if scored else 0.5
         var = p * (1 - p)
         how = "k = 1: Bernoulli variance of the run's mean score (an upper bound)"
     sd = float(np.sqrt(2 * var / k))
@@ -422,9 +540,13 @@ def mde(
 
 
 def _mde_aggregates(
-    state: RunState, z: float, alpha: float, power: float, n_tasks: int | None
+    state: RunState,
+    z: float,
+    alpha: float,
+    power: float,
+    n_tasks: int | None,
+    line: pd.DataFrame,
 ) -> DetectableEffect:
-    line = curve(state)
     zc = NormalDist().inv_cdf(0.5 + state.confidence / 2)
     ses = ((line["high"] - line["low"]) / (2 * zc)).dropna().astype(float)
     if ses.empty:
@@ -441,5 +563,5 @@ def _mde_aggregates(
     return DetectableEffect(
         effect=z * float(np.sqrt(2)) * se, n_tasks=n_tasks or n_file or 0, k=1, alpha=alpha,
         power=power, sd_diff=float(np.sqrt(2)) * se,
-        method="from the sources' stderr: (z_{1−α/2} + z_power) · √2 · median(se)",
+        method="from the sources' stderr, unpaired: (z_{1−α/2} + z_power) · √2 · median(se)",
     )  # fmt: skip

@@ -35,7 +35,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from .._export.run_export import run_headline, shown_curve
+from .._export.run_export import run_headline, shown_by, shown_curve
 from .._present import run_html
 from .._present.render import chart_widget
 from .._present.run_charts import matrix_chart, run_curve_chart
@@ -215,8 +215,9 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
     def _refresh_curve(self) -> None:
         metric = self.metric.value
         curve, what = shown_curve(self.state, metric=metric)
-        band = _curve.noise_band(self.state, metric=metric)
-        tests = None if self.pending else _tests.tests(self.state)
+        by = shown_by(self.state, metric=metric)  # results-only files: per subset
+        band = _curve.noise_band(self.state, metric=metric, by=by)
+        tests = None if self.pending else _tests.tests(self.state, by=by)
         # the tests are paired on the score: their marks only on the score's curve
         chart = run_curve_chart(curve, band=band, tests=tests if metric == "score" else None,
                                 title=f"{metric} over training")  # fmt: skip
