@@ -135,9 +135,9 @@ def test_gate_aggregate_numbers_only() -> None:
     proc = run("gate", zero_shot / "160m_step113000.json", zero_shot / "160m_step123000.json")
     assert proc.returncode == EXIT_CANNOT_TELL
     assert one_line(proc) == (
-        "CANNOT TELL: not comparable: the task list of baseline is unknown: its run holds only"
-        " aggregate metrics; the task list of candidate is unknown: its run holds only"
-        " aggregate metrics · coverage baseline no attempts (aggregate numbers only),"
+        "CANNOT TELL: not comparable: the task lists of 2 jobs are unknown (baseline and"
+        " candidate): their runs hold only aggregate metrics · coverage baseline no attempts"
+        " (aggregate numbers only),"
         " candidate no attempts (aggregate numbers only)"
     )
 

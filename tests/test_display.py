@@ -14,6 +14,8 @@ from envloop_nb._present.display import (
     format_duration,
     format_int,
     format_interval,
+    format_metric,
+    format_number,
     format_pct,
     format_points,
     format_signed,
@@ -99,3 +101,25 @@ def test_shorten_cuts_at_a_word() -> None:
         "The test fails. Fix src/parser.py so…"
     )
     assert shorten("a b", 10) == "a b"
+
+
+def test_large_numbers_on_their_own_scale_never_in_exponent_form() -> None:
+    """A Pythia checkpoint's lambada perplexity (302,655) printed ``3.027e+05`` and a change
+    of it ``-5.028e+04 [-7.053e+04, -3.004e+04]`` in the run report."""
+    assert format_metric(302655.4) == "302,655"
+    assert format_signed(-50284.3, percent=False) == f"{MINUS}50,284"
+    assert format_interval(-50284.3, -70527.0, -30041.0, percent=False) == (
+        f"{MINUS}50,284 [{MINUS}70,527, {MINUS}30,041]"
+    )
+    assert format_number(9999.6) == "10,000" and format_number(1234.56) == "1,235"
+    assert format_number(39.4912) == "39.49" and format_signed(448.2, percent=False) == "+448"
+
+
+@settings(deadline=None)
+@given(st.floats(min_value=-1e12, max_value=1e12, allow_nan=False))
+def test_format_number_reads_back_close_and_has_no_exponent_above_one(value: float) -> None:
+    text = format_number(value)
+    if abs(value) >= 1:
+        assert "e" not in text
+    back = float(text.replace(MINUS, "-").replace(",", ""))
+    assert math.isclose(back, value, rel_tol=1e-3, abs_tol=1e-9)

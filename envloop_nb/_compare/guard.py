@@ -85,6 +85,29 @@ def describe(values: dict[str, Any], fmt: Any = short_value) -> str:
     return " vs ".join(f"{fmt(v)} ({', '.join(j)})" for v, j in groups.items())
 
 
+def unknown_tasks_text(job_ids: Sequence[str], *, shown: int = 3) -> str:
+    """Why jobs of aggregate metrics only have no task list, naming them (the first few).
+
+    Examples
+    --------
+    >>> unknown_tasks_text(["a"])
+    'the task list of a is unknown: its run holds only aggregate metrics'
+    >>> unknown_tasks_text(["a", "b", "c", "d", "e"])
+    'the task lists of 5 jobs are unknown (a, b, c and 2 more): their runs hold only aggregate metrics'
+    """
+    if len(job_ids) == 1:
+        return f"the task list of {job_ids[0]} is unknown: its run holds only aggregate metrics"
+    names = list(job_ids[:shown])
+    rest = len(job_ids) - len(names)
+    listed = ", ".join(names[:-1]) + f" and {names[-1]}" if not rest else ", ".join(names)
+    if rest:
+        listed += f" and {rest} more"
+    return (
+        f"the task lists of {len(job_ids)} jobs are unknown ({listed}): their runs hold only "
+        "aggregate metrics"
+    )
+
+
 def find_differences(con: duckdb.DuckDBPyConnection, job_ids: Sequence[str]) -> list[Difference]:
     """The comparability findings for these jobs (SQL over jobs, tasks, dimension_meta)."""
     job_ids = list(job_ids)
@@ -117,15 +140,10 @@ def find_differences(con: duckdb.DuckDBPyConnection, job_ids: Sequence[str]) -> 
 
     # A metrics-only job (an MLflow run of aggregate metrics) has no task list to compare:
     # never comparable on its tasks, and left out of the task checks below.
+    # One finding for all of them (a run of 27 results-only checkpoints is one fact, not 27).
     unknown = [j for j in ids if metrics_only(con, j) is not None]
-    for jid in unknown:
-        out.append(
-            Difference(
-                "tasks",
-                (jid,),
-                f"the task list of {jid} is unknown: its run holds only aggregate metrics",
-            )
-        )
+    if unknown:
+        out.append(Difference("tasks", tuple(unknown), unknown_tasks_text(unknown)))
     every, ids = ids, [j for j in ids if j not in unknown]
     n = len(ids)
     # Per job: how many of its tasks some other job lacks, and which jobs lack them (none

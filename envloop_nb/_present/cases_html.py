@@ -14,7 +14,15 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from .display import format_duration, format_metric, format_pct, format_timestamp, header, shorten
+from .display import (
+    format_duration,
+    format_metric,
+    format_number,
+    format_pct,
+    format_timestamp,
+    header,
+    shorten,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -120,7 +128,7 @@ def _cell(column: str, value: Any) -> tuple[str, bool]:
             return f"{int(v):,}", True
         if column == "duration_s":
             return format_duration(v), True
-        return f"{v:.4g}".replace("-", "−"), True
+        return format_number(v), True
     text = str(value)
     limit = 2 * SNIPPET if column == "match" else SNIPPET
     if column in TEXT_COLUMNS:
@@ -335,7 +343,7 @@ def _fmt(value: Any, unit: str = "") -> str:
     if isinstance(value, dt.datetime):
         return format_timestamp(value)  # to the second
     if isinstance(value, float):
-        return f"{value:,.4g}{unit}"
+        return f"{format_number(value)}{unit}"
     if isinstance(value, int):
         return f"{value:,}{unit}"
     return f"{value}{unit}"

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .altair_import import altair
+from .display import format_number
 from .theme import JOB_PALETTE, si_axis, themed
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ def empty_chart(title: str = "", mark: str = "", message: str = NO_DATA) -> Any:
 
 
 def _fmt(value: float, percent: bool) -> str:
-    return f"{value * 100:.1f}%" if percent else f"{value:.4g}"
+    return f"{value * 100:.1f}%" if percent else format_number(value)
 
 
 def _has_values(groups: pd.DataFrame, jobs: Sequence[str]) -> bool:

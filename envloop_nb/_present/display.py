@@ -25,6 +25,7 @@ __all__ = [
     "format_int",
     "format_interval",
     "format_metric",
+    "format_number",
     "format_pct",
     "format_points",
     "format_score",
@@ -80,6 +81,36 @@ def format_pct(value: float | None, digits: int = 1, *, trim: bool = False) -> s
     return text + "%"
 
 
+def format_number(value: float | None, digits: int = 4, *, signed: bool = False) -> str:
+    """A number on its own scale to ``digits`` significant digits, never in exponent form
+    above 1: from ``10**digits`` on, a whole number with thousands separators (a perplexity
+    of 302,655 reads so, not ``3.027e+05``); ``signed``: a ``+`` on a positive value.
+
+    Examples
+    --------
+    >>> format_number(7.25), format_number(302655.4), format_number(-50280.2, signed=True)
+    ('7.25', '302,655', '−50,280')
+    >>> format_number(448.2, 3, signed=True), format_number(0.000012), format_number(None)
+    ('+448', '1.2e-05', '-')
+    """
+    if is_missing(value):
+        return "-"
+    assert value is not None
+    number = float(value)
+    if abs(number) >= 10**digits:
+        text = f"{round(number):,}"
+    else:
+        text = f"{number:,.{digits}g}"
+        if "e+" in text:  # 1000 <= |x| < 10**digits rounding up to 10**digits
+            text = f"{round(number):,}"
+    if text.startswith("-"):
+        text = MINUS + text[1:]
+    zero = text.lstrip(MINUS).strip("0.") == ""
+    if signed and not zero and not text.startswith(MINUS):
+        text = "+" + text
+    return text
+
+
 def format_metric(value: float | None, digits: int = 1, *, trim: bool = False) -> str:
     """A metric: percentage when it lies in [0, 1], else its own scale (``trim``: no
     trailing zeros, for a sentence that shows a value to ``digits`` at most).
@@ -94,7 +125,7 @@ def format_metric(value: float | None, digits: int = 1, *, trim: bool = False) -
     assert value is not None
     if 0.0 <= value <= 1.0:
         return format_pct(value, digits, trim=trim)
-    return f"{value:.4g}".replace("-", MINUS)
+    return format_number(value)
 
 
 def format_signed(value: float | None, digits: int = 1, *, percent: bool = True) -> str:
@@ -111,11 +142,9 @@ def format_signed(value: float | None, digits: int = 1, *, percent: bool = True)
     if is_missing(value):
         return "-"
     assert value is not None
-    if percent:
-        text = _fixed(float(value) * 100, digits)
-    else:
-        text = f"{float(value):.3g}"
-        text = MINUS + text[1:] if text.startswith("-") else text
+    if not percent:
+        return format_number(value, 3, signed=True)
+    text = _fixed(float(value) * 100, digits)
     zero = text.lstrip(MINUS).strip("0.") == ""
     return text if zero or text.startswith(MINUS) else "+" + text
 

@@ -125,7 +125,7 @@ def frame_table_html(
     import html as _html
     import math
 
-    from .display import format_int, format_pct, format_points, header
+    from .display import format_int, format_number, format_pct, format_points, header
 
     cols = [c for c in (columns or list(frame.columns)) if c in frame.columns]
     rate_words = ("score", "pass", "rate", "share", "coverage_rate")
@@ -141,7 +141,7 @@ def frame_table_html(
                 return format_points(float(v)), True
             if any(w in name for w in rate_words) and 0 <= float(v) <= 1:
                 return format_pct(float(v)), True
-            text = format_int(v) if isinstance(v, int) else f"{v:,.4g}".replace("-", "−")
+            text = format_int(v) if isinstance(v, int) else format_number(v)
             return text, True
         return str(v), False
 

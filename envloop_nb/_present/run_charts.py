@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .altair_import import altair
 from .charts import _styled
-from .theme import GREY
+from .theme import GREY, si_axis
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -114,7 +114,7 @@ def run_curve_chart(
     frame["note"] = frame["note"].fillna("").astype(str) if "note" in frame else ""
     frame = frame[frame["estimate"].notna()].reset_index(drop=True)
     rate = _is_rate(list(frame["estimate"]) + list(frame["low"]) + list(frame["high"]))
-    fmt = ".1%" if rate else ".3g"
+    fmt = ".1%" if rate else ",.4~g"
     groups = list(dict.fromkeys(frame["group"]))
     several = len(groups) > 1
     whole = all(float(v).is_integer() for v in frame["step"])
@@ -124,7 +124,7 @@ def run_curve_chart(
         scale=alt.Scale(zero=False, nice=False, padding=14),
         axis=alt.Axis(format=",d" if whole else "~g", tickMinStep=1 if whole else alt.Undefined),
     )
-    y_axis = alt.Axis(format=".0%" if rate else "~g")
+    y_axis = alt.Axis(format=".0%") if rate else si_axis()  # a ppl of 300,000 reads 300k
     y = alt.Y("estimate:Q", title=None, axis=y_axis, scale=alt.Scale(zero=False))
     color: Any = alt.value(_BLUE)
     tip = [

@@ -14,7 +14,7 @@ import html
 import math
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .display import format_metric
+from .display import format_metric, format_number
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -142,7 +142,7 @@ def headline_html(
 def _value(value: Any, rate: bool) -> str:
     if value is None or value != value:
         return "-"
-    return format_metric(value) if rate else f"{float(value):.4g}"
+    return format_metric(value) if rate else format_number(value)
 
 
 def _is_rate(*values: Any) -> bool:
@@ -206,7 +206,9 @@ def group_headline_html(
             said = html.escape(str(e.get("note") or "-"))
         else:
             unit = html.escape(str(r.get("metric") or ""))
-            said = f"{float(effect) * 100:.1f} points" if rate else f"{float(effect):.4g} {unit}"
+            said = (
+                f"{float(effect) * 100:.1f} points" if rate else f"{format_number(effect)} {unit}"
+            )
         rows.append(f'<tr><td style="{_TD}">{name}</td>'
                     f'<td style="{_TD}">{found}</td><td style="{_TD};white-space:nowrap">{said}</td></tr>')  # fmt: skip
     head = "".join(f'<th style="{_TH}">{h}</th>' for h in
@@ -235,7 +237,7 @@ def _raw(value: Any) -> str:
     """A difference in the metric's own units (not a rate: ``ppl``)."""
     if value is None or value != value:
         return "-"
-    return f"{float(value):+.4g}"
+    return format_number(value, signed=True)
 
 
 def _count(value: Any) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cases_html import scorers_html
+from .display import format_number
 from .paged_view import MAX_MARKS, PAGED_CSS, as_records, fold_text, paged_html, timeline_html
 from .paged_view import esc as _esc
 from .paged_view import missing_as_none as _v
@@ -75,7 +76,7 @@ def _head(label: str, attempt: Mapping[str, Any], rows: Sequence[Mapping[str, An
     errors = sum(1 for r in rows if is_error_step(r))
     parts = [
         f'<div class="enb-sbs-label">{_esc(label)}</div>',
-        f'<span class="enb-side-big">{_esc("-" if reward is None else f"{float(reward):.4g}")}</span>',
+        f'<span class="enb-side-big">{_esc(format_number(reward))}</span>',
         f'<span class="enb-dim">reward · </span><span class="enb-st-{_esc(status)}">{_esc(status)}</span>',
         f'<div class="enb-dim">{len(rows):,} steps · {calls:,} tool calls · {errors:,} errors</div>',
     ]

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cases_html import scorers_html
+from .display import format_number
 from .paged_view import (
     FOLD_CHARS,
     FOLD_LINES,
@@ -336,9 +337,9 @@ def _side(attempt: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
     for key, label in (("turns", "turns"), ("duration_s", "duration (s)"), ("model", "model")):
         if _v(g(key)) is not None:
             value = g(key)
-            kv.append((label, _esc(f"{value:,.4g}" if isinstance(value, float) else value)))
+            kv.append((label, _esc(format_number(value) if isinstance(value, float) else value)))
     table = "".join(f"<tr><th>{_esc(k)}</th><td>{v}</td></tr>" for k, v in kv)
-    big = f"{float(reward):.4g}" if reward is not None else "-"
+    big = format_number(reward)
     parts = [  # an experiment's case has no reward (its evaluators' scores are beside it)
         f'<div class="enb-dim">reward</div><div class="enb-side-big">{_esc(big)}</div>'
         if "reward" in attempt or "label" not in attempt
@@ -449,7 +450,7 @@ def _compact(
     status = _v(info.get("status"))
     first_error = next((int(r["step"]) for r in records if is_error_step(r)), None)
     facts = [
-        f"reward {'-' if reward is None else f'{float(reward):.4g}'}",
+        f"reward {format_number(reward)}",
         *([str(status)] if status is not None else []),
         f"{total:,} step{'s' if total != 1 else ''}" + (f", {len(records):,} shown" if cut else ""),
         *([f"first error shown at #{first_error:,}"] if first_error is not None else []),

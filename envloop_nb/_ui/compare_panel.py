@@ -31,7 +31,7 @@ from .._compare.tables import groups, strengths, table_html
 from .._export.compare_xlsx import export_compare_xlsx
 from .._metrics.scale import dimension_scales
 from .._present.compare_html import guard_html, leaderboard_html, paired_html, strengths_html
-from .._present.display import MINUS, header
+from .._present.display import format_number, header
 from .._present.render import chart_widget
 from .._store.steps import has_tool_calls
 from .html_view import HtmlView
@@ -83,7 +83,7 @@ def _cell(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return "-" if value != value else f"{value:.4g}".replace("-", MINUS)
+        return format_number(value)
     if isinstance(value, list | tuple):
         return ", ".join(map(str, value))
     return str(value)
