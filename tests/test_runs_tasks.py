@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -18,6 +19,7 @@ from envloop_nb._runs.tasks import scan
 from .conftest import SAMPLE_DATA
 
 RUN_DIR = SAMPLE_DATA / "training_run"
+DATA = Path(__file__).resolve().parent / "data" / "lm_eval"
 
 
 def _generator() -> ModuleType:
@@ -133,3 +135,19 @@ def test_a_cell_opens_its_attempts(run: enb.Run) -> None:
     assert rows["reward"].mean() == run.task_matrix().loc["math-01", 6]
     with pytest.raises(enb.EnvloopError, match="task 'nope' is in no job of this run"):
         run.attempts("nope", 6)
+
+
+def test_a_run_without_per_task_results_says_not_assessed_not_none(run: enb.Run) -> None:
+    """Pythia checkpoints (lm-eval results without samples) listed 'learned: none' in the
+    run's report and panel: as if the model had learned nothing, where nothing was known."""
+    from envloop_nb._present.run_html import task_list_html
+
+    ws = enb.open()
+    pythia = ws.run([ws.load(p) for p in sorted((DATA / "pythia_run").glob("160m_step1*.json"))])
+    for kind, frame in (("learned", pythia.learned()), ("forgotten", pythia.forgotten()),
+                        ("flaky", pythia.flaky())):  # fmt: skip
+        assert frame.empty and frame.attrs["not_assessed"].startswith("not assessed: no step")
+        shown = task_list_html(frame, kind)
+        assert "not assessed" in shown and "none" not in shown
+    # a run with per-task results: an empty list is a real "none"
+    assert "not_assessed" not in run.learned().attrs and "not_assessed" not in run.flaky().attrs

@@ -324,7 +324,7 @@ def tests_table_html(
             + (f'<br><small style="opacity:0.8">{html.escape(note)}</small>' if note else ""),
         ]
         rows.append("<tr>" + "".join(f'<td style="{_TD};white-space:nowrap">{c}</td>' for c in cells[:-1])
-                    + f'<td style="{_TD}">{cells[-1]}</td></tr>')  # fmt: skip
+                    + f'<td style="{_TD};min-width:14em">{cells[-1]}</td></tr>')  # fmt: skip
     more = (
         f'<div style="opacity:0.7">… {len(shown) - max_rows:,} more not shown (all of them: run.tests())</div>'
         if len(shown) > max_rows
@@ -349,8 +349,9 @@ def tests_table_html(
     )
     header = "".join(f'<th style="{_TH}">{html.escape(h)}</th>' for h in head)
     return (
-        f'<div class="enb-run-tests" style="{_FONT}">{intro}<table style="border-collapse:collapse">'
-        f"<thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>{more}</div>"
+        f'<div class="enb-run-tests" style="{_FONT}">{intro}<div style="overflow-x:auto">'
+        f'<table style="border-collapse:collapse"><thead><tr>{header}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>{more}</div>"
     )
 
 
@@ -377,6 +378,9 @@ def task_list_html(frame: pd.DataFrame, kind: str, *, max_rows: int = MAX_ROWS) 
     True
     """
     title, col, meaning = _LISTS[kind]
+    if frame.attrs.get("not_assessed"):  # no per-task results at any step: not "none"
+        why = html.escape(str(frame.attrs["not_assessed"]))
+        return f'<div style="{_FONT}"><b>{title}</b>: <i>{why}</i></div>'
     if not len(frame):
         return f'<div style="{_FONT}"><b>{title}</b>: <i>none</i></div>'
     head = ["task", "subset", meaning, "solved steps", "mean pass"]

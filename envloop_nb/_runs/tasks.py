@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from numpy.typing import NDArray
 
-__all__ = ["STATE_COLUMNS", "aggregate", "attempts_at", "flaky", "forgotten", "learned", "scan", "task_matrix",
+__all__ = ["STATE_COLUMNS", "aggregate", "attempts_at", "flaky", "forgotten", "learned", "no_tasks", "scan", "task_matrix",
            "task_states"]  # fmt: skip
 
 STATE_COLUMNS = ("task", "subset", "category", "first_stable", "learned_at", "forgotten_at",
@@ -146,26 +146,47 @@ def _rate(m: TaskMatrix) -> NDArray[np.float64]:
     return np.where(m.binary[None, :], m.pass_rate, np.where(m.complete, m.task_score, np.nan))
 
 
+def no_tasks(state: RunState) -> str | None:
+    """Why the run's task lists are empty when no step holds per-task results (every step
+    an aggregate-only source: lm-eval results without samples, MLflow metrics): then an
+    empty ``learned()`` means *not assessed*, never *none learned*; else ``None``."""
+    if len(matrix(state).tasks):
+        return None
+    return (
+        "not assessed: no step holds per-task results (its sources state aggregate numbers "
+        "only), so no task can be followed over training"
+    )
+
+
+def _listed(state: RunState, frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame.reset_index(drop=True)
+    reason = no_tasks(state)
+    if reason is not None:
+        frame.attrs["not_assessed"] = reason
+    return frame
+
+
 def learned(state: RunState, *, stable: int = 2) -> pd.DataFrame:
-    """The tasks learned during the run (``learned_at`` set), by step then name."""
+    """The tasks learned during the run (``learned_at`` set), by step then name; with
+    ``attrs["not_assessed"]`` when no step has per-task results (:func:`no_tasks`)."""
     states = task_states(state, stable=stable)
     out = states[states["learned_at"].notna()]
-    return out.sort_values(["learned_at", "task"], kind="stable").reset_index(drop=True)
+    return _listed(state, out.sort_values(["learned_at", "task"], kind="stable"))
 
 
 def forgotten(state: RunState, *, stable: int = 2) -> pd.DataFrame:
     """The tasks failed after ``stable`` consecutive solved steps, by step then name."""
     states = task_states(state, stable=stable)
     out = states[states["forgotten_at"].notna()]
-    return out.sort_values(["forgotten_at", "task"], kind="stable").reset_index(drop=True)
+    return _listed(state, out.sort_values(["forgotten_at", "task"], kind="stable"))
 
 
 def flaky(state: RunState, *, flips: int = 3) -> pd.DataFrame:
     """The tasks whose solved state changed at least ``flips`` times, most flips first."""
     states = task_states(state, flaky_flips=flips)
     out = states[states["flips"] >= flips]
-    return out.sort_values(["flips", "task"], ascending=[False, True], kind="stable").reset_index(
-        drop=True
+    return _listed(
+        state, out.sort_values(["flips", "task"], ascending=[False, True], kind="stable")
     )
 
 
