@@ -25,9 +25,9 @@ marks on the curve, the changes beyond noise and the task lists are filled right
 cell ends (IPython's ``post_run_cell``; ``panel.pending`` until then), in the kernel's own
 thread: the same numbers, shown a moment later. So are the attempt viewer's and the
 comparison's controls (``panel.task`` and the others: made on first use if asked for
-sooner), so the first screen is few widget models: the title, the headings and the curve's
-legend are written into the headline's, the changes' and the task lists' HTML. Outside a
-kernel everything is there when ``run.panel()`` returns.
+sooner), so the first screen is few widget models: the title and the headings are
+written into the headline's and the task lists' HTML. Outside a kernel everything is
+there when ``run.panel()`` returns.
 """
 
 from __future__ import annotations
@@ -130,6 +130,7 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         self.metric = widgets.Dropdown(options=list(METRICS), value="score", description="metric",
                                        layout=widgets.Layout(width="200px"))  # fmt: skip
         self.curve_box = widgets.Box()
+        self._note = widgets.HTML()  # the curve's legend, beside it
         self.changes = widgets.HTML()
         self.lists = widgets.HTML(
             _LISTS_HEAD + _pending("the tasks learned, forgotten and flaky") + _MATRIX_HEAD
@@ -256,16 +257,16 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         chart = run_curve_chart(curve, band=band, tests=tests if metric == "score" else None,
                                 title=f"{metric} over training")  # fmt: skip
         self.curve = chart_widget(chart)
-        self.curve_box.children = [self.curve]
         text = (f"{what}; " if what else "") + run_html.CURVE_LEGEND
-        note = f'<div style="{_FONT};opacity:0.75;max-width:760px">{html.escape(text)}</div>'
+        self._note.value = (
+            f'<div style="{_FONT};opacity:0.75;max-width:760px">{html.escape(text)}</div>'
+        )
+        self.curve_box.children = [self.curve, self._note]
         if tests is None:
-            self.changes.value = note + _pending(
-                "the changes beyond noise (paired tests, adjusted)"
-            )
+            self.changes.value = _pending("the changes beyond noise (paired tests, adjusted)")
             return
         table = run_html.tests_table_html(tests, only_significant=True, max_rows=MAX_CHANGES)
-        self.changes.value = note + f'<div style="max-height:300px;overflow:auto">{table}</div>'
+        self.changes.value = f'<div style="max-height:300px;overflow:auto">{table}</div>'
 
     def _on_cell(self, change: dict[str, Any]) -> None:
         picked = getattr(change.get("new"), "value", None) or []
