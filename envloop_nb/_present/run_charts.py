@@ -36,8 +36,8 @@ _MAX_TASK_LABELS = 60
 
 def _values(frame: pd.DataFrame) -> dict[str, Any]:
     """A frame as inline chart data (JSON values: missing as null): no row limit applies —
-    the frames are aggregated already (a run's matrix in blocks may hold 12,000 rows,
-    above altair's default limit of 5,000 for frames)."""
+    the frames are aggregated already (the matrix's blocks, up to 12,000, travel as
+    columns: :func:`_columns`)."""
     import json
 
     return {"values": json.loads(frame.to_json(orient="records", date_format="iso"))}
@@ -50,10 +50,12 @@ def _columns(frame: pd.DataFrame) -> dict[str, Any]:
     are ~0.2 MB of JSON instead of ~3 MB of records with their labels repeated."""
     import json
 
-    rows = json.loads(frame[["mean", "known"]].to_json(orient="split", index=False))["data"]
-    values = {"mean": [r[0] for r in rows], "known": [r[1] for r in rows]}
-    blocks = {c: [int(v) for v in frame[c]] for c in ("task_block", "step_block")}
-    return {"values": [{**blocks, **values}]}
+    columns: dict[str, list[Any]] = {
+        c: [int(v) for v in frame[c]] for c in ("task_block", "step_block")
+    }
+    for c in ("mean", "known"):
+        columns[c] = [v for (v,) in json.loads(frame[[c]].to_json(orient="values"))]
+    return {"values": [columns]}
 
 
 def _labels(frame: pd.DataFrame, key: str, label: str) -> Any:
