@@ -92,3 +92,28 @@ def test_in_a_kernel_the_curve_and_matrix_come_first_the_rest_right_after_the_ce
     for name in ("headline", "changes", "lists"):
         assert getattr(panel, name).value == getattr(eager, name).value
     assert panel.curve.chart.to_dict() == eager.curve.chart.to_dict()
+
+
+def test_in_a_kernel_the_first_screen_is_few_widget_models(
+    run: enb.Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: the first screen (curve, matrix) sends few widget models; the attempt
+    viewer and the comparison's controls come with the rest after the cell, or on first
+    use (the same controls, wired the same way)."""
+    from ipywidgets.widgets import widget as ipw
+
+    from envloop_nb._ui import run_panel
+
+    later: list[object] = []
+    monkeypatch.setattr(run_panel, "after_cell", lambda action: later.append(action) or True)
+    before = set(ipw._instances)
+    panel = run.panel()
+    assert len(set(ipw._instances) - before) <= 40  # 35 (the chart library once more); was 79
+    later[0]()  # type: ignore[operator]
+    assert panel.task.options and panel.step_a.value == run.state.steps[0]
+    assert panel.compare_box in panel.children
+    panel.task.value, panel.step.value = "math-01", 6
+    assert "job_rl0412_r06" in panel.attempts.value
+    early = run.panel()  # a control asked for before the cell ends: made then
+    assert early.pending and early.step_b.value == run.state.steps[-1]
+    assert early.compare_box in early.children

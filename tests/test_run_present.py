@@ -38,6 +38,23 @@ def _data(spec: dict, layer: dict) -> list[dict]:
     return spec["datasets"][layer["data"]["name"]]
 
 
+def _matrix_rows(spec: dict) -> list[dict]:
+    """The matrix chart's rows as the chart makes them: its one row of columns flattened,
+    the labels looked up, the state calculated (the spec's transforms, in Python)."""
+    (columns,) = spec["datasets"][spec["data"]["name"]]
+    flatten, *lookups, _state = spec["transform"]
+    rows = [dict(zip(flatten["flatten"], r, strict=True))
+            for r in zip(*(columns[c] for c in flatten["flatten"]), strict=True)]  # fmt: skip
+    for lookup in lookups:
+        key, (field,) = lookup["lookup"], lookup["from"]["fields"]
+        labels = {r[key]: r[field] for r in lookup["from"]["data"]["values"]}
+        for r in rows:
+            r[field] = labels[r[key]]
+    for r in rows:
+        r["state"] = "missing" if r["mean"] is None else "known"
+    return rows
+
+
 def test_the_curve_marks_the_one_real_jump_and_never_draws_the_coverage_drop_as_a_score(
     run: enb.Run,
 ) -> None:
@@ -70,12 +87,12 @@ def test_significant_changes_are_the_adjusted_adjacent_ones(run: enb.Run) -> Non
 def test_the_matrix_is_blocks_never_a_cell_per_attempt(run: enb.Run) -> None:
     blocks = run.matrix_blocks(max_tasks=12, max_steps=5)
     spec = matrix_chart(blocks).to_dict()
-    assert len(spec["datasets"][spec["data"]["name"]]) == 12 * 5
-    labels = {r["task_label"] for r in spec["datasets"][spec["data"]["name"]]}
+    assert len(_matrix_rows(spec)) == 12 * 5
+    labels = {r["task_label"] for r in _matrix_rows(spec)}
     assert all("…" in label for label in labels)  # blocks of 4 tasks, named by first and last
     full = matrix_chart(run.matrix_blocks()).to_dict()
-    rows = spec_rows = full["datasets"][full["data"]["name"]]
-    assert len(spec_rows) == 48 * 10
+    rows = _matrix_rows(full)
+    assert len(rows) == 48 * 10
     missing = [r for r in rows if r["state"] == "missing"]
     assert missing and all(r["step_label"] == "8" for r in missing)  # never drawn as a 0
 
@@ -158,7 +175,51 @@ def test_a_matrix_of_12000_blocks_is_one_chart_in_a_report(run: enb.Run) -> None
             for a in range(120) for b in range(100)]  # fmt: skip
     with alt.data_transformers.enable("default", max_rows=5000):
         spec = matrix_chart(pd.DataFrame(rows)).to_dict()
-    values = spec["datasets"][spec["data"]["name"]]
+    values = _matrix_rows(spec)
     assert len(values) == 12_000
     assert values[0]["mean"] is None and values[1]["mean"] == 0.5  # missing stays null
     assert json.dumps(spec)  # plain JSON: no NaN, no numpy scalars
+
+
+def _blocks_12000() -> pd.DataFrame:
+    rows = [{"task_block": a, "step_block": b, "first_task": f"task-{a * 40:05d}",
+             "last_task": f"task-{a * 40 + 39:05d}", "tasks": 40, "first_step": b * 2000,
+             "last_step": b * 2000 + 1000, "steps": 2,
+             "mean": None if (a + b) % 7 == 0 else (a * 37 + b * 11) % 101 / 101, "known": 0.75}
+            for a in range(120) for b in range(100)]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_a_matrix_of_12000_blocks_is_sent_compact() -> None:
+    """Issue 36: the run panel's matrix (120 x 100 blocks) reaches the browser as columns,
+    not as 12,000 records with their labels (3.1 MB of JSON before)."""
+    spec = matrix_chart(_blocks_12000()).to_dict()
+    assert len(json.dumps(spec)) < 400_000
+
+
+def _records_chart(blocks: pd.DataFrame) -> dict:
+    """The matrix chart as it was before its data went compact (one record per block):
+    the reference the compact chart must draw exactly."""
+    spec = matrix_chart(blocks).to_dict()
+    rows = _matrix_rows(spec)
+    name = spec["data"]["name"]
+    spec["datasets"][name] = rows
+    del spec["transform"]
+    return spec
+
+
+@pytest.mark.parametrize("size", ["small", "all", "12000"])
+def test_the_compact_matrix_draws_exactly_what_the_records_drew(run: enb.Run, size: str) -> None:
+    """Same picture, same tooltips (the SVG's aria labels carry them) as one record per
+    block: rendered offline and compared byte for byte."""
+    import vl_convert as vlc
+
+    blocks = {"small": lambda: run.matrix_blocks(max_tasks=12, max_steps=5),
+              "all": run.matrix_blocks, "12000": _blocks_12000}[size]()  # fmt: skip
+
+    def svg(spec: dict) -> str:  # the renderer numbers its gradients across calls
+        return re.sub(r"gradient_\d+", "gradient", vlc.vegalite_to_svg(spec))
+
+    compact = svg(matrix_chart(blocks).to_dict())
+    assert "pass rate: " in compact
+    assert compact == svg(_records_chart(blocks))

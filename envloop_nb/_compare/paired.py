@@ -61,10 +61,8 @@ def _paired_row(
     state: CompareState, base: pd.DataFrame, oth: pd.DataFrame, other: str
 ) -> dict[str, Any]:
     m = base.merge(oth, on=["task", "digest"], how="inner", suffixes=("_b", "_o"))
-    union = len(
-        set(zip(base["task"], base["digest"], strict=True))
-        | set(zip(oth["task"], oth["digest"], strict=True))
-    )
+    keys = ["task", "digest"]  # the distinct (task, digest) pairs of either job, counted
+    union = len(pd.concat([base[keys], oth[keys]], ignore_index=True).drop_duplicates())
     ok = m["complete_b"] & m["complete_o"] & (m["n_b"] > 0) & (m["n_o"] > 0)
     s = m[ok]
     n_shared = len(m)

@@ -108,11 +108,7 @@ _KEPT = """
                JOIN live l ON l.job_id = c.job_id AND l.loaded_at = c.loaded_at),
          ok AS (SELECT c.o FROM c JOIN n USING (job_id) GROUP BY c.o, n.tasks
                 HAVING count(*) = n.tasks AND count(c.position) = n.tasks),
-         kept AS (SELECT * FROM c SEMI JOIN ok USING (o)),
-         first AS (SELECT task, min(o::BIGINT * 4294967296 + position) AS seen
-                   FROM kept GROUP BY task),
-         codes AS (SELECT task, (row_number() OVER (ORDER BY seen, task) - 1)::BIGINT AS code
-                   FROM first)
+         kept AS (SELECT * FROM c SEMI JOIN ok USING (o))
     """
 
 
@@ -125,24 +121,26 @@ def _bulk(state: RunState) -> tuple[Any, Any, Any, dict[str, Any]] | None:
     :func:`task_counts`, one by one. No task name crosses into Python per row."""
     if state.threshold is not None:
         return None
-    params = {"jobs": list(state.job_ids)}
+    import pyarrow.compute as pc
+
     table = state.con.execute(
         f"""{_KEPT}
-            SELECT o::BIGINT AS o, code, position::BIGINT AS position, {", ".join(_CELLS)}
-            FROM kept JOIN codes USING (task)""",
-        params,
+            SELECT o::BIGINT AS o, task, position::BIGINT AS position, {", ".join(_CELLS)}
+            FROM kept""",
+        {"jobs": list(state.job_ids)},
     ).to_arrow_table()
     if not table.num_rows:
         return None
-    names = state.con.execute(f"{_KEPT} SELECT task FROM codes ORDER BY code", params).fetchall()
     steps = np.asarray(table.column("o"), dtype=np.int64)
     # step then task order (a job's positions are distinct): sorted here, not in SQL
     order = np.lexsort((np.asarray(table.column("position"), dtype=np.int64), steps))
+    # in that order each task's first row is its first appearance: the codes
+    coded = pc.dictionary_encode(table.column("task").take(order).combine_chunks())
     columns = {c: np.asarray(table.column(c), dtype=np.float64)[order] for c in _CELLS}
     return (
-        np.array([r[0] for r in names], dtype=object),
+        np.asarray(coded.dictionary.to_pylist(), dtype=object),
         steps[order],
-        np.asarray(table.column("code"), dtype=np.int64)[order],
+        np.asarray(coded.indices, dtype=np.int64),
         columns,
     )
 

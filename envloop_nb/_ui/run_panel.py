@@ -23,8 +23,11 @@ In a kernel (``run.panel()`` in a notebook cell) the curve with its noise band a
 matrix come first; the headline (best checkpoint, minimum detectable effect), the tests'
 marks on the curve, the changes beyond noise and the task lists are filled right after the
 cell ends (IPython's ``post_run_cell``; ``panel.pending`` until then), in the kernel's own
-thread: the same numbers, shown a moment later. Outside a kernel everything is there when
-``run.panel()`` returns.
+thread: the same numbers, shown a moment later. So are the attempt viewer's and the
+comparison's controls (``panel.task`` and the others: made on first use if asked for
+sooner), so the first screen is few widget models: the title and the headings are
+written into the headline's and the task lists' HTML. Outside a kernel everything is
+there when ``run.panel()`` returns.
 """
 
 from __future__ import annotations
@@ -82,10 +85,19 @@ def _pending(what: str) -> str:
     return f'<div style="{_FONT};opacity:0.7">computing {html.escape(what)}…</div>'
 
 
+def _head(text: str) -> str:
+    return f'<div style="{_FONT};font-weight:600;font-size:13px;margin-top:6px">{html.escape(text)}</div>'
+
+
 def _h(text: str) -> widgets.HTML:
-    return widgets.HTML(
-        f'<div style="{_FONT};font-weight:600;font-size:13px;margin-top:6px">{html.escape(text)}</div>'
-    )
+    return widgets.HTML(_head(text))
+
+
+#: The headings above the task lists and the matrix, written in the lists' one HTML widget.
+_LISTS_HEAD, _MATRIX_HEAD = _head("Tasks learned, forgotten, flaky"), _head("Tasks × steps")
+#: The controls made by ``RunPanel._build_controls`` (after the cell in a kernel).
+_CONTROLS = frozenset({"task", "step", "attempt", "attempts", "attempt_view", "step_a", "step_b",
+                       "compare_button", "compare_box"})  # fmt: skip
 
 
 class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
@@ -104,25 +116,64 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         self._filled = False
         self.pending = defer and after_cell(self.finish)
         self.comparison: Any = None
-        steps = [(step_text(s), s) for s in state.steps]
+        self._controls_built = False
         self.message = widgets.HTML()
         name = f" {state.name}" if state.name else ""
-        title = widgets.HTML(
+        self._title = (
             f'<div style="{_FONT};font-size:15px;font-weight:600">Training run{html.escape(name)}'
             f' <span style="font-weight:400;color:var(--jp-ui-font-color2,#666)">· '
             f"{len(state.steps):,} steps by {html.escape(state.step_from)}</span></div>"
         )
         self.headline = widgets.HTML(
-            _pending("the best checkpoint and the smallest detectable change")
+            self._title + _pending("the best checkpoint and the smallest detectable change")
         )
         self.metric = widgets.Dropdown(options=list(METRICS), value="score", description="metric",
                                        layout=widgets.Layout(width="200px"))  # fmt: skip
         self.curve_box = widgets.Box()
+        self._note = widgets.HTML()  # the curve's legend, beside it
         self.changes = widgets.HTML()
-        self.lists = widgets.HTML(_pending("the tasks learned, forgotten and flaky"))
+        self.lists = widgets.HTML(
+            _LISTS_HEAD + _pending("the tasks learned, forgotten and flaky") + _MATRIX_HEAD
+        )
         self.blocks = _tasks.aggregate(state, max_tasks=MATRIX_TASKS, max_steps=MATRIX_STEPS)
         self.matrix = chart_widget(matrix_chart(self.blocks))
         self.matrix.selections.observe(self._on_cell, names=["cell"])
+        self.metric.observe(lambda _c: self._safely(self._refresh_curve), names="value")
+        if self.pending:  # the curve and its band now, its tests' marks after the cell
+            self._refresh_curve()
+        self.matrix_row = widgets.HBox([self.matrix], layout=widgets.Layout(flex_flow="row wrap"))
+        super().__init__(
+            [
+                self.headline,
+                self.message,
+                widgets.HBox(
+                    [_h("Curve over training"), self.metric],
+                    layout=widgets.Layout(align_items="center"),
+                ),
+                self.curve_box,
+                self.changes,
+                self.lists,
+                self.matrix_row,
+            ],
+            layout=widgets.Layout(padding="4px"),
+        )
+        self.add_class("enb-run-panel")
+        if not self.pending:
+            self.finish()
+
+    def __getattr__(self, name: str) -> Any:
+        """The attempt viewer's and the comparison's controls, made on first use (a
+        deferred panel makes them right after the cell, with the rest)."""
+        if name in _CONTROLS and not self.__dict__.get("_controls_built", True):
+            self._build_controls()
+            return getattr(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _build_controls(self) -> None:
+        """The attempt viewer beside the matrix and the two steps' comparison below it."""
+        self._controls_built = True
+        state = self.state
+        steps = [(step_text(s), s) for s in state.steps]
         tasks = list(_tasks.task_matrix(state).index)
         self.task = widgets.Dropdown(options=[(str(t), t) for t in tasks], value=None,
                                      description="task", style=_NARROW, layout=widgets.Layout(width="280px"))  # fmt: skip
@@ -145,37 +196,18 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
                                              tooltip="open the two steps in the comparison panel")  # fmt: skip
         self.compare_button.on_click(lambda _b: self._safely(self._open_compare))
         self.compare_box = widgets.VBox()
-        self.metric.observe(lambda _c: self._safely(self._refresh_curve), names="value")
-        if self.pending:  # the curve and its band now, its tests' marks after the cell
-            self._refresh_curve()
         viewer = widgets.VBox(
             [self.task, widgets.HBox([self.step, self.attempt]), self.attempts, self.attempt_view],
             layout=widgets.Layout(flex="1 1 420px", min_width="360px", margin="0 0 0 12px"),
         )
-        super().__init__(
-            [
-                title,
-                self.headline,
-                self.message,
-                widgets.HBox(
-                    [_h("Curve over training"), self.metric],
-                    layout=widgets.Layout(align_items="center"),
-                ),
-                self.curve_box,
-                self.changes,
-                _h("Tasks learned, forgotten, flaky"),
-                self.lists,
-                _h("Tasks × steps"),
-                widgets.HBox([self.matrix, viewer], layout=widgets.Layout(flex_flow="row wrap")),
-                _h("Two steps side by side"),
-                widgets.HBox([self.step_a, self.step_b, self.compare_button]),
-                self.compare_box,
-            ],
-            layout=widgets.Layout(padding="4px"),
-        )
-        self.add_class("enb-run-panel")
-        if not self.pending:
-            self.finish()
+        self.matrix_row.children = [self.matrix, viewer]
+        shown: tuple[Any, ...] = self.children  # type: ignore[has-type]
+        self.children = [
+            *shown,
+            _h("Two steps side by side"),
+            widgets.HBox([self.step_a, self.step_b, self.compare_button]),
+            self.compare_box,
+        ]
 
     def finish(self) -> None:
         """Fill the headline, the tests (marks on the curve, the changes beyond noise) and
@@ -185,18 +217,22 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         self._filled = True
         self.pending = False
         self._safely(self._fill)
+        if not self._controls_built:
+            self._safely(self._build_controls)
 
     def _fill(self) -> None:
         state = self.state
-        self.headline.value = run_headline(state)
+        self.headline.value = self._title + run_headline(state)
         self._refresh_curve()
         lists = [task_list_html(f, k) for k, f in (("learned", _tasks.learned(state)),
                  ("forgotten", _tasks.forgotten(state)), ("flaky", _tasks.flaky(state)))]  # fmt: skip
         self.lists.value = (
-            '<div style="display:grid;grid-template-columns:repeat(auto-fit,minmax(290px,1fr));'
+            _LISTS_HEAD
+            + '<div style="display:grid;grid-template-columns:repeat(auto-fit,minmax(290px,1fr));'
             'gap:14px">'
             + "".join(f'<div style="max-height:240px;overflow:auto">{x}</div>' for x in lists)
             + "</div>"
+            + _MATRIX_HEAD
         )
 
     def __repr__(self) -> str:
@@ -223,10 +259,10 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
                                 title=f"{metric} over training")  # fmt: skip
         self.curve = chart_widget(chart)
         text = (f"{what}; " if what else "") + run_html.CURVE_LEGEND
-        note = widgets.HTML(
+        self._note.value = (
             f'<div style="{_FONT};opacity:0.75;max-width:760px">{html.escape(text)}</div>'
         )
-        self.curve_box.children = [self.curve, note]
+        self.curve_box.children = [self.curve, self._note]
         if tests is None:
             self.changes.value = _pending("the changes beyond noise (paired tests, adjusted)")
             return
