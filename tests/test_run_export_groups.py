@@ -51,7 +51,7 @@ def test_the_report_tells_the_run_per_task(tiny: enb.Run, tmp_path: Path) -> Non
 def test_the_panel_shows_what_the_report_shows(tiny: enb.Run) -> None:
     panel = tiny.panel()
     assert panel.message.value == ""
-    assert panel.headline.value == run_headline(tiny.state)
+    assert panel.headline.value.endswith(run_headline(tiny.state))  # under the title
     _headline_facts(panel.headline.value)
     assert "task_a" in panel.changes.value and "100 → 200" in panel.changes.value
     spec = panel.curve.chart.to_dict()
@@ -92,3 +92,22 @@ def test_the_workbook_holds_the_same_per_task_numbers(tiny: enb.Run, tmp_path: P
     assert {r["group"] for r in rows("Noise band")} == {"task_a", "task_b", "task_c"}
     facts = {r["field"]: r.get("value") for r in rows("Run")}
     assert str(facts["per subset"]).startswith("no overall number at any step")
+
+
+def test_the_report_says_not_assessed_where_no_step_has_tasks(
+    tiny: enb.Run, tmp_path: Path
+) -> None:
+    """The report listed 'learned: none' and an empty '0 tasks × 3 steps' matrix note."""
+    text = tiny.export_html(tmp_path / "tiny.html").path.read_text(encoding="utf-8")
+    tasks = text[text.index("Tasks over training") :]
+    assert "not assessed: no step holds per-task results" in tasks
+    assert "0 tasks ×" not in text and "<i>none</i>" not in text
+
+
+def test_unpaired_tests_have_no_task_count_columns(tiny: enb.Run) -> None:
+    """Tests from the sources' stderr count no tasks: their 'fixed / broken' and 'shared &
+    complete' columns were all '-' and pushed the verdict out of a narrow panel."""
+    from envloop_nb._present.run_html import tests_table_html
+
+    shown = tests_table_html(tiny.tests(by="subset"))
+    assert "verdict" in shown and "fixed / broken" not in shown and "shared &amp;" not in shown

@@ -117,3 +117,18 @@ def test_in_a_kernel_the_first_screen_is_few_widget_models(
     early = run.panel()  # a control asked for before the cell ends: made then
     assert early.pending and early.step_b.value == run.state.steps[-1]
     assert early.compare_box in early.children
+
+
+def test_a_run_without_per_task_results_says_so_instead_of_an_empty_matrix() -> None:
+    """Pythia checkpoints (aggregate numbers only): the panel drew an empty matrix with a
+    task picker of no tasks and listed 'learned: none'; the report the same lists."""
+    from pathlib import Path
+
+    pythia = Path(__file__).resolve().parent / "data" / "lm_eval" / "pythia_run"
+    ws = enb.open()
+    run = ws.run([ws.load(p) for p in sorted(pythia.glob("160m_step1*.json"))])
+    panel = run.panel()
+    assert panel.no_tasks is not None and panel.no_tasks.startswith("not assessed: no step")
+    assert panel.matrix_row.children == (panel.matrix,) and "not assessed" in panel.matrix.value
+    assert "not assessed" in panel.lists.value and ">none<" not in panel.lists.value
+    assert panel.compare_button is not None  # two steps can still be compared

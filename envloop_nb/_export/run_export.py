@@ -18,6 +18,7 @@ sheet of a run with blocking differences carries the guard's mark as its red fir
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -139,12 +140,17 @@ def export_run_html(
     curve_note = (f"{curve_what}; " if curve_what else "") + run_html.CURVE_LEGEND
     if drops:
         curve_note += f" — coverage dropped at step {', '.join(drops)}"
-    lists = "".join(
-        task_list_html(frame, kind)
-        for kind, frame in (
-            ("learned", _tasks.learned(state)),
-            ("forgotten", _tasks.forgotten(state)),
-            ("flaky", _tasks.flaky(state)),
+    no_tasks = _tasks.no_tasks(state)
+    lists = (
+        f"<p><i>{html.escape(no_tasks)}</i></p>"
+        if no_tasks
+        else "".join(
+            task_list_html(frame, kind)
+            for kind, frame in (
+                ("learned", _tasks.learned(state)),
+                ("forgotten", _tasks.forgotten(state)),
+                ("flaky", _tasks.flaky(state)),
+            )
         )
     )
     sections = [
@@ -163,7 +169,7 @@ def export_run_html(
             "Tasks over training",
             f'<div style="display:flex;flex-wrap:wrap;gap:18px">{lists}</div>',
             charts=(matrix_chart(blocks).to_dict(),) if blocks["mean"].notna().any() else (),
-            note=_matrix_note(state, blocks) + (f" · {note}" if note else ""),
+            note="" if no_tasks else _matrix_note(state, blocks) + (f" · {note}" if note else ""),
         ),
         ReportSection("All tests", run_html.tests_table_html(tests), note=note),
         ReportSection(

@@ -285,15 +285,19 @@ def tests_table_html(
         what = "no change is significant after adjustment" if only_significant else "no test"
         return f'<div style="{_FONT}"><i>{what}</i></div>'
     grouped = "group" in shown and shown["group"].notna().any()
+    # unpaired rows only (aggregates from the sources' stderr): no tasks to count
+    counted = any(
+        c in shown and shown[c].notna().any() for c in ("fixed", "broken", "shared_complete")
+    )
     head = [
         *(["group"] if grouped else []),
         "kind",
         "steps",
         "Δ" if grouped else "Δ (pts)",
-        "fixed / broken",
+        *(["fixed / broken"] if counted else []),
         "p",
         f"p ({adjust})",
-        "shared & complete",
+        *(["shared & complete"] if counted else []),
         "verdict",
     ]
     rows = []
@@ -316,15 +320,19 @@ def tests_table_html(
             html.escape(str(r.get("kind") or "")),
             f"{html.escape(step_text(r.get('step_a')))} → {html.escape(step_text(r.get('step_b')))}",
             f"{delta(r.get('diff'))} <small>[{delta(r.get('low'))}, {delta(r.get('high'))}]</small>",
-            f"{_count(r.get('fixed'))} / {_count(r.get('broken'))}",
+            *([f"{_count(r.get('fixed'))} / {_count(r.get('broken'))}"] if counted else []),
             _p(r.get("p")),
             f"<b>{_p(r.get('p_adjusted'))}</b>",
-            "-" if shared is None or shared != shared else f"{_count(shared)}/{_count(union)}",
+            *(
+                ["-" if shared is None or shared != shared else f"{_count(shared)}/{_count(union)}"]
+                if counted
+                else []
+            ),
             f'<span style="color:{color}">{html.escape(verdict)}</span>'
             + (f'<br><small style="opacity:0.8">{html.escape(note)}</small>' if note else ""),
         ]
         rows.append("<tr>" + "".join(f'<td style="{_TD};white-space:nowrap">{c}</td>' for c in cells[:-1])
-                    + f'<td style="{_TD};min-width:14em">{cells[-1]}</td></tr>')  # fmt: skip
+                    + f'<td style="{_TD};min-width:9em">{cells[-1]}</td></tr>')  # fmt: skip
     more = (
         f'<div style="opacity:0.7">… {len(shown) - max_rows:,} more not shown (all of them: run.tests())</div>'
         if len(shown) > max_rows
@@ -349,7 +357,9 @@ def tests_table_html(
     )
     header = "".join(f'<th style="{_TH}">{html.escape(h)}</th>' for h in head)
     return (
-        f'<div class="enb-run-tests" style="{_FONT}">{intro}<div style="overflow-x:auto">'
+        f'<div class="enb-run-tests" style="{_FONT};line-height:1.4;min-width:0;max-width:100%">'
+        f"{intro}"
+        '<div style="overflow-x:auto">'
         f'<table style="border-collapse:collapse"><thead><tr>{header}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>{more}</div>"
     )

@@ -136,8 +136,15 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
             _LISTS_HEAD + _pending("the tasks learned, forgotten and flaky") + _MATRIX_HEAD
         )
         self.blocks = _tasks.aggregate(state, max_tasks=MATRIX_TASKS, max_steps=MATRIX_STEPS)
-        self.matrix = chart_widget(matrix_chart(self.blocks))
-        self.matrix.selections.observe(self._on_cell, names=["cell"])
+        #: why there is no matrix (no step holds per-task results), else None
+        self.no_tasks = _tasks.no_tasks(state)
+        self.matrix: Any = (
+            widgets.HTML(f'<div style="{_FONT}"><i>{html.escape(self.no_tasks)}</i></div>')
+            if self.no_tasks
+            else chart_widget(matrix_chart(self.blocks))
+        )
+        if not self.no_tasks:
+            self.matrix.selections.observe(self._on_cell, names=["cell"])
         self.metric.observe(lambda _c: self._safely(self._refresh_curve), names="value")
         if self.pending:  # the curve and its band now, its tests' marks after the cell
             self._refresh_curve()
@@ -200,7 +207,7 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
             [self.task, widgets.HBox([self.step, self.attempt]), self.attempts, self.attempt_view],
             layout=widgets.Layout(flex="1 1 420px", min_width="360px", margin="0 0 0 12px"),
         )
-        self.matrix_row.children = [self.matrix, viewer]
+        self.matrix_row.children = [self.matrix] if self.no_tasks else [self.matrix, viewer]
         shown: tuple[Any, ...] = self.children  # type: ignore[has-type]
         self.children = [
             *shown,
@@ -224,8 +231,12 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         state = self.state
         self.headline.value = self._title + run_headline(state)
         self._refresh_curve()
-        lists = [task_list_html(f, k) for k, f in (("learned", _tasks.learned(state)),
-                 ("forgotten", _tasks.forgotten(state)), ("flaky", _tasks.flaky(state)))]  # fmt: skip
+        lists = (
+            [f'<div style="{_FONT}"><i>{html.escape(self.no_tasks)}</i></div>']
+            if self.no_tasks
+            else [task_list_html(f, k) for k, f in (("learned", _tasks.learned(state)),
+                  ("forgotten", _tasks.forgotten(state)), ("flaky", _tasks.flaky(state)))]
+        )  # fmt: skip
         self.lists.value = (
             _LISTS_HEAD
             + '<div style="display:grid;grid-template-columns:repeat(auto-fit,minmax(290px,1fr));'
