@@ -163,6 +163,39 @@ def test_attachments_are_resolved_and_a_missing_one_is_named() -> None:
         _read(sample, place)
 
 
+def test_messages_are_walked_for_references_only_when_they_hold_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sample whose messages hold no ``attachment://`` text is not walked (the walk
+    was a tenth of the reader's time); one held anywhere in a message, even nested in a
+    tool call's arguments, is found and resolved, and a missing one still named."""
+    import envloop_nb._loaders.inspect.steps as steps_module
+
+    place, sample = _sample()
+    walked: list[int] = []
+    resolver = steps_module._resolver
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        walked.append(1)
+        return resolver(*args, **kwargs)
+
+    monkeypatch.setattr(steps_module, "_resolver", counting)
+    _read(copy.deepcopy(sample), place)
+    assert walked == []
+    key = "707c70d5b9111db606fd541158567d76"
+    call = next(m for m in sample["messages"] if m.get("tool_calls"))["tool_calls"][0]
+    call["arguments"] = {"nested": [{"url": f"attachment://{key}"}]}
+    job, _ = _read(copy.deepcopy(sample), place)
+    assert walked == [1]
+    calls = job.steps().query("kind == 'tool_call'")
+    assert json.loads(calls["arguments"].iloc[0]) == {
+        "nested": [{"url": sample["attachments"][key]}]
+    }
+    call["arguments"] = {"nested": ["attachment://0000"]}
+    with pytest.raises(enb.LoadError, match=r"'attachment://0000' is not in the"):
+        _read(sample, place)
+
+
 def test_content_parts_reasoning_and_server_side_tools() -> None:
     place, sample = _sample()
     sample["messages"][9]["content"] = [

@@ -80,18 +80,29 @@ class StepRows:
 
     def add(self, **values: Any) -> int:
         """Write one row; returns its step number."""
+        return self.put(values)
+
+    def put(self, row: dict[str, Any]) -> int:
+        """Write one row given as a dict of its columns, which the row becomes (numbered
+        and handed to the writer as it is: a fresh dict the caller no longer uses)."""
         self.step += 1
-        self.writer.add({"task": self.task, "attempt": self.attempt, "step": self.step, **values})
+        row["task"], row["attempt"], row["step"] = self.task, self.attempt, self.step
+        self.writer.add(row)
         self.out.rows += 1
         return self.step
 
     def call(self, *, tool: str, call_id: str | None, **values: Any) -> int:
         """A ``tool_call`` row; the call is open until a result answers it."""
+        return self.put_call(tool, call_id, values)
+
+    def put_call(self, tool: str, call_id: str | None, row: dict[str, Any]) -> int:
+        """:meth:`call` with the row's other columns as a fresh dict (see :meth:`put`)."""
         if call_id is not None:
             self._calls[call_id] = tool
         self._open.append((call_id, tool))
         self.out.tool_calls += 1
-        return self.add(kind="tool_call", tool=tool, call_id=call_id, **values)
+        row["kind"], row["tool"], row["call_id"] = "tool_call", tool, call_id
+        return self.put(row)
 
     def result(
         self,
@@ -105,6 +116,18 @@ class StepRows:
     ) -> int:
         """A ``tool_result`` row answering ``call_id`` (checked), or without an id the
         oldest open call (none open: a result of no call)."""
+        return self.put_result(source, place, call_id, tool, is_error, values)
+
+    def put_result(
+        self,
+        source: object,
+        place: str,
+        call_id: str | None,
+        tool: str | None,
+        is_error: bool,
+        row: dict[str, Any],
+    ) -> int:
+        """:meth:`result` with the row's other columns as a fresh dict (see :meth:`put`)."""
         if call_id is not None:
             if call_id not in self._calls:
                 raise LoadError(
@@ -119,9 +142,9 @@ class StepRows:
             tool = tool or called
         self.out.tool_results += 1
         self.out.tool_errors += bool(is_error)
-        return self.add(
-            kind="tool_result", tool=tool, call_id=call_id, is_error=bool(is_error), **values
-        )
+        row["kind"], row["tool"], row["call_id"] = "tool_result", tool, call_id
+        row["is_error"] = bool(is_error)
+        return self.put(row)
 
     def turn(self, common: Mapping[str, Any], first: Mapping[str, Any]) -> Turn:
         """The rows of one model turn: ``common`` on each, ``first`` (usage) on the first."""
@@ -138,19 +161,23 @@ class Turn:
     first: dict[str, Any]
 
     def _values(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        merged = {**self.common, **self.first, **values}
-        if self.first.get("extra") and values.get("extra"):  # both JSON objects: merged
+        merged = self.common.copy()
+        first = self.first
+        if first:
+            merged.update(first)
+            self.first = {}
+        merged.update(values)
+        if first.get("extra") and values.get("extra"):  # both JSON objects: merged
             merged["extra"] = json_text(
-                {**json.loads(self.first["extra"]), **json.loads(values["extra"])}
+                {**json.loads(first["extra"]), **json.loads(values["extra"])}
             )
-        self.first = {}
         return merged
 
     def row(self, **values: Any) -> int:
-        return self.rows.add(**self._values(values))
+        return self.rows.put(self._values(values))
 
     def call(self, *, tool: str, call_id: str | None, **values: Any) -> int:
-        return self.rows.call(tool=tool, call_id=call_id, **self._values(values))
+        return self.rows.put_call(tool, call_id, self._values(values))
 
     def result(
         self,
@@ -162,9 +189,7 @@ class Turn:
         is_error: bool,
         **values: Any,
     ) -> int:
-        return self.rows.result(
-            source, place, call_id=call_id, tool=tool, is_error=is_error, **self._values(values)
-        )
+        return self.rows.put_result(source, place, call_id, tool, is_error, self._values(values))
 
 
 #: ``json.dumps(value, ensure_ascii=False, sort_keys=True)`` without building an encoder

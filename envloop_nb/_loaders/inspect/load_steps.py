@@ -37,6 +37,9 @@ __all__ = ["SOURCE", "LogSteps"]
 #: What ``extra.steps.source`` says the steps were read from.
 SOURCE = "inspect messages and events"
 _COUNTS = tuple(f.name for f in fields(InspectStepsRead))
+#: Samples whose texts are copied out of the chunk's Arrow column at once (a chunk's
+#: texts all at once were another chunk's worth of memory).
+_SLICE = 64
 
 
 @dataclass
@@ -75,10 +78,14 @@ class LogSteps:
         """Read the samples of one chunk: ``places``, the samples' JSON ``texts`` (as
         :mod:`.sql` hands them to DuckDB, which has checked them already) and whether
         each one's messages may hold ``attachment://`` references."""
-        for place, text, ref in zip(
-            places.to_pylist(), texts.to_pylist(), refs.to_pylist(), strict=True
-        ):
-            self.sample(str(place), json.loads(text), refs=bool(ref))
+        for start in range(0, len(texts), _SLICE):  # a few texts at a time as Python strings
+            for place, text, ref in zip(
+                places.slice(start, _SLICE).to_pylist(),
+                texts.slice(start, _SLICE).to_pylist(),
+                refs.slice(start, _SLICE).to_pylist(),
+                strict=True,
+            ):
+                self.sample(str(place), json.loads(text), refs=bool(ref))
 
     def samples(self, samples: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
         """Read ``(place, sample)`` pairs."""

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,25 +100,37 @@ def _resolver(sample: Mapping[str, Any], source: object, place: str) -> Callable
     return resolve
 
 
-def _agent_events(events: Any) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    """``(index, event)`` of the sample's top-level events outside any scorer: by span
-    (``span_begin`` of type scorer, and its descendants) or, in older logs, between a
-    scorer ``step`` event's begin and end."""
+def _agent_calls(
+    events: Any,
+) -> tuple[list[tuple[int, Mapping[str, Any]]], dict[Any, tuple[int, Mapping[str, Any]]]]:
+    """The agent's ``model`` events (``(index, event)``, in order) and its ``tool`` events
+    by id: the sample's top-level events outside any scorer, by span (``span_begin`` of
+    type scorer, and its descendants) or, in older logs, between a scorer ``step``
+    event's begin and end."""
+    models: list[tuple[int, Mapping[str, Any]]] = []
+    tools: dict[Any, tuple[int, Mapping[str, Any]]] = {}
+    if not isinstance(events, list):
+        return models, tools
     scorer_spans: set[Any] = set()
     in_scorer = 0
-    for k, event in enumerate(events if isinstance(events, list) else []):
+    for k, event in enumerate(events):
         if not isinstance(event, dict):
             continue
         kind = event.get("event")
-        if kind == "span_begin" and (
-            event.get("type") in _SCORER_SPANS or event.get("parent_id") in scorer_spans
-        ):
-            if event.get("id") is not None:
+        if kind == "model" or kind == "tool":
+            if in_scorer or event.get("span_id") in scorer_spans:
+                continue
+            if kind == "model":
+                models.append((k, event))
+            elif event.get("id"):
+                tools[event["id"]] = (k, event)
+        elif kind == "span_begin":
+            scorer = event.get("type") in _SCORER_SPANS or event.get("parent_id") in scorer_spans
+            if scorer and event.get("id") is not None:
                 scorer_spans.add(event["id"])
         elif kind == "step" and event.get("type") in _SCORER_SPANS:
             in_scorer += 1 if event.get("action") == "begin" else -1
-        elif not in_scorer and event.get("span_id") not in scorer_spans:
-            yield k, event
+    return models, tools
 
 
 def _output_id(event: Mapping[str, Any]) -> Any:
@@ -265,14 +277,15 @@ def read_inspect_steps(
     sample: Mapping[str, Any],
     source: object,
     place: str,
-    refs: bool = True,
+    refs: bool | None = None,
 ) -> InspectStepsRead:
     """Write one Inspect sample's messages as steps (the module docstring says how).
 
     ``source`` is the log file, ``place`` the sample in it (``"samples[0]"``, or the
-    ``.eval`` member ``"samples/0_epoch_1.json"``). ``refs=False`` says the caller knows
-    the messages hold no ``attachment://`` reference (their JSON text has none: Inspect
-    condenses events far more often than messages), so they are not walked for any.
+    ``.eval`` member ``"samples/0_epoch_1.json"``). The messages are walked for
+    ``attachment://`` references only when their text holds one (Inspect condenses events
+    far more often than messages); ``refs`` says so instead when the caller knows (the
+    loader asks DuckDB, which has the messages' JSON text).
 
     Examples
     --------
@@ -293,6 +306,8 @@ def read_inspect_steps(
     messages = sample.get("messages")
     if not isinstance(messages, list):
         raise LoadError(source, f"{place}, messages", "expected a list of messages")
+    if refs is None:  # a reference is a string: its repr holds the prefix as it is
+        refs = _ATTACHMENT in repr(messages)
     resolve = _resolver(sample, source, place) if refs else None
     out = InspectStepsRead()
     s = _Sample(StepRows(writer, task, attempt, out), out, source, place)
@@ -302,14 +317,7 @@ def read_inspect_steps(
         i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"
     ]
     ids = {messages[i].get("id"): i for i in assistants if messages[i].get("id")}
-    models: list[tuple[int, Mapping[str, Any]]] = []
-    tools: dict[Any, tuple[int, Mapping[str, Any]]] = {}
-    for k, e in _agent_events(sample.get("events")):
-        kind = e.get("event")
-        if kind == "model":
-            models.append((k, e))
-        elif kind == "tool" and e.get("id"):
-            tools[e["id"]] = (k, e)
+    models, tools = _agent_calls(sample.get("events"))
     out.model_events = len(models)
     by_id = any(_output_id(e) in ids for _, e in models)
     matched: dict[int, tuple[int, Mapping[str, Any]]] = {}
