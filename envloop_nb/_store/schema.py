@@ -47,7 +47,8 @@ __all__ = [
 #: ``steps``, an attempt's trajectory (an older file gains the empty table when opened for
 #: writing; an older envloop_nb refuses a version-4 file rather than leave steps behind
 #: when it replaces a job). 5: ``steps.search_text``, the searchable text written with
-#: each step (an older file's steps gain it, filled, when it is opened for writing).
+#: each step (an older file's steps gain it, filled, when it is opened for writing; an
+#: older envloop_nb refuses a version-5 file rather than write steps without it).
 SCHEMA_VERSION = 5
 
 
@@ -473,7 +474,7 @@ def table_sql(name: str) -> str:
     """
     import re
 
-    found = re.search(rf"CREATE TABLE IF NOT EXISTS {name} \(.*?\);", SCHEMA_SQL, re.S)
+    found = re.search(rf"CREATE TABLE IF NOT EXISTS {re.escape(name)} \(.*?\);", SCHEMA_SQL, re.S)
     if found is None:
         raise KeyError(f"no table {name!r} in the workspace schema")
     return found[0]
