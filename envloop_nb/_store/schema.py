@@ -37,6 +37,7 @@ __all__ = [
     "SCHEMA_SQL",
     "SCHEMA_VERSION",
     "missing_tables_sql",
+    "table_sql",
     "written_by",
 ]
 
@@ -461,6 +462,22 @@ CREATE TABLE IF NOT EXISTS leaderboard (
     summary           JSON
 );
 """.replace("__ROWS_SELECT__", ROWS_SELECT)
+
+
+def table_sql(name: str) -> str:
+    """The schema's ``CREATE TABLE IF NOT EXISTS`` statement of one table.
+
+    Examples
+    --------
+    >>> table_sql("meta")
+    'CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);'
+    """
+    import re
+
+    found = re.search(rf"CREATE TABLE IF NOT EXISTS {re.escape(name)} \(.*?\);", SCHEMA_SQL, re.S)
+    if found is None:
+        raise KeyError(f"no table {name!r} in the workspace schema")
+    return found[0]
 
 
 def missing_tables_sql(existing: set[str]) -> list[str]:
