@@ -51,9 +51,10 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
     it has). Versions 1 and 2: ``attempt_rows`` gains ``source_row`` (null: the places
     written stay as they are) and a version-2 ``attempts`` view is made again over it.
     Versions 1–4: their ``steps`` are copied, in their order, into a ``steps`` table of
-    this schema with their searchable text (``search_text``) made as a load makes it (one
-    bulk insert: an ``UPDATE`` of every row would hold the new text in memory until the
-    checkpoint).
+    this schema with their searchable text (``search_text``) made as a load makes it: one
+    bulk insert, written out as it goes (20M steps: ~34 s, 0.8 GB; the old table's blocks
+    stay in the file as free space). An ``UPDATE`` of every row holds the new text in
+    memory until the commit: 1.7 GB at 20M steps, beyond the default ``memory_limit``.
     """
     with transaction(con):
         row = con.execute(
