@@ -346,7 +346,6 @@ def trajectory_glob(attempts: int, root: Path = ROOT) -> str:
 #: ``s`` 1..20: system, user, then six turns of message + tool call + tool result; the
 #: shape of :func:`_trajectory` (tools and errors by DuckDB's ``hash``, not ``_h``).
 _STEPS_SQL = """
-INSERT INTO steps BY NAME
 WITH r AS (
     SELECT i // 20 AS a, (i % 20 + 1)::INTEGER AS s, ((i % 20) - 2) // 3 AS j,
            ((i % 20) - 2) % 3 AS part
@@ -402,13 +401,18 @@ def steps_job_id(attempts: int) -> str:
 def ensure_steps_workspace(attempts: int, root: Path = ROOT) -> Path:
     """A workspace file with a table job of ``attempts`` attempts (``attempts // 20`` tasks
     × 20, loaded by ``ws.load``) and ``20 × attempts`` step rows (written unless it
-    exists). The step rows pass ``check_steps``."""
+    exists at this workspace schema version: the benchmarks open it read-only, and an
+    older file would be read through the read-only shims). The step rows pass
+    ``check_steps``."""
+    from envloop_nb._store.schema import SCHEMA_VERSION
+
     path = steps_ws_path(attempts, root)
     done = path.with_suffix(".done")
-    if done.exists() and path.exists():
+    made = json.loads(done.read_text()) if done.exists() and path.exists() else {}
+    if made.get("schema_version") == SCHEMA_VERSION:
         return path
     import envloop_nb as enb
-    from envloop_nb._store.steps import check_steps
+    from envloop_nb._store.steps import check_steps, insert_sql
 
     root.mkdir(parents=True, exist_ok=True)
     for p in (path, Path(str(path) + ".wal")):
@@ -421,13 +425,13 @@ def ensure_steps_workspace(attempts: int, root: Path = ROOT) -> Path:
     ws.load(str(parquet), format="table", k=K, job_id=job_id)
     loaded = time.perf_counter() - t0
     ws.con.execute("BEGIN")
-    ws.con.execute(_STEPS_SQL, {"n": attempts, "job": job_id})
+    ws.con.execute(insert_sql(_STEPS_SQL), {"n": attempts, "job": job_id})
     check_steps(ws.con, job_id, "generated")
     ws.con.execute("COMMIT")
     ws.con.execute("CHECKPOINT")
     ws.close()
     facts = {"load_s": loaded, "seconds": time.perf_counter() - t0, "steps": 20 * attempts,
-             "bytes": path.stat().st_size}  # fmt: skip
+             "bytes": path.stat().st_size, "schema_version": SCHEMA_VERSION}  # fmt: skip
     done.write_text(json.dumps(facts))
     return path
 

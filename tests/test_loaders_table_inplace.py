@@ -502,7 +502,7 @@ def test_a_version_2_workspace_is_read_and_migrated(tmp_path: Path) -> None:
             "SELECT count(source_place), count(source_row) FROM attempt_rows WHERE job_id = 'new'"
         ).fetchone() == (0, 24)
         version = ws.sql("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert version == ("4",)  # migrated to this schema (4: the steps table)
+    assert version == ("5",)  # migrated to this schema (5: the steps' searchable text)
 
 
 def test_rewards_beyond_one_with_k_given(ws: enb.Workspace, tmp_path: Path) -> None:

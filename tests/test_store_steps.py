@@ -121,7 +121,7 @@ def test_a_version_3_workspace_gains_the_steps_table(tmp_path: Path) -> None:
     ro.close()
     rw = enb.open(path)
     version = rw.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert version == (str(SCHEMA_VERSION),) and SCHEMA_VERSION == 4
+    assert version == (str(SCHEMA_VERSION),) and SCHEMA_VERSION == 5
     assert rw.job(rw.jobs()["job_id"][0]).steps().empty
     rw.close()
     con = duckdb.connect(str(path), read_only=True)

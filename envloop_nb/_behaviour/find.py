@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._store.steps import KINDS
+from .._store.steps import KINDS, SEPARATOR
 from .base import ERROR_SQL
 
 if TYPE_CHECKING:
@@ -12,8 +12,9 @@ if TYPE_CHECKING:
 
 __all__ = ["find_steps_relation"]
 
-# Arguments are lowered only where there are any (a null's text, '', holds only the
-# empty string, which every content holds too).
+# The steps' text is lowered once, when written (``search_text``: lower(content), NUL,
+# lower(arguments); ``_store.steps.SEARCH_SQL``); here only the text asked for. A text
+# holding a NUL could match across the two: it is matched in the columns themselves.
 _SQL = f"""
 SELECT s.task, s.attempt, min(s.step)::INTEGER AS first_step, count(*)::BIGINT AS matches
 FROM steps s LEFT JOIN tasks t ON t.job_id = s.job_id AND t.task = s.task
@@ -21,12 +22,18 @@ WHERE s.job_id = $job
   AND ($tool IS NULL OR s.tool = $tool)
   AND ($kind IS NULL OR s.kind = $kind)
   AND ($error IS NULL OR {ERROR_SQL} = $error)
-  AND ($contains IS NULL
-       OR contains(lower(coalesce(s.content, '')), lower($contains))
-       OR (s.arguments IS NOT NULL AND contains(lower(s.arguments::VARCHAR), lower($contains))))
+  AND ($contains IS NULL OR __CONTAINS__)
 GROUP BY s.task, s.attempt
 ORDER BY any_value(t.position), s.task, s.attempt
 """
+_SQL_SEARCHED = _SQL.replace("__CONTAINS__", "contains(s.search_text, lower($contains))")
+# Arguments are lowered only where there are any (a null's text, '', holds only the
+# empty string, which every content holds too).
+_SQL_LOWERED = _SQL.replace(
+    "__CONTAINS__",
+    """(contains(lower(coalesce(s.content, '')), lower($contains))
+       OR (s.arguments IS NOT NULL AND contains(lower(s.arguments::VARCHAR), lower($contains))))""",
+)
 
 
 def find_steps_relation(
@@ -42,8 +49,9 @@ def find_steps_relation(
 
     ``tool``: the step's tool name (exact); ``kind``: one of the step kinds; ``error``:
     an error step (``is_error`` or kind ``error``) or not; ``contains``: a substring of
-    the step's content or of its arguments' JSON text, case-insensitive (a plain
-    substring: ``%`` and ``_`` are themselves; the text is a parameter, never SQL).
+    the step's content or of its arguments' JSON text, case-insensitive as DuckDB's
+    ``lower()`` makes it (both lowered: the steps' text once, when written), a plain
+    substring (``%`` and ``_`` are themselves; the text is a parameter, never SQL).
     Columns: ``task, attempt, first_step`` (the first matching step), ``matches`` (how
     many steps match), in task order. Every row is searched, replayed context included.
 
@@ -65,4 +73,5 @@ def find_steps_relation(
     if error is not None and not isinstance(error, bool):
         raise TypeError(f"error must be True, False or None; got {error!r}")
     params = {"job": job_id, "tool": tool, "kind": kind, "error": error, "contains": contains}
-    return con.sql(_SQL, params=params)
+    sql = _SQL_LOWERED if contains is not None and SEPARATOR in contains else _SQL_SEARCHED
+    return con.sql(sql, params=params)

@@ -37,6 +37,7 @@ __all__ = [
     "SCHEMA_SQL",
     "SCHEMA_VERSION",
     "missing_tables_sql",
+    "table_sql",
     "written_by",
 ]
 
@@ -45,8 +46,10 @@ __all__ = [
 #: ``attempt_rows.source_row``, a row number the view makes the place ``row N`` of. 4:
 #: ``steps``, an attempt's trajectory (an older file gains the empty table when opened for
 #: writing; an older envloop_nb refuses a version-4 file rather than leave steps behind
-#: when it replaces a job).
-SCHEMA_VERSION = 4
+#: when it replaces a job). 5: ``steps.search_text``, the searchable text written with
+#: each step (an older file's steps gain it, filled, when it is opened for writing; an
+#: older envloop_nb refuses a version-5 file rather than write steps without it).
+SCHEMA_VERSION = 5
 
 
 def written_by() -> str:
@@ -187,7 +190,8 @@ CREATE TABLE IF NOT EXISTS steps (
     duration_s     DOUBLE,
     copied         BOOLEAN NOT NULL,  -- replayed context (ATIF is_copied_context)
     extra          JSON,
-    source_place   VARCHAR            -- where in the source: "trajectory.json, steps[3]"
+    source_place   VARCHAR,           -- where in the source: "trajectory.json, steps[3]"
+    search_text    VARCHAR            -- what find_steps(contains=) searches: lower(content), NUL, lower(arguments), made when written (steps.SEARCH_SQL)
 );
 
 -- A job whose attempts are read in place (ws.load(path, copy=False)): the SELECT that
@@ -458,6 +462,22 @@ CREATE TABLE IF NOT EXISTS leaderboard (
     summary           JSON
 );
 """.replace("__ROWS_SELECT__", ROWS_SELECT)
+
+
+def table_sql(name: str) -> str:
+    """The schema's ``CREATE TABLE IF NOT EXISTS`` statement of one table.
+
+    Examples
+    --------
+    >>> table_sql("meta")
+    'CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);'
+    """
+    import re
+
+    found = re.search(rf"CREATE TABLE IF NOT EXISTS {re.escape(name)} \(.*?\);", SCHEMA_SQL, re.S)
+    if found is None:
+        raise KeyError(f"no table {name!r} in the workspace schema")
+    return found[0]
 
 
 def missing_tables_sql(existing: set[str]) -> list[str]:

@@ -17,6 +17,10 @@ streams rows into the table in Arrow batches (never a Python object per step kep
 the whole load); :func:`check_steps` then checks every invariant over the job's rows in
 SQL, inside the load's transaction, naming the file and step of the first violation.
 
+``steps`` keeps beside each row its searchable text, ``search_text`` (:data:`SEARCH_SQL`):
+made with the row by every insert (:func:`insert_sql`), so a search lowers only the text
+asked for, not every step's.
+
 An experiment's cases (MLflow traces) keep their steps in ``exp_steps``, the same columns
 owned by ``experiment_id`` (``task``: the case's trace id, ``attempt``: 0); the writer,
 the checks and :func:`steps_relation` take ``table="exp_steps"`` for them.
@@ -39,6 +43,8 @@ if TYPE_CHECKING:
 __all__ = [
     "KINDS",
     "ROLES",
+    "SEARCH_SQL",
+    "SEPARATOR",
     "STEP_COLUMNS",
     "HeldRows",
     "StepSink",
@@ -47,6 +53,7 @@ __all__ = [
     "check_steps",
     "has_steps",
     "has_tool_calls",
+    "insert_sql",
     "steps_relation",
 ]
 
@@ -84,6 +91,17 @@ STEP_COLUMNS: dict[str, pa.DataType] = {
     "source_place": pa.string(),
 }
 _DEFAULTS: dict[str, Any] = {"is_error": False, "copied": False}
+#: Between the content and the arguments in ``search_text``: a text searched for that
+#: holds no NUL is found in ``search_text`` exactly where it is in the lowered content or
+#: the lowered arguments (never across the two); ``find_steps`` asks one with a NUL of
+#: the steps' own columns.
+SEPARATOR = "\x00"
+#: ``steps.search_text``, made from the row's own columns when it is written: the
+#: content (``''`` when null) lowered, then, where the step has arguments, NUL and their
+#: JSON text lowered. DuckDB's ``lower()``: the one ``find_steps`` applies to the text
+#: asked for, so matching in it is matching in ``lower(content)`` or in
+#: ``lower(arguments::VARCHAR)``, as when every step was lowered per search.
+SEARCH_SQL = "concat_ws(chr(0), lower(coalesce(content, '')), lower(arguments::VARCHAR))"
 #: Where steps live: a job's (``steps``) or an experiment's cases' (``exp_steps``).
 StepsTable = Literal["steps", "exp_steps"]
 #: The column naming each table's owner.
@@ -153,11 +171,11 @@ class StepWriter:
                 at = _el_steps_batch.schema.get_field_index(name)
                 _el_steps_batch = _el_steps_batch.set_column(at, name, column)
         del rows
-        self.con.execute(
-            f"INSERT INTO {self.table} BY NAME SELECT $job_id AS {_OWNER[self.table]}, * "
-            "REPLACE (arguments::JSON AS arguments, extra::JSON AS extra) FROM _el_steps_batch",
-            {"job_id": self.job_id},
+        rows_sql = (
+            f"SELECT $job_id AS {_OWNER[self.table]}, * "
+            "REPLACE (arguments::JSON AS arguments, extra::JSON AS extra) FROM _el_steps_batch"
         )
+        self.con.execute(insert_sql(rows_sql, table=self.table), {"job_id": self.job_id})
         del _el_steps_batch
         forget_job(self.con, self.job_id)  # what was computed from the job's steps
         self.written += n
@@ -166,6 +184,20 @@ class StepWriter:
         """Write what is left; returns the number of rows written."""
         self.flush()
         return self.written
+
+
+def insert_sql(select: str, *, table: StepsTable = "steps") -> str:
+    """``INSERT`` of the step rows a ``SELECT`` gives (step columns by name, ``arguments``
+    as JSON, the owner's id), with the searchable text (:data:`SEARCH_SQL`) made from
+    them for ``steps``: every writer of ``steps`` goes through here.
+
+    Examples
+    --------
+    >>> insert_sql("SELECT * FROM t", table="exp_steps")
+    'INSERT INTO exp_steps BY NAME SELECT * FROM (SELECT * FROM t)'
+    """
+    search = f", {SEARCH_SQL} AS search_text" if table == "steps" else ""
+    return f"INSERT INTO {table} BY NAME SELECT *{search} FROM ({select})"
 
 
 class StepSink(Protocol):
@@ -326,8 +358,9 @@ def steps_relation(
     [(1, 'message', None), (2, 'tool_call', 'ls')]
     """
     owner = _OWNER[table]
+    hidden = f"{owner}, search_text" if table == "steps" else owner
     return con.sql(
-        f"""SELECT * EXCLUDE ({owner}) FROM {table}
+        f"""SELECT * EXCLUDE ({hidden}) FROM {table}
            WHERE {owner} = $job AND ($task IS NULL OR task = $task)
              AND ($attempt IS NULL OR attempt = $attempt)
            ORDER BY task, attempt, step""",

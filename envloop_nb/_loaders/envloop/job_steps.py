@@ -35,7 +35,7 @@ import duckdb
 import pyarrow as pa
 
 from ..._errors import LoadError
-from ..._store.steps import HeldRows, StepSink, StepWriter
+from ..._store.steps import HeldRows, StepSink, StepWriter, insert_sql
 from ..common.values import physical_place
 from ..harbor.atif import AtifRead, read_atif
 from .steps import read_chatml_steps
@@ -62,9 +62,9 @@ _PLAIN = f"""(trajectory IS NULL
             json_extract(input, '$[*]'), lambda m: {_PLAIN_MESSAGE})), true)
         ELSE input IS NULL END)"""
 
-_SQL_ROWS = f"""
-INSERT INTO steps BY NAME
-SELECT $job AS job_id, 'message' AS kind, false AS is_error, false AS copied, * FROM (
+_SQL_ROWS = insert_sql(f"""
+SELECT $job AS job_id, 'message' AS kind, false AS is_error, false AS copied,
+       NULL::JSON AS arguments, * FROM (
   WITH p AS (SELECT task, attempt, {{place}} AS place, input, output, json_type(input) AS it
              FROM {{good}} WHERE {_PLAIN})
   SELECT task, attempt, 1 AS step, 1 AS turn, 'user' AS role, input->>'$' AS content,
@@ -79,7 +79,7 @@ SELECT $job AS job_id, 'message' AS kind, false AS is_error, false AS copied, * 
   FROM (SELECT *, CASE it WHEN 'VARCHAR' THEN 1 WHEN 'ARRAY' THEN json_array_length(input)
                           ELSE 0 END AS n FROM p)
   WHERE output IS NOT NULL)
-"""
+""")
 
 
 # ATIF final_metrics fields and the step columns whose sums they state.
