@@ -535,6 +535,32 @@ def test_comparison_workbook_headers_and_number_formats(ws: enb.Workspace, tmp_p
     assert lb.cell(row=2, column=heads.index("Scored") + 1).number_format == "#,##0"
 
 
+def test_comparison_workbook_keeps_job_ids_and_dimension_names(
+    ws: enb.Workspace, tmp_path: Path
+) -> None:
+    """People's headers are for the toolkit's own columns: a job id or a dimension's name
+    is data and keeps its spelling (``job_base`` read ``Job base``, ``format_pct``
+    ``Format pct``)."""
+    from openpyxl import load_workbook
+
+    base = ws.load(SAMPLE_DATA / "base.json")
+    graded = ws.load(SAMPLE_DATA / "graded.json")
+    wb = load_workbook(ws.compare([base, graded]).export_xlsx(tmp_path / "cmp.xlsx"))
+
+    def heads(name: str) -> list[str]:
+        sheet = wb[name]
+        marked = sheet.cell(2, 1).value is not None and sheet.cell(1, 2).value is None  # a note row
+        return [c.value for c in sheet[2 if marked else 1]]
+
+    for name in ("By subset", "By dimension"):
+        got = heads(name)
+        assert got[1:5] == ["job_base", "job_base coverage", "job_graded", "job_graded coverage"]
+        assert got[-1] == "Best"
+    lb = heads("Leaderboard")
+    assert {"format_pct", "accuracy", "Comparable"} <= set(lb) and "Format pct" not in lb
+    assert heads("Guard")[:4] == ["Field", "Jobs", "Detail", "Blocking"]
+
+
 def test_export_xlsx_uses_the_safe_cell_writer(ws: enb.Workspace, tmp_path: Path) -> None:
     """Long cells end with a visible marker, control characters are escaped (they raised)."""
     from openpyxl import load_workbook
