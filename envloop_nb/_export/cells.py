@@ -528,7 +528,12 @@ def write_frame(
     from .._present.display import header
 
     widths = []
-    names = [header(c) if human and str(c) not in keep else str(c) for c in frame.columns]
+    names: list[str] = []
+    for c in frame.columns:
+        name = header(c) if human and str(c) not in keep else str(c)
+        if name in names:  # two columns under one header (tasks, total_members: Tasks)
+            name = header(str(c).replace("_", " "))  # the column's own words
+        names.append(name)
     for i, name in enumerate(names):
         longest = max((min(len(str(v)), 60) for v in frame.iloc[:, i]), default=0)
         widths.append(min(max(len(name), longest, 6) + 2, 62))

@@ -213,8 +213,8 @@ def export_run_xlsx(
         ("Task states", _tasks.task_states(state)),
         ("Task matrix", wide),
     ]
-    for title, frame in sheets:
-        write_frame(wb, cells, titles, title, frame, note)
+    for title, frame in sheets:  # people's headers (Job, Complete tasks, Step 3)
+        write_frame(wb, cells, titles, title, frame, note, human=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     save_workbook(wb, out)
     return out

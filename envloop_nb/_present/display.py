@@ -311,9 +311,6 @@ HEADERS: dict[str, str] = {
     "missing": "Missing",
     "total": "Attempts",
     "n": "Attempts",
-    "dispatched": "Dispatched",
-    "invalid": "Invalid",
-    "passes": "Passes",
     "tasks": "Tasks",
     "n_tasks": "Tasks",
     "complete_members": "Complete tasks",
@@ -335,25 +332,17 @@ HEADERS: dict[str, str] = {
     "fixed": "Fixed",
     "broken": "Broken",
     "mcnemar_p": "McNemar p",
+    "p": "p",
+    "p_holm": "p (Holm)",
+    "p_bh": "p (BH)",
+    "p_adjusted": "p adjusted",
     "verdict": "Verdict",
-    "comparable": "Comparable",
-    "best": "Best",
-    "noise": "Noise",
-    "basis": "Basis",
-    "field": "Field",
-    "jobs": "Jobs",
-    "detail": "Detail",
-    "blocking": "Blocking",
     "note": "Note",
     "sentence": "Finding",
     "task": "Task",
-    "bucket": "Bucket",
     "attempt": "Attempt",
     "subset": "Subset",
     "reward": "Reward",
-    "composite": "Composite",
-    "reference": "Reference",
-    "turns": "Turns",
     "error": "Error",
     "input": "Input",
     "output": "Output",
@@ -383,17 +372,21 @@ HEADERS: dict[str, str] = {
 
 def header(name: Any) -> str:
     """The header people read for a column name: :data:`HEADERS`, else the name with its
-    underscores as spaces and a capital first letter (``pass@4`` stays as it is).
+    underscores as spaces and a capital first letter when it starts with a lower-case
+    word (``pass@4`` and ``GPT-4`` stay as they are).
 
     Examples
     --------
     >>> header("complete_members"), header("duration_s"), header("pass@4"), header("tool_calls")
     ('Complete tasks', 'Duration', 'pass@4', 'Tool calls')
+    >>> header("dispatched"), header("step 2"), header("GPT-4")
+    ('Dispatched', 'Step 2', 'GPT-4')
     """
     text = str(name)
     if text in HEADERS:
         return HEADERS[text]
-    if "_" not in text:
-        return text
     words = text.replace("_", " ").strip()
+    first = words.split(" ", 1)[0]
+    if not (first.isascii() and first.isalpha() and first.islower()):
+        return words
     return words[:1].upper() + words[1:]
