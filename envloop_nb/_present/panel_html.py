@@ -11,6 +11,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from .display import format_metric, format_pct, format_timestamp
+from .display import header as heading
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -315,8 +316,9 @@ def groups_html(frame: Any, label: str) -> str:
                 f"{int(r['bad_cases']):,}" if r.get("bad_cases") == r.get("bad_cases") else "-",
             ]
         )
-    header = [label, "tasks", "score", f"pass@{k}", f"pass^{k}", "scored", "coverage"]
-    header += ["complete", "bad cases"]
+    # people's headers, from the one mapping (Subset, Tasks, Bad cases)
+    header = [heading(c) for c in (label, "tasks", "score", f"pass@{k}", f"pass^{k}", "scored")]
+    header += [heading(c) for c in ("coverage", "complete", "bad_cases")]
     bad = frame["bad_below"].iloc[0] if "bad_below" in cols else None
     note = "" if bad is None or bad != bad else f" (bad case: task score below {bad:g})"
     if scaled:
