@@ -63,3 +63,19 @@ def default_renderer() -> Iterator[None]:
 
 #: The fixtures' generating scripts (run by hand with the real harnesses) are not tests.
 collect_ignore_glob = ["data/*"]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Headless Chromium (Debian's, through playwright), one per test module; the browser
+    tests' other pieces are in ``tests/browser_lab.py``."""
+    from playwright.sync_api import sync_playwright
+
+    from benchmarks.lab import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()

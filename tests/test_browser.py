@@ -11,7 +11,6 @@ appear, an export button that writes a file. Screenshots go to ``test-artifacts/
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,161 +18,73 @@ from typing import Any
 
 import pytest
 
-from benchmarks.lab import CHROMIUM, CHROMIUM_ARGS, jupyterlab
-
+from .browser_lab import (
+    ARTIFACTS,
+    Lab,
+    marks,
+    offline_page,
+    open_and_run,
+    require_browser,
+    scratch_lab,
+    shot,
+    theme,
+    visible_problems,
+    wait_charts,
+    wait_idle,
+    wait_marks,
+    wait_text,
+    write_notebook,
+)
 from .conftest import ROOT
 
 pytestmark = pytest.mark.browser
-
-ARTIFACTS = ROOT / "test-artifacts"
-BAD_TEXT = ("Error loading script", "Traceback", "Error displaying widget", "Failed to load model")
-
-if not Path(CHROMIUM).exists():  # CI installs it; say so clearly anywhere else
-    pytest.skip(
-        f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)", allow_module_level=True
-    )
-pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-
-
-class Lab:
-    def __init__(self, url: str, exports: Path, root: Path) -> None:
-        self.url, self.exports, self.root = url, exports, root
+require_browser()
 
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[Lab]:
     """A JupyterLab server over a scratch copy of notebooks/ (killed in ``finally``)."""
-    scratch = Path(tempfile.mkdtemp(prefix="enb-browser-"))
-    try:
-        nb_dir = scratch / "notebooks"
-        nb_dir.mkdir()
+
+    def fill(nb_dir: Path) -> None:
         for nb in (ROOT / "notebooks").glob("*.ipynb"):
             shutil.copy(nb, nb_dir / nb.name)
-        (scratch / "sample_data").symlink_to(ROOT / "sample_data")
-        exports = scratch / "exports"
-        exports.mkdir()
-        env = {"ENB_EXPORT_DIR": str(exports), "PYTHONPATH": str(ROOT)}
-        with jupyterlab(nb_dir, env=env) as url:
-            yield Lab(url, exports, nb_dir)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-def _write_notebook(nb: Any, path: Path) -> None:
-    """Write a scratch notebook for the lab, on the default Python 3 kernel."""
-    import nbformat
-
-    nb.metadata["kernelspec"] = {
-        "display_name": "Python 3",
-        "language": "python",
-        "name": "python3",
-    }
-    nbformat.write(nb, str(path))
-
-
-def _open_and_run(browser: Any, lab: Lab, notebook: str) -> Any:
-    page = browser.new_page(viewport={"width": 1400, "height": 1600})
-    page.goto(f"{lab.url}/lab/tree/{notebook}?reset")
-    page.wait_for_selector(".jp-Notebook", timeout=90_000)
-    time.sleep(3)
-    for _ in range(3):  # kernel chooser or other dialogs
-        if page.query_selector(".jp-Dialog"):
-            page.click(".jp-Dialog-footer button.jp-mod-accept")
-            time.sleep(1)
-    page.click(".lm-MenuBar-itemLabel:text-is('Run')", timeout=10_000)
-    page.click(".lm-Menu-itemLabel:text-is('Run All Cells')", timeout=10_000)
-    return page
-
-
-def _wait_idle(page: Any, timeout_s: float = 120) -> None:
-    """Wait until every code cell has run (no '[*]' prompt left)."""
-    deadline = time.time() + timeout_s
-    time.sleep(2)
-    while time.time() < deadline:
-        busy = page.evaluate(
-            "[...document.querySelectorAll('.jp-InputPrompt')].some(e => e.textContent.includes('*'))"
-        )
-        if not busy:
-            return
-        time.sleep(0.5)
-    raise AssertionError("the notebook did not finish running")
-
-
-def _visible_problems(page: Any) -> list[str]:
-    text = page.inner_text(".jp-Notebook")
-    return [bad for bad in BAD_TEXT if bad in text]
-
-
-def _marks(locator: Any) -> int:
-    return int(locator.locator("svg.marks, canvas.marks").count())
-
-
-def _wait_text(locator: Any, text: str, timeout_s: float = 20) -> None:
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        if text in locator.inner_text():
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"{text!r} did not appear; saw: {locator.inner_text()[:3000]!r}")
-
-
-def _shot(page: Any, target: Any, name: str) -> Path:
-    """Screenshot the viewport with ``target``'s top at the top of the notebook area."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    target.evaluate("el => el.scrollIntoView({block: 'start'})")
-    time.sleep(0.5)
-    page.screenshot(path=str(path))
-    return path
+    with scratch_lab("enb-browser-", fill) as running:
+        yield running
 
 
 def test_explore_job_notebook(browser: Any, lab: Lab) -> None:
-    page = _open_and_run(browser, lab, "explore_job.ipynb")
+    page = open_and_run(browser, lab, "explore_job.ipynb")
     page.wait_for_selector(".enb-job-panel", timeout=120_000)
-    _wait_idle(page)
-    assert _visible_problems(page) == []
+    wait_idle(page)
+    assert visible_problems(page) == []
     panel = page.locator(".enb-job-panel").first
     panel.scroll_into_view_if_needed()
 
     # Overview: cards with the real k, coverage, platform agreement, charts drawn
-    _wait_text(panel, "pass@4")
+    wait_text(panel, "pass@4")
     text = panel.inner_text()
     for expected in ("pass^4", "767/800 attempts scored", "169/200 members complete",
                      "numbers agree", "By subset", "Diagnosis"):  # fmt: skip
         assert expected in text
-    deadline = time.time() + 30
-    while _marks(panel) < 6 and time.time() < deadline:
-        time.sleep(0.5)
-    assert _marks(panel) >= 6, "the Overview's six charts did not all draw"
+    assert wait_marks(panel, 6, 30) >= 6, "the Overview's six charts did not all draw"
     # the policy control recomputes the cards in the browser too
     panel.locator(".widget-dropdown:has(label:text-is('missing:')) select").select_option(
         label="failure (missing = 0)"
     )
-    _wait_text(panel, "48.0%")
-    _shot(page, panel, "panel-1-overview")
+    wait_text(panel, "48.0%")
+    shot(page, panel, "panel-1-overview")
 
     # Cases: a filter changes the rows; a row opens its detail
     panel.locator(".lm-TabBar-tab:has-text('Cases')").first.click()
     cases_table = panel.locator(".enb-cases table").first
     cases_table.wait_for(state="visible", timeout=20_000)
-    _wait_text(panel, "rows 1–20 of 797")
+    wait_text(panel, "rows 1–20 of 797")
     before = cases_table.inner_text()
     panel.locator(".widget-dropdown:has(label:text-is('status')) select").select_option(
         label="failed"
     )
-    _wait_text(panel, "rows 1–18 of 18")
+    wait_text(panel, "rows 1–18 of 18")
     after = cases_table.inner_text()
     assert after != before
     statuses = cases_table.locator("tbody td.enb-st-failed").count()
@@ -196,25 +107,22 @@ def test_explore_job_notebook(browser: Any, lab: Lab) -> None:
     )
     page.set_viewport_size({"width": 1400, "height": 1600})
     assert cases_table.locator("tbody tr.enb-selected").count() == 1
-    _wait_text(panel, "AgentTimeoutError")
-    _shot(page, panel, "panel-2-cases")
+    wait_text(panel, "AgentTimeoutError")
+    shot(page, panel, "panel-2-cases")
 
     # Buckets & export: apply rules -> counts and a chart; export -> a file on disk
     panel.locator(".lm-TabBar-tab:has-text('Buckets & export')").first.click()
     panel.locator("button:has-text('Apply rules')").first.click()
-    _wait_text(panel, "Buckets of job_base on pass_rate")
+    wait_text(panel, "Buckets of job_base on pass_rate")
     bucket_text = panel.inner_text()
     assert "hard" in bucket_text and "Other (matched no rule)" in bucket_text
-    deadline = time.time() + 20
-    while _marks(panel) < 1 and time.time() < deadline:
-        time.sleep(0.5)
-    assert _marks(panel) >= 1, "the bucket chart did not draw"
+    assert wait_marks(panel, 1, 20) >= 1, "the bucket chart did not draw"
     panel.locator("button:has-text('Export XLSX')").first.click()
-    _wait_text(panel, "wrote", timeout_s=60)
+    wait_text(panel, "wrote", timeout_s=60)
     assert (lab.exports / "job_base.xlsx").stat().st_size > 0
     assert "rows" in panel.inner_text()
-    _shot(page, panel, "panel-3-buckets")
-    assert _visible_problems(page) == []
+    shot(page, panel, "panel-3-buckets")
+    assert visible_problems(page) == []
 
     # dark theme: the panel stays readable (no hard-coded white backgrounds)
     page.click(".lm-MenuBar-itemLabel:text-is('Settings')")
@@ -227,7 +135,7 @@ def test_explore_job_notebook(browser: Any, lab: Lab) -> None:
         "getComputedStyle(document.querySelector('.enb-job-panel .enb-card')).backgroundColor"
     )
     assert bg not in ("rgb(255, 255, 255)", "#fff", "white")
-    _shot(page, panel, "panel-4-overview-dark")
+    shot(page, panel, "panel-4-overview-dark")
     page.click(".lm-MenuBar-itemLabel:text-is('Settings')")  # back to light for the next test
     page.hover(".lm-Menu-itemLabel:text-is('Theme')")
     page.click(".lm-Menu-itemLabel:text-is('JupyterLab Light')")
@@ -238,44 +146,41 @@ def test_explore_job_notebook(browser: Any, lab: Lab) -> None:
 def test_compare_checkpoints_notebook(browser: Any, lab: Lab) -> None:
     if not (lab.root / "compare_checkpoints.ipynb").exists():
         pytest.skip("notebooks/compare_checkpoints.ipynb does not exist yet")
-    page = _open_and_run(browser, lab, "compare_checkpoints.ipynb")
-    _wait_idle(page, 150)
-    assert _visible_problems(page) == []
+    page = open_and_run(browser, lab, "compare_checkpoints.ipynb")
+    wait_idle(page, 150)
+    assert visible_problems(page) == []
     cell = page.locator(".jp-CodeCell:has(.jp-InputArea:has-text('cmp.panel(rules=rules)'))").first
     output = cell.locator(".jp-OutputArea").first
     output.wait_for(state="visible", timeout=30_000)
-    deadline = time.time() + 30
-    while _marks(output) < 1 and time.time() < deadline:
-        time.sleep(0.5)
-    assert _marks(output) >= 1, "no comparison chart drew in the comparison panel"
+    assert wait_marks(output, 1, 30) >= 1, "no comparison chart drew in the comparison panel"
     text = output.inner_text()
     for expected in ("baseline", "job_base", "comparable"):
         assert expected in text
-    _shot(page, output, "compare-1-panel")
+    shot(page, output, "compare-1-panel")
     before = output.inner_text()
     output.locator("button:has-text('by dimension')").first.click()
     deadline = time.time() + 20
     while output.inner_text() == before and time.time() < deadline:
         time.sleep(0.25)
     assert output.inner_text() != before, "switching to 'by dimension' changed nothing"
-    _shot(page, output, "compare-2-by-dimension")
+    shot(page, output, "compare-2-by-dimension")
     page.close()
 
 
 def test_experiments_notebook(browser: Any, lab: Lab) -> None:
-    page = _open_and_run(browser, lab, "experiments.ipynb")
+    page = open_and_run(browser, lab, "experiments.ipynb")
     page.wait_for_selector(".enb-exp-panel", timeout=120_000)
-    _wait_idle(page, 150)
-    assert _visible_problems(page) == []
+    wait_idle(page, 150)
+    assert visible_problems(page) == []
     panel = page.locator(".enb-exp-panel").first
     panel.scroll_into_view_if_needed()
     # the notebook re-evaluated tr_009 after the panel was shown: the panel followed
-    _wait_text(panel, "21/24 rows counted")
+    wait_text(panel, "21/24 rows counted")
     text = panel.inner_text()
     for expected in ("composite mean", "answer_accuracy", "10/12 counted", "11/12 counted",
                      "not counted as 0", "no number", "running"):  # fmt: skip
         assert expected in text, expected
-    _shot(page, panel, "experiment-1-panel")
+    shot(page, panel, "experiment-1-panel")
 
     # filter: rows not evaluated yet -> only tr_012's running quality row
     table = panel.locator(".enb-cases table").first
@@ -290,13 +195,13 @@ def test_experiments_notebook(browser: Any, lab: Lab) -> None:
     panel.locator(".widget-dropdown:has(label:text-is('status')) select").select_option(
         label="any status"
     )
-    _wait_text(table, "tr_001")
+    wait_text(table, "tr_001")
 
     # open tr_005, correct its accuracy score with a reason, see it counted, then undo
     table.locator("tbody tr[data-trace='tr_005']").click()
     detail = panel.locator(".enb-detail").first
     detail.wait_for(state="visible", timeout=20_000)
-    _wait_text(detail, "Names a tool but not the one asked for.")
+    wait_text(detail, "Names a tool but not the one asked for.")
     assert "run 2" in detail.inner_text()
     form = panel.locator(".widget-dropdown:has(label:text-is('evaluator'))").nth(1)
     form.locator("select").select_option(label="answer_accuracy")
@@ -304,24 +209,24 @@ def test_experiments_notebook(browser: Any, lab: Lab) -> None:
     score.fill("60")
     score.press("Enter")
     panel.locator("button:has-text('Save correction')").click()
-    _wait_text(panel, "needs a reason")  # refused without one; nothing changed
+    wait_text(panel, "needs a reason")  # refused without one; nothing changed
     assert "21/24 rows counted" in panel.inner_text()
     panel.locator("input[placeholder='reason (required)']").fill(
         "ss is modern, netstat answers too"
     )
     panel.locator("button:has-text('Save correction')").click()
-    _wait_text(panel, "corrected tr_005 · answer_accuracy: 60")
-    _wait_text(detail, "corrected")
+    wait_text(panel, "corrected tr_005 · answer_accuracy: 60")
+    wait_text(detail, "corrected")
     panel.locator(
         ".lm-AccordionPanel-title:has-text('correction history'), .p-Accordion-title:has-text('correction history'), .jupyter-widget-Collapse-header:has-text('correction history')"
     ).first.click()
-    _wait_text(panel, "ss is modern, netstat answers too")
-    _shot(page, panel, "experiment-2-corrected")
+    wait_text(panel, "ss is modern, netstat answers too")
+    shot(page, panel, "experiment-2-corrected")
     panel.locator("button:has-text('Undo correction')").click()
-    _wait_text(panel, "undid the correction of tr_005")
-    _wait_text(panel, "undone by")
-    _shot(page, detail, "experiment-3-detail")
-    assert _visible_problems(page) == []
+    wait_text(panel, "undid the correction of tr_005")
+    wait_text(panel, "undone by")
+    shot(page, detail, "experiment-3-detail")
+    assert visible_problems(page) == []
     page.close()
 
 
@@ -354,39 +259,17 @@ def test_html_reports_open_offline(browser: Any, tmp_path: Path, scheme: str) ->
         .export_html(tmp_path / "baseline-compare.html"),
     ]
     for report in reports:
-        context = browser.new_context(viewport={"width": 1200, "height": 1400}, color_scheme=scheme)
-        outside: list[str] = []
-
-        def route(r: Any, outside: list[str] = outside) -> None:
-            if r.request.url.startswith("file://"):
-                r.continue_()
-            else:
-                outside.append(r.request.url)
-                r.abort()
-
-        context.route("**/*", route)
-        page = context.new_page()
-        errors: list[str] = []
-        page.on(
-            "console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None
-        )
-        page.goto(report.path.as_uri())
-        deadline = time.time() + 30
-        state: dict[str, int] = {}
-        while time.time() < deadline:
-            state = page.evaluate("window.enbCharts") or {}
-            if state and state["drawn"] + state["failed"] >= state["total"]:
-                break
-            time.sleep(0.25)
-        assert state == {"drawn": report.charts, "failed": 0, "total": report.charts}
-        assert page.locator("svg.marks").count() == report.charts
-        assert outside == [] and errors == []
-        assert page.locator("section h2").all_inner_texts() == list(report.sections)
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(
-            path=str(ARTIFACTS / f"report-{report.path.stem}-{scheme}.png"), full_page=True
-        )
-        context.close()
+        with offline_page(browser, scheme) as (page, outside, errors):
+            page.goto(report.path.as_uri())
+            state = wait_charts(page)
+            assert state == {"drawn": report.charts, "failed": 0, "total": report.charts}
+            assert page.locator("svg.marks").count() == report.charts
+            assert outside == [] and errors == []
+            assert page.locator("section h2").all_inner_texts() == list(report.sections)
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(
+                path=str(ARTIFACTS / f"report-{report.path.stem}-{scheme}.png"), full_page=True
+            )
 
 
 def test_workspace_panel_in_the_browser(browser: Any, lab: Lab) -> None:
@@ -404,25 +287,25 @@ def test_workspace_panel_in_the_browser(browser: Any, lab: Lab) -> None:
             "ws.panel()"
         )
     ]
-    _write_notebook(nb, lab.root / "workspace_panel_check.ipynb")
-    page = _open_and_run(browser, lab, "workspace_panel_check.ipynb")
+    write_notebook(nb, lab.root / "workspace_panel_check.ipynb")
+    page = open_and_run(browser, lab, "workspace_panel_check.ipynb")
     page.wait_for_selector(".enb-ws-panel", timeout=120_000)
-    _wait_idle(page)
-    assert _visible_problems(page) == []
+    wait_idle(page)
+    assert visible_problems(page) == []
     panel = page.locator(".enb-ws-panel").first
-    _wait_text(panel, "5 jobs")
+    wait_text(panel, "5 jobs")
     rows = panel.locator(".enb-ws-row")
     assert rows.count() == 5
     text = panel.inner_text()
     for expected in ("job_base", "running", "completed", "scored"):
         assert expected in text
-    _shot(page, panel, "workspace-1-list")
+    shot(page, panel, "workspace-1-list")
 
     base = panel.locator(".enb-ws-row:has-text('job_base')").first
     base.locator("button:has-text('Open')").click()
     page.wait_for_selector(".enb-ws-panel .enb-job-panel", timeout=60_000)
-    _wait_text(panel.locator(".enb-job-panel").first, "pass@4")
-    _shot(page, panel.locator(".enb-job-panel").first, "workspace-2-opened")
+    wait_text(panel.locator(".enb-job-panel").first, "pass@4")
+    shot(page, panel.locator(".enb-job-panel").first, "workspace-2-opened")
 
     base.locator("input[type=checkbox]").check()
     panel.locator(".enb-ws-row:has-text('job_sft500')").first.locator(
@@ -431,8 +314,8 @@ def test_workspace_panel_in_the_browser(browser: Any, lab: Lab) -> None:
     compare = panel.locator("button:has-text('Compare selected (2)')")
     compare.wait_for(state="visible", timeout=10_000)
     compare.click()
-    _wait_text(panel, "comparable", timeout_s=60)
-    _shot(page, panel, "workspace-3-compared")
+    wait_text(panel, "comparable", timeout_s=60)
+    shot(page, panel, "workspace-3-compared")
     page.close()
 
 
@@ -455,24 +338,24 @@ def test_charts_draw_from_one_library_and_after_a_reload(browser: Any, lab: Lab)
         ),
         nbformat.v4.new_code_cell("enb.open().load('../sample_data/base.json').panel()"),
     ]
-    _write_notebook(nb, lab.root / "chart_library_check.ipynb")
-    page = _open_and_run(browser, lab, "chart_library_check.ipynb")
+    write_notebook(nb, lab.root / "chart_library_check.ipynb")
+    page = open_and_run(browser, lab, "chart_library_check.ipynb")
     page.wait_for_selector(".enb-job-panel", timeout=120_000)
-    _wait_idle(page)
+    wait_idle(page)
 
     def drawn() -> list[int]:
         deadline = time.time() + 60
         while time.time() < deadline:
             outs = page.locator(".jp-Cell-outputArea")
-            counts = [_marks(outs.nth(i)) for i in range(outs.count())]
+            counts = [marks(outs.nth(i)) for i in range(outs.count())]
             if len(counts) == 3 and counts[0] >= 1 and counts[1] >= 1 and counts[2] >= 5:
                 return counts
             time.sleep(0.5)
         raise AssertionError(f"charts did not draw: {counts}")
 
     drawn()
-    assert _visible_problems(page) == []
-    _shot(page, page.locator(".jp-Notebook"), "charts-1-one-library")
+    assert visible_problems(page) == []
+    shot(page, page.locator(".jp-Notebook"), "charts-1-one-library")
     page.keyboard.press("Control+s")
     time.sleep(2)
     page.reload()
@@ -482,8 +365,8 @@ def test_charts_draw_from_one_library_and_after_a_reload(browser: Any, lab: Lab)
             page.click(".jp-Dialog-footer button.jp-mod-accept")
             time.sleep(1)
     drawn()
-    assert _visible_problems(page) == []
-    _shot(page, page.locator(".jp-Notebook"), "charts-2-after-reload")
+    assert visible_problems(page) == []
+    shot(page, page.locator(".jp-Notebook"), "charts-2-after-reload")
     page.close()
 
 
@@ -510,33 +393,33 @@ def test_quick_annotation_by_keyboard(browser: Any, lab: Lab) -> None:
             "FROM annotations WHERE replaced_at IS NULL ORDER BY annotated_at').fetchall())"
         ),
     ]
-    _write_notebook(nb, lab.root / "quick_annotation_check.ipynb")
-    page = _open_and_run(browser, lab, "quick_annotation_check.ipynb")
+    write_notebook(nb, lab.root / "quick_annotation_check.ipynb")
+    page = open_and_run(browser, lab, "quick_annotation_check.ipynb")
     page.wait_for_selector(".enb-quick", timeout=120_000)
-    _wait_idle(page)
+    wait_idle(page)
     card = page.locator(".enb-quick").first
-    _wait_text(card, "0/797 annotated")
-    _wait_text(card, "case 1 of 797")
+    wait_text(card, "0/797 annotated")
+    wait_text(card, "case 1 of 797")
     card.click()  # focus the card (JupyterLab's own shortcuts are off while it has focus)
     page.keyboard.press("1")
-    _wait_text(card, "1/797 annotated")
-    _wait_text(card, "case 2 of 797")
+    wait_text(card, "1/797 annotated")
+    wait_text(card, "case 2 of 797")
     page.keyboard.press("r")
     page.keyboard.type("only half of it")
     page.keyboard.press("Enter")
     page.keyboard.press("2")
-    _wait_text(card, "2/797 annotated")
+    wait_text(card, "2/797 annotated")
     page.keyboard.press("7")  # no seventh label: refused, said in the card
-    _wait_text(card, "no label on key 7")
+    wait_text(card, "no label on key 7")
     page.keyboard.press("ArrowLeft")
-    _wait_text(card, "case 2 of 797")
+    wait_text(card, "case 2 of 797")
     assert "enb-on" in (card.locator(".enb-quick-choice").nth(1).get_attribute("class") or "")
-    _shot(page, card, "quick-annotation")
+    shot(page, card, "quick-annotation")
     # the workspace holds exactly what the keys did
     page.locator(".jp-Cell").nth(1).locator(".jp-InputArea").click()
     page.keyboard.press("Shift+Enter")
     out = page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea")
-    _wait_text(out, "only half of it", timeout_s=60)
+    wait_text(out, "only half of it", timeout_s=60)
     text = out.inner_text()
     assert "('math-001', 1, 'correct', None, 'browser-test')" in text
     assert "('math-001', 2, 'partly', 'only half of it', 'browser-test')" in text
@@ -547,20 +430,17 @@ def test_reports_notebook(browser: Any, lab: Lab) -> None:
     """notebooks/reports.ipynb in Chromium: the workspace list, the baseline report's radar
     and table, its Score details with a view that opens the benchmark's cases, and the
     quick-annotation card."""
-    page = _open_and_run(browser, lab, "reports.ipynb")
+    page = open_and_run(browser, lab, "reports.ipynb")
     page.wait_for_selector(".enb-quick", timeout=180_000)
-    _wait_idle(page, timeout_s=180)
-    assert _visible_problems(page) == []
+    wait_idle(page, timeout_s=180)
+    assert visible_problems(page) == []
     ws_panel = page.locator(".enb-ws-panel").first
-    _wait_text(ws_panel, "8 jobs")
+    wait_text(ws_panel, "8 jobs")
     assert ws_panel.locator(".enb-ws-row").count() == 8
     report = page.locator(".enb-baseline-panel").first
-    _wait_text(report, "envloop_alpha")
-    deadline = time.time() + 60
-    while time.time() < deadline and _marks(report) < 1:
-        time.sleep(0.5)
-    assert _marks(report) >= 1  # the radar drew
-    _shot(page, report, "baseline-1-overview")
+    wait_text(report, "envloop_alpha")
+    assert wait_marks(report, 1, 60) >= 1  # the radar drew
+    shot(page, report, "baseline-1-overview")
     report.locator(
         ".lm-TabBar-tab:has-text('Score details'), .p-TabBar-tab:has-text('Score details')"
     ).first.click()
@@ -568,11 +448,11 @@ def test_reports_notebook(browser: Any, lab: Lab) -> None:
     view.wait_for(state="visible", timeout=30_000)
     view.click()
     page.wait_for_selector(".enb-baseline-panel .enb-job-panel", timeout=120_000)
-    _wait_text(report, "rows 1–", timeout_s=60)
-    _shot(page, report, "baseline-2-details")
+    wait_text(report, "rows 1–", timeout_s=60)
+    shot(page, report, "baseline-2-details")
     card = page.locator(".enb-quick").first
-    _wait_text(card, "3/180 annotated")
-    _shot(page, card, "reports-quick-annotation")
+    wait_text(card, "3/180 annotated")
+    shot(page, card, "reports-quick-annotation")
     page.close()
 
 
@@ -615,19 +495,12 @@ def test_transcript_and_side_by_side_page_search_and_jump_offline(
         (tmp_path / f"{name}.html").write_text(
             f"<!DOCTYPE html><meta charset='utf-8'><body>{view.html}</body>", encoding="utf-8"
         )
-    context = browser.new_context(viewport={"width": 1300, "height": 1400}, color_scheme=scheme)
-    outside: list[str] = []
-    context.route(
-        "**/*",
-        lambda r: (
-            r.continue_()
-            if r.request.url.startswith("file://")
-            else (outside.append(r.request.url), r.abort())
-        ),
-    )
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    with offline_page(browser, scheme, width=1300, on="pageerror") as (page, outside, errors):
+        _transcript_and_side_by_side(page, tmp_path, views, scheme)
+        assert outside == [] and errors == []
+
+
+def _transcript_and_side_by_side(page: Any, tmp_path: Path, views: Any, scheme: str) -> None:
     page.goto((tmp_path / "transcript.html").as_uri())
     assert page.locator(".enb-tr").get_attribute("data-wired") == "1"
     assert page.locator(".enb-tr-view .enb-block").count() <= 200
@@ -652,16 +525,6 @@ def test_transcript_and_side_by_side_page_search_and_jump_offline(
     assert page.locator(".enb-flash").get_attribute("data-step") == str(row)
     assert "enb-first" in (page.locator(".enb-flash").get_attribute("class") or "")
     page.screenshot(path=str(ARTIFACTS / f"side-by-side-{scheme}.png"))
-    assert outside == [] and errors == []
-    context.close()
-
-
-def _theme(page: Any, name: str) -> None:
-    """Switch JupyterLab's theme ("Light" or "Dark") from its Settings menu."""
-    page.click(".lm-MenuBar-itemLabel:text-is('Settings')")
-    page.hover(".lm-Menu-itemLabel:text-is('Theme')")
-    page.click(f".lm-Menu-itemLabel:text-is('JupyterLab {name}')")
-    time.sleep(2)
 
 
 def _agent_runs_notebook(lab: Lab, name: str, last: str) -> None:
@@ -679,7 +542,7 @@ def _agent_runs_notebook(lab: Lab, name: str, last: str) -> None:
         ),
         nbformat.v4.new_code_cell(last),
     ]
-    _write_notebook(nb, lab.root / name)
+    write_notebook(nb, lab.root / name)
 
 
 def _flashed(view: Any) -> str | None:
@@ -698,10 +561,10 @@ def test_cases_tab_transcript_of_a_harbor_attempt(browser: Any, lab: Lab) -> Non
     case opens its transcript, "jump to first error", the transcript's own search, a
     timeline mark and "show more" all work, in the light and the dark theme."""
     _agent_runs_notebook(lab, "cases_transcript_check.ipynb", "base.panel()")
-    page = _open_and_run(browser, lab, "cases_transcript_check.ipynb")
+    page = open_and_run(browser, lab, "cases_transcript_check.ipynb")
     page.wait_for_selector(".enb-job-panel", state="attached", timeout=120_000)
-    _wait_idle(page)
-    assert _visible_problems(page) == []
+    wait_idle(page)
+    assert visible_problems(page) == []
     panel = page.locator(".enb-job-panel").first
     panel.locator(".lm-TabBar-tab:has-text('Cases')").first.click()
     table = panel.locator(".enb-cases table").first
@@ -709,7 +572,7 @@ def test_cases_tab_transcript_of_a_harbor_attempt(browser: Any, lab: Lab) -> Non
     search = panel.locator("input[placeholder='search input, output, error…']").first
     search.fill("fix-git-merge-conflict")
     search.press("Enter")
-    _wait_text(panel, "rows 1–3 of 3")
+    wait_text(panel, "rows 1–3 of 3")
     table.locator("tbody tr[data-row='1']").click()  # attempt 2: an edit_file error at step 12
     tr = panel.locator(".enb-tr").first
     tr.wait_for(state="visible", timeout=20_000)
@@ -750,10 +613,10 @@ def test_cases_tab_transcript_of_a_harbor_attempt(browser: Any, lab: Lab) -> Non
     # text: nothing cut, one code size (it was 11px in light and 13px in dark)
     assert tr.evaluate(_CLIPPED_PRE) == 0
     size = more.evaluate("el => getComputedStyle(el.querySelector('pre')).fontSize")
-    _shot(page, tr, "transcript-cases-light")
-    assert _visible_problems(page) == []
+    shot(page, tr, "transcript-cases-light")
+    assert visible_problems(page) == []
 
-    _theme(page, "Dark")
+    theme(page, "Dark")
     try:
         colours = tr.evaluate(
             "el => [getComputedStyle(el.querySelector('.enb-block')).backgroundColor,"
@@ -764,9 +627,9 @@ def test_cases_tab_transcript_of_a_harbor_attempt(browser: Any, lab: Lab) -> Non
         assert more.evaluate("el => getComputedStyle(el.querySelector('pre')).fontSize") == size
         tr.locator("a.enb-go:has-text('first error')").first.click()
         assert _flashed(view) == "12"
-        _shot(page, tr, "transcript-cases-dark")
+        shot(page, tr, "transcript-cases-dark")
     finally:
-        _theme(page, "Light")
+        theme(page, "Light")
     page.close()
 
 
@@ -777,15 +640,15 @@ def test_transitions_open_two_attempts_side_by_side(browser: Any, lab: Lab) -> N
     _agent_runs_notebook(
         lab, "side_by_side_check.ipynb", "ws.compare([base, sft], baseline=base).panel()"
     )
-    page = _open_and_run(browser, lab, "side_by_side_check.ipynb")
+    page = open_and_run(browser, lab, "side_by_side_check.ipynb")
     page.wait_for_selector(".jp-Cell-outputArea .lm-TabBar-tab", timeout=120_000)
-    _wait_idle(page)
-    assert _visible_problems(page) == []
+    wait_idle(page)
+    assert visible_problems(page) == []
     out = page.locator(".jp-Cell-outputArea").nth(1)
     out.locator(".lm-TabBar-tab:has-text('Transitions')").first.click()
     out.locator("button:has-text('broken: 2')").first.click()
-    _wait_text(out, "coder-sft-step2000: broken")
-    _shot(page, out.locator(".lm-TabBar").first, "transitions-drilldown-light")
+    wait_text(out, "coder-sft-step2000: broken")
+    shot(page, out.locator(".lm-TabBar").first, "transitions-drilldown-light")
     out.locator("button:has-text('⇆ cron-log-rotate')").first.click()
     sbs = out.locator(".enb-tr").first
     sbs.wait_for(state="visible", timeout=20_000)
@@ -801,13 +664,13 @@ def test_transitions_open_two_attempts_side_by_side(browser: Any, lab: Lab) -> N
     flash = sbs.locator(".enb-flash").first
     flash.wait_for(state="attached", timeout=10_000)
     assert "enb-first" in (flash.get_attribute("class") or "")
-    _shot(page, sbs, "side-by-side-transitions-light")
-    assert _visible_problems(page) == []
-    _theme(page, "Dark")
+    shot(page, sbs, "side-by-side-transitions-light")
+    assert visible_problems(page) == []
+    theme(page, "Dark")
     try:
-        _shot(page, sbs, "side-by-side-transitions-dark")
+        shot(page, sbs, "side-by-side-transitions-dark")
     finally:
-        _theme(page, "Light")
+        theme(page, "Light")
     page.close()
 
 
@@ -836,11 +699,11 @@ def test_experiment_case_transcript_from_mlflow_traces(browser: Any, lab: Lab) -
         ),
         nbformat.v4.new_code_cell("exp.panel()"),
     ]
-    _write_notebook(nb, lab.root / "experiment_steps_check.ipynb")
-    page = _open_and_run(browser, lab, "experiment_steps_check.ipynb")
+    write_notebook(nb, lab.root / "experiment_steps_check.ipynb")
+    page = open_and_run(browser, lab, "experiment_steps_check.ipynb")
     page.wait_for_selector(".enb-exp-panel", timeout=180_000)
-    _wait_idle(page, 180)
-    assert _visible_problems(page) == []
+    wait_idle(page, 180)
+    assert visible_problems(page) == []
     panel = page.locator(".enb-exp-panel").first
     # the travel agent's trace: the one with the most steps, opened from the case list
     tid = page.evaluate(
@@ -862,10 +725,10 @@ def test_experiment_case_transcript_from_mlflow_traces(browser: Any, lab: Lab) -
     flash.wait_for(state="attached", timeout=10_000)
     assert "no seats on AF1" in flash.inner_text()
     assert tr.evaluate(_CLIPPED_PRE) == 0
-    _shot(page, tr, "experiment-case-transcript-light")
-    _theme(page, "Dark")
+    shot(page, tr, "experiment-case-transcript-light")
+    theme(page, "Dark")
     try:
-        _shot(page, tr, "experiment-case-transcript-dark")
+        shot(page, tr, "experiment-case-transcript-dark")
     finally:
-        _theme(page, "Light")
+        theme(page, "Light")
     page.close()

@@ -74,11 +74,17 @@ def one_line(proc: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+def gate(*args: str | Path, expect: int) -> str:
+    """``envloop-nb gate ARGS``: its exit code checked against ``expect``, its one line."""
+    proc = run("gate", *args)
+    assert proc.returncode == expect, proc.stdout + proc.stderr
+    return one_line(proc)
+
+
 # -- exit 1: regression ---------------------------------------------------------------------
 def test_gate_fails_a_regressed_candidate(tmp_path: Path) -> None:
-    proc = run("gate", BASE, variant(tmp_path, "regressed", regress))
-    assert proc.returncode == EXIT_REGRESSION, proc.stdout + proc.stderr
-    assert one_line(proc) == (
+    line = gate(BASE, variant(tmp_path, "regressed", regress), expect=EXIT_REGRESSION)
+    assert line == (
         "REGRESSION: a drop beyond the margin -0.02 and beyond noise"
         " · score candidate-baseline -0.1213, 95% CI [-0.1391, -0.1035], margin -0.02"
         f" · 169/200 tasks shared and complete · {COVERAGE_BASE}"
@@ -87,9 +93,15 @@ def test_gate_fails_a_regressed_candidate(tmp_path: Path) -> None:
 
 def test_gate_json_between_two_checkpoints() -> None:
     """The earlier checkpoint as candidate of the later one: a real regression, as JSON."""
-    proc = run("gate", SAMPLE_DATA / "sft-step1000.jsonl.gz", BASE, "--json", "--alpha", "0.1")
-    assert proc.returncode == EXIT_REGRESSION, proc.stdout + proc.stderr
-    out = json.loads(one_line(proc))
+    line = gate(
+        SAMPLE_DATA / "sft-step1000.jsonl.gz",
+        BASE,
+        "--json",
+        "--alpha",
+        "0.1",
+        expect=EXIT_REGRESSION,
+    )
+    out = json.loads(line)
     assert out["verdict"] == "REGRESSION" and out["exit_code"] == 1
     assert round(out["diff"], 4) == -0.1125  # cmp.paired()'s score_diff of these jobs
     assert out["confidence"] == pytest.approx(0.9)
@@ -100,9 +112,8 @@ def test_gate_json_between_two_checkpoints() -> None:
 
 # -- exit 0: no regression beyond noise -----------------------------------------------------
 def test_gate_passes_a_noisy_but_equal_candidate(tmp_path: Path) -> None:
-    proc = run("gate", BASE, variant(tmp_path, "noisy", noise))
-    assert proc.returncode == EXIT_NO_REGRESSION, proc.stdout + proc.stderr
-    assert one_line(proc) == (
+    line = gate(BASE, variant(tmp_path, "noisy", noise), expect=EXIT_NO_REGRESSION)
+    assert line == (
         "NO REGRESSION: the whole interval is above -0.02"
         " · score candidate-baseline +0.0000, 95% CI [-0.0089, +0.0089], margin -0.02"
         f" · 169/200 tasks shared and complete · {COVERAGE_BASE}"
@@ -111,16 +122,20 @@ def test_gate_passes_a_noisy_but_equal_candidate(tmp_path: Path) -> None:
 
 def test_gate_same_failure_is_a_regression_only_beyond_the_margin(tmp_path: Path) -> None:
     """The regressed candidate with a margin wider than its whole interval passes."""
-    proc = run("gate", BASE, variant(tmp_path, "regressed", regress), "--max-drop", "0.2")
-    assert proc.returncode == EXIT_NO_REGRESSION, proc.stdout + proc.stderr
-    assert one_line(proc).startswith("NO REGRESSION: the whole interval is above -0.2 · ")
+    line = gate(
+        BASE,
+        variant(tmp_path, "regressed", regress),
+        "--max-drop",
+        "0.2",
+        expect=EXIT_NO_REGRESSION,
+    )
+    assert line.startswith("NO REGRESSION: the whole interval is above -0.2 · ")
 
 
 # -- exit 2: cannot tell --------------------------------------------------------------------
 def test_gate_incomparable_pair() -> None:
-    proc = run("gate", BASE, SAMPLE_DATA / "other-revision.json")
-    assert proc.returncode == EXIT_CANNOT_TELL
-    assert one_line(proc) == (
+    line = gate(BASE, SAMPLE_DATA / "other-revision.json", expect=EXIT_CANNOT_TELL)
+    assert line == (
         "CANNOT TELL: not comparable: dataset acme-agent-bench@2026.11 (baseline) vs"
         " acme-agent-bench@2026.10 (candidate); dataset revision sha256:c60972a3c07b…"
         " (baseline) vs sha256:ff0840e8d8da… (candidate); attempts 4 (baseline) vs 2"
@@ -132,9 +147,12 @@ def test_gate_incomparable_pair() -> None:
 def test_gate_aggregate_numbers_only() -> None:
     """lm-eval results without samples (Pythia checkpoints): no task list, nothing to pair."""
     zero_shot = ROOT / "tests" / "data" / "lm_eval" / "pythia-160m" / "zero-shot"
-    proc = run("gate", zero_shot / "160m_step113000.json", zero_shot / "160m_step123000.json")
-    assert proc.returncode == EXIT_CANNOT_TELL
-    assert one_line(proc) == (
+    line = gate(
+        zero_shot / "160m_step113000.json",
+        zero_shot / "160m_step123000.json",
+        expect=EXIT_CANNOT_TELL,
+    )
+    assert line == (
         "CANNOT TELL: not comparable: the task lists of 2 jobs are unknown (baseline and"
         " candidate): their runs hold only aggregate metrics · coverage baseline no attempts"
         " (aggregate numbers only),"
@@ -144,9 +162,8 @@ def test_gate_aggregate_numbers_only() -> None:
 
 def test_gate_underpowered_too_few_tasks() -> None:
     runs = SAMPLE_DATA / "agent_runs"
-    proc = run("gate", runs / "base", runs / "sft-step2000")
-    assert proc.returncode == EXIT_CANNOT_TELL
-    assert one_line(proc) == (
+    line = gate(runs / "base", runs / "sft-step2000", expect=EXIT_CANNOT_TELL)
+    assert line == (
         "CANNOT TELL: underpowered: only 10 tasks shared and completely scored (need at"
         " least 20, --min-tasks) · score candidate-baseline +0.1333, 95% CI [-0.2000, +0.4000],"
         " margin -0.02 · 10/12 tasks shared and complete"
@@ -157,18 +174,18 @@ def test_gate_underpowered_too_few_tasks() -> None:
 def test_gate_underpowered_wide_interval() -> None:
     """Enough tasks by --min-tasks, but the interval reaches below the margin: never a pass."""
     runs = SAMPLE_DATA / "agent_runs"
-    proc = run("gate", runs / "base", runs / "sft-step2000", "--min-tasks", "1")
-    assert proc.returncode == EXIT_CANNOT_TELL
-    assert one_line(proc).startswith(
+    line = gate(runs / "base", runs / "sft-step2000", "--min-tasks", "1", expect=EXIT_CANNOT_TELL)
+    assert line.startswith(
         "CANNOT TELL: underpowered: the interval reaches below -0.02 but the drop is not"
         " established (more tasks or attempts would tell) · score candidate-baseline +0.1333"
     )
 
 
 def test_gate_too_much_missing() -> None:
-    proc = run("gate", SAMPLE_DATA / "sft-step1000.jsonl.gz", SAMPLE_DATA / "running.json")
-    assert proc.returncode == EXIT_CANNOT_TELL
-    assert one_line(proc) == (
+    line = gate(
+        SAMPLE_DATA / "sft-step1000.jsonl.gz", SAMPLE_DATA / "running.json", expect=EXIT_CANNOT_TELL
+    )
+    assert line == (
         "CANNOT TELL: too much missing: coverage below the minimum 90% (--min-coverage):"
         " candidate 241/800 scored (30.1%)"
         " · coverage baseline 767/800 scored (95.9%), candidate 241/800 scored (30.1%)"
@@ -178,21 +195,18 @@ def test_gate_too_much_missing() -> None:
 
 def test_gate_missing_file(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-job.json"
-    proc = run("gate", BASE, missing)
-    assert proc.returncode == EXIT_CANNOT_TELL
-    assert one_line(proc) == f"CANNOT TELL: the candidate did not load: {missing}: no such file or folder"  # fmt: skip
+    line = gate(BASE, missing, expect=EXIT_CANNOT_TELL)
+    assert line == f"CANNOT TELL: the candidate did not load: {missing}: no such file or folder"  # fmt: skip
 
 
 def test_gate_pass_rate_of_non_binary_rewards_needs_a_threshold() -> None:
     graded = SAMPLE_DATA / "graded.json"
-    proc = run("gate", graded, graded, "--metric", "pass")
-    assert proc.returncode == EXIT_CANNOT_TELL
-    assert one_line(proc).startswith(
+    line = gate(graded, graded, "--metric", "pass", expect=EXIT_CANNOT_TELL)
+    assert line.startswith(
         "CANNOT TELL: the pass rate is undefined: rewards are not binary (give --threshold)"
     )
-    proc = run("gate", graded, graded, "--metric", "pass", "--threshold", "0.5")
-    assert proc.returncode == EXIT_NO_REGRESSION, proc.stdout + proc.stderr
-    assert "pass candidate-baseline +0.0000, 95% CI [+0.0000, +0.0000]" in one_line(proc)
+    line = gate(graded, graded, "--metric", "pass", "--threshold", "0.5", expect=EXIT_NO_REGRESSION)
+    assert "pass candidate-baseline +0.0000, 95% CI [+0.0000, +0.0000]" in line
 
 
 def test_a_crash_exits_2_never_1(
@@ -278,11 +292,9 @@ def test_gate_on_parquet_files_read_in_place(tmp_path: Path) -> None:
     s = Shape("gate", 300, 4, root=tmp_path)
     generate(s, ("parquet",))
     cand = candidate(s.parquet)
-    proc = run("gate", s.parquet, s.parquet, "--policy", "failure")
-    assert proc.returncode == EXIT_NO_REGRESSION, proc.stdout + proc.stderr
-    proc = run("gate", s.parquet, cand, "--policy", "failure", "--json")
-    assert proc.returncode == EXIT_REGRESSION, proc.stdout + proc.stderr
-    out = json.loads(one_line(proc))
+    gate(s.parquet, s.parquet, "--policy", "failure", expect=EXIT_NO_REGRESSION)
+    line = gate(s.parquet, cand, "--policy", "failure", "--json", expect=EXIT_REGRESSION)
+    out = json.loads(line)
     assert (out["tasks"], out["baseline"]["total"]) == (300, 1200)
     import duckdb  # every task complete under policy=failure: the difference of the sums
 

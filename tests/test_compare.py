@@ -296,6 +296,46 @@ def test_dimensions_with_other_units_or_directions_stay_apart(
     assert table.loc["latency", "best"] == "b"
     lb = cmp.leaderboard().set_index("job")
     assert lb.loc["a", "latency"] == 3.0 and pd.isna(lb.loc["a", "accuracy [pct]"])
+    # issue 37: each dimension's scale once, and why the split rows are not compared
+    assert table.loc["accuracy [pct]", "scale"] == "0–100 pct, higher is better"
+    assert table.loc["accuracy [ratio]", "scale"] == "0–1 ratio, higher is better"
+    assert table.loc["latency", "scale"] == "s, range not stated, lower is better"
+    note = table.loc["accuracy [ratio]", "note"]
+    assert note == table.loc["accuracy [pct]", "note"] and table.loc["latency", "note"] == ""
+    assert pd.isna(table.loc["accuracy [ratio]", "best"])  # one job per split row: no best
+    assert note.startswith("the jobs disagree on accuracy's scale (a: accuracy [ratio] vs ")
+    assert "no difference is computed across different scales" in note
+    html = cmp.table_html("dimension")
+    assert "0–100 pct, higher is better" in html and "disagree on accuracy&#x27;s scale" in html
+
+
+def test_dimension_values_on_different_scales_are_not_compared(
+    ws: enb.Workspace, tmp_path: Path
+) -> None:
+    """Neither job states a scale for ``quality``; a's values lie in 0–1, b's run to 9:
+    the table showed a gap of "+7.3" and b as best, across two scales. Now each job's
+    scale is shown, no gap, no best and no strength, and the row says why."""
+    names = [f"t{i}" for i in range(6)]
+    a, b = load(
+        ws,
+        tmp_path,
+        envloop_job("a", {t: [1.0] for t in names},
+                    dimensions={t: {"quality": 0.5 + i / 20} for i, t in enumerate(names)}),
+        envloop_job("b", {t: [1.0] for t in names},
+                    dimensions={t: {"quality": 7.0 + i / 3} for i, t in enumerate(names)}),
+    )  # fmt: skip
+    cmp = ws.compare([a, b])
+    row = cmp.table("dimension").set_index("dimension").loc["quality"]
+    assert row["scale"] == (
+        "a: range not stated (values within 0–1), direction not stated | "
+        "b: range not stated, direction not stated"
+    )
+    assert row["best"] is None and row["note"].startswith("the jobs' values of quality lie on")
+    html = cmp.table_html("dimension")
+    quality = html[html.index(">quality<") : html.index("</tr>", html.index(">quality<"))]
+    assert "(+" not in quality and "enb-best" not in quality  # no gap, no best
+    assert "no difference computed" in quality
+    assert "quality" not in set(cmp.strengths("dimension")["group"])
 
 
 # -- leaderboard -------------------------------------------------------------------------------
@@ -533,6 +573,31 @@ def test_comparison_workbook_headers_and_number_formats(ws: enb.Workspace, tmp_p
     heads = [c.value for c in lb[1]]
     assert lb.cell(row=2, column=heads.index("Score") + 1).number_format == "0.0%"
     assert lb.cell(row=2, column=heads.index("Scored") + 1).number_format == "#,##0"
+
+
+def test_comparison_workbook_keeps_job_ids_and_dimension_names(
+    ws: enb.Workspace, tmp_path: Path
+) -> None:
+    """People's headers are for the toolkit's own columns: a job id or a dimension's name
+    is data and keeps its spelling (``job_base`` read ``Job base``, ``format_pct``
+    ``Format pct``)."""
+    from openpyxl import load_workbook
+
+    base = ws.load(SAMPLE_DATA / "base.json")
+    graded = ws.load(SAMPLE_DATA / "graded.json")
+    wb = load_workbook(ws.compare([base, graded]).export_xlsx(tmp_path / "cmp.xlsx"))
+
+    def heads(name: str) -> list[str]:
+        sheet = wb[name]
+        marked = sheet.cell(2, 1).value is not None and sheet.cell(1, 2).value is None  # a note row
+        return [c.value for c in sheet[2 if marked else 1]]
+
+    jobs = ["job_base", "job_base coverage", "job_graded", "job_graded coverage"]
+    assert heads("By subset")[1:] == [*jobs, "Best"]
+    assert heads("By dimension") == ["Dimension", "Scale", *jobs, "Best", "Note"]
+    lb = heads("Leaderboard")
+    assert {"format_pct", "accuracy", "Comparable"} <= set(lb) and "Format pct" not in lb
+    assert heads("Guard")[:4] == ["Field", "Jobs", "Detail", "Blocking"]
 
 
 def test_export_xlsx_uses_the_safe_cell_writer(ws: enb.Workspace, tmp_path: Path) -> None:

@@ -137,13 +137,18 @@ def test_workbook_read_back(exp: enb.Experiment, tmp_path: Path) -> None:
     assert fields["failed"] == 1 and fields["pending"] == 1
     res = list(wb["Results"].iter_rows(values_only=True))
     head = res[0]
-    by = {(r[head.index("trace_id")], r[head.index("evaluator")]): r for r in res[1:]}
+    by = {(r[head.index("Trace id")], r[head.index("Evaluator")]): r for r in res[1:]}
     failed = by["tr_009", "answer_accuracy"]
-    assert failed[head.index("status")] == "failed"
-    assert failed[head.index("score")] is None  # empty, never 0
-    assert failed[head.index("error")] == "judge returned no score (malformed JSON)"
+    assert failed[head.index("Status")] == "failed"
+    assert failed[head.index("Score")] is None  # empty, never 0
+    assert failed[head.index("Error")] == "judge returned no score (malformed JSON)"
     hist = list(wb["Corrections"].iter_rows(values_only=True))
-    assert [r[hist[0].index("state")] for r in hist[1:]] == ["live", "undone"]
+    assert [r[hist[0].index("State")] for r in hist[1:]] == ["live", "undone"]
+    # people's headers; an evaluator's columns keep its name; total counts rows, not attempts
+    cases = next(wb["Cases"].iter_rows(values_only=True))
+    assert cases[:4] == ("Trace id", "Composite", "Counted", "Rows")
+    assert {"answer_accuracy", "answer_accuracy status"} <= set(cases)
+    assert not [h for h in cases if h.startswith(("Answer", "Attempts"))]
 
 
 @pytest.mark.parametrize("how", ["ws.close()", "ws.con.close()"])

@@ -72,15 +72,26 @@ def test_workbook_matches_the_frames(base: enb.Job, tmp_path: Path) -> None:
 
     tasks = wb["Tasks"]
     header = [c.value for c in tasks[1]]
-    assert header[:4] == ["bucket", "task", "subset", "difficulty"]
+    # people's headers (issue 37: the workbook showed raw column names); tags keep their keys
+    assert header[:4] == ["Bucket", "Task", "subset", "difficulty"]
     assert len(set(header)) == len(header)
     assert not [h for h in header if h.startswith(("metric: ", "tag: "))]
-    for col in ("n", "scored", "pass_rate", "pass@4", "pass^4", "reward_mean", "reward_std"):
+    for col in ("Attempts", "Scored", "Pass rate", "pass@4", "pass^4", "Reward mean", "Reward std"):
         assert col in header
+    assert not [h for h in header if "_" in h]
     assert tasks.freeze_panes == "A2"
     assert tasks.auto_filter.ref == f"A1:{tasks.cell(1, len(header)).column_letter}{len(frame) + 1}"
     assert tasks.max_row == len(frame) + 1 == out.rows_per_sheet["Tasks"] + 1
-    idx = {h: i for i, h in enumerate(header)}
+    named = {
+        "task": "Task",
+        "bucket": "Bucket",
+        "pass_rate": "Pass rate",
+        "reward_mean": "Reward mean",
+    }
+    idx = {
+        c: header.index(named.get(c, c))
+        for c in ("task", "bucket", "subset", *named, "pass@4", "pass^4")
+    }
     tags = base.tasks().set_index("task")["tags"].map(json.loads)
     for r, (_, row) in zip(rows(tasks)[1:], frame.iterrows(), strict=True):
         assert r[idx["task"]] == row["task"]
@@ -98,9 +109,10 @@ def test_workbook_matches_the_frames(base: enb.Job, tmp_path: Path) -> None:
 
     attempts = wb["Attempts"]
     a_header = [c.value for c in attempts[1]]
-    assert a_header[:4] == ["task", "attempt", "bucket", "status"]
-    for col in ("reward", "error", "input", "output", "reference", "input tokens", "turns"):
+    assert a_header[:4] == ["Task", "Attempt", "Bucket", "Status"]
+    for col in ("Reward", "Error", "Input", "Output", "Reference", "Input tokens", "Turns"):
         assert col in a_header
+    assert not [h for h in a_header if "_" in h or h[:1].islower()]
     expected = base.attempts()
     assert attempts.max_row == len(expected) + 1
     assert attempts.freeze_panes == "A2" and attempts.auto_filter.ref
@@ -108,11 +120,11 @@ def test_workbook_matches_the_frames(base: enb.Job, tmp_path: Path) -> None:
     got = rows(attempts)[1:]
     bucket_of = dict(zip(frame["task"], frame["bucket"], strict=True))
     for r, (_, e) in zip(got, expected.iterrows(), strict=True):
-        assert (r[a_idx["task"]], r[a_idx["attempt"]]) == (e["task"], e["attempt"])
-        assert r[a_idx["bucket"]] == bucket_of[e["task"]]
-        assert r[a_idx["reward"]] == (None if pd.isna(e["reward"]) else e["reward"])
-        assert r[a_idx["output"]] == (None if pd.isna(e["output"]) else e["output"] or None)
-    assert attempts.cell(2, a_idx["input"] + 1).alignment.wrap_text
+        assert (r[a_idx["Task"]], r[a_idx["Attempt"]]) == (e["task"], e["attempt"])
+        assert r[a_idx["Bucket"]] == bucket_of[e["task"]]
+        assert r[a_idx["Reward"]] == (None if pd.isna(e["reward"]) else e["reward"])
+        assert r[a_idx["Output"]] == (None if pd.isna(e["output"]) else e["output"] or None)
+    assert attempts.cell(2, a_idx["Input"] + 1).alignment.wrap_text
 
     summary = {r[0]: r[1] for r in rows(wb["Summary"]) if r and r[0]}
     info = base.info
@@ -149,11 +161,11 @@ def test_text_never_becomes_a_formula(ws: enb.Workspace, tmp_path: Path) -> None
     header = [c.value for c in sheet[1]]
     row = {h: sheet.cell(2, i + 1) for i, h in enumerate(header)}
     for key in ("output", "error", "input", "reference", "task"):
-        cell = row[key]
+        cell = row[key.capitalize()]
         assert cell.data_type == "s", key
         assert cell.value == HOSTILE[key], key
         assert cell.quotePrefix, key
-    assert sheet.cell(3, header.index("output") + 1).value == "=cmd|' /C calc'!A0"
+    assert sheet.cell(3, header.index("Output") + 1).value == "=cmd|' /C calc'!A0"
     assert wb["Tasks"].cell(2, 2).value == "=1+1"
     assert wb["Tasks"].cell(2, 2).data_type == "s"
     with zipfile.ZipFile(out.path) as z:
@@ -170,7 +182,7 @@ def test_long_text_is_truncated_visibly(ws: enb.Workspace, tmp_path: Path) -> No
     assert out.truncated_cells == 1
     sheet = load_workbook(out.path)["Attempts"]
     header = [c.value for c in sheet[1]]
-    value = sheet.cell(2, header.index("output") + 1).value
+    value = sheet.cell(2, header.index("Output") + 1).value
     assert len(value) == xl.MAX_CELL_CHARS
     kept = value.index("…")
     assert value.endswith(f"… [truncated {40_000 - kept} chars]")
@@ -186,7 +198,7 @@ def test_control_characters_are_escaped(ws: enb.Workspace, tmp_path: Path) -> No
     assert out.escaped_cells == 1
     sheet = load_workbook(out.path)["Attempts"]
     header = [c.value for c in sheet[1]]
-    assert sheet.cell(2, header.index("output") + 1).value == "bell\\x07and\\x1bescape\ttab"
+    assert sheet.cell(2, header.index("Output") + 1).value == "bell\\x07and\\x1bescape\ttab"
 
 
 def test_row_limit_splits_sheets(
@@ -204,7 +216,7 @@ def test_row_limit_splits_sheets(
     for name in ("Attempts", "Attempts (2)", "Attempts (3)"):
         sheet = wb[name]
         assert sheet.max_row <= 301
-        assert sheet.cell(1, 1).value == "task"  # header repeated
+        assert sheet.cell(1, 1).value == "Task"  # header repeated
         assert sheet.freeze_panes == "A2"
         assert sheet.auto_filter.ref.endswith(str(sheet.max_row))
         got.extend((r[0], r[1]) for r in rows(sheet)[1:])
@@ -292,7 +304,7 @@ def test_chat_input_is_rendered_as_turns(ws: enb.Workspace, tmp_path: Path) -> N
     job = ws.load(write_job(tmp_path / "chat.json", trials, ["t"]))
     sheet = load_workbook(job.export_xlsx(tmp_path / "chat.xlsx").path)["Attempts"]
     header = [c.value for c in sheet[1]]
-    col = header.index("input") + 1
+    col = header.index("Input") + 1
     assert sheet.cell(2, col).value == "system: Be brief.\n\nuser: Hi"
     assert sheet.cell(3, col).value == "plain"
 
@@ -312,7 +324,7 @@ def test_dimensions_become_columns(ws: enb.Workspace, tmp_path: Path) -> None:
 def test_summary_without_rules(base: enb.Job, tmp_path: Path) -> None:
     out = base.export_xlsx(tmp_path / "all.xlsx")
     wb = load_workbook(out.path)
-    assert "bucket" not in [c.value for c in wb["Tasks"][1]]
+    assert "Bucket" not in [c.value for c in wb["Tasks"][1]]
     summary = {r[0]: r[1] for r in rows(wb["Summary"]) if r and r[0]}
     assert summary["rules"].startswith("none")
     assert summary["exported"] == "everything"
@@ -331,7 +343,7 @@ def test_per_attempt_buckets(ws: enb.Workspace, tmp_path: Path) -> None:
     assert [(r[0], r[1]) for r in got] == list(zip(low["task"], low["attempt"], strict=True))
     assert {r[2] for r in got} == {"low"}
     assert {r[0] for r in rows(wb["Tasks"])[1:]} == set(low["task"])
-    assert "bucket" not in [c.value for c in wb["Tasks"][1]]  # buckets are per attempt here
+    assert "Bucket" not in [c.value for c in wb["Tasks"][1]]  # buckets are per attempt here
 
 
 def test_cell_styles_survive_the_fast_path(base: enb.Job, tmp_path: Path) -> None:
@@ -343,15 +355,15 @@ def test_cell_styles_survive_the_fast_path(base: enb.Job, tmp_path: Path) -> Non
     assert all(c.font.b for c in attempts[1])
     idx = {h: i + 1 for i, h in enumerate(header)}
     for r in range(2, 12):
-        assert attempts.cell(r, idx["output"]).alignment.wrap_text
-        assert attempts.cell(r, idx["output"]).alignment.vertical == "top"
-        assert not attempts.cell(r, idx["task"]).alignment.wrap_text
-        assert not attempts.cell(r, idx["task"]).font.b
-        assert attempts.cell(r, idx["attempt"]).data_type == "n"
-        if attempts.cell(r, idx["reward"]).value is not None:
-            assert attempts.cell(r, idx["reward"]).number_format == "0.###"
-        if attempts.cell(r, idx["duration (s)"]).value is not None:
-            assert attempts.cell(r, idx["duration (s)"]).number_format == "0.0"
+        assert attempts.cell(r, idx["Output"]).alignment.wrap_text
+        assert attempts.cell(r, idx["Output"]).alignment.vertical == "top"
+        assert not attempts.cell(r, idx["Task"]).alignment.wrap_text
+        assert not attempts.cell(r, idx["Task"]).font.b
+        assert attempts.cell(r, idx["Attempt"]).data_type == "n"
+        if attempts.cell(r, idx["Reward"]).value is not None:
+            assert attempts.cell(r, idx["Reward"]).number_format == "0.###"
+        if attempts.cell(r, idx["Duration (s)"]).value is not None:
+            assert attempts.cell(r, idx["Duration (s)"]).number_format == "0.0"
     summary = wb["Summary"]
     assert summary.cell(1, 1).font.b and not summary.cell(2, 1).font.b
     pct = next(r for r in summary.iter_rows() if r[0].value == "pass@4")[1]
@@ -370,8 +382,8 @@ def test_xml_illegal_noncharacters_are_escaped(ws: enb.Workspace, tmp_path: Path
     assert out.escaped_cells == 1
     sheet = load_workbook(out.path)["Attempts"]
     header = [c.value for c in sheet[1]]
-    assert sheet.cell(2, header.index("output") + 1).value == "a\\ufffeb\\uffffc"
-    assert sheet.cell(3, header.index("output") + 1).data_type == "s"
+    assert sheet.cell(2, header.index("Output") + 1).value == "a\\ufffeb\\uffffc"
+    assert sheet.cell(3, header.index("Output") + 1).data_type == "s"
 
 
 @pytest.mark.parametrize("sheet_per_bucket", [False, True])
@@ -397,7 +409,7 @@ def test_per_attempt_buckets_on_a_dimension(
     got = {}
     for name in sheets:
         header = [c.value for c in wb[name][1]]
-        assert header[:3] == ["task", "attempt", "bucket"] and "accuracy" in header
+        assert header[:3] == ["Task", "Attempt", "Bucket"] and "accuracy" in header
         for r in rows(wb[name])[1:]:
             got[(r[0], r[1])] = r[2]
             value = r[header.index("accuracy")]
@@ -422,7 +434,7 @@ def test_long_text_is_cut_in_utf16_units(ws: enb.Workspace, tmp_path: Path) -> N
     out = job.export_xlsx(tmp_path / "emoji.xlsx")
     assert out.truncated_cells == 2
     sheet = load_workbook(out.path)["Attempts"]
-    col = [c.value for c in sheet[1]].index("output") + 1
+    col = [c.value for c in sheet[1]].index("Output") + 1
     for row, source in ((2, emoji), (3, odd)):
         value = sheet.cell(row, col).value
         assert xl.utf16_len(value) <= xl.MAX_CELL_CHARS

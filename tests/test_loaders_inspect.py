@@ -800,3 +800,57 @@ def test_a_plausible_epochs_claim_beyond_the_samples_is_k(tmp_path: Path) -> Non
         job = enb.open().load(_with_epochs(tmp_path, 20))
     assert job.k == 20
     assert enb.open().load(_with_epochs(tmp_path, 20), k=3).k == 3  # k= overrides
+
+
+# -- a scorer's scale: what the log states, nothing invented (issue 37) -------------------
+def _scales(job: enb.Job) -> dict[str, str]:
+    from envloop_nb._metrics.scale import dimension_scales
+
+    return {n: s.describe() for n, s in dimension_scales(job.con, job.id).items()}
+
+
+@pytest.mark.parametrize("log", [EVAL_LOGS[0], JSON_LOGS[0]], ids=["eval", "json"])
+def test_a_numeric_scorer_states_no_scale(log: Path) -> None:
+    """``brevity`` returns numbers with a ``mean`` metric: the log says neither range nor
+    direction, so neither is shown as the source's (it read '0–1, higher is better')."""
+    job = enb.open().load(log)
+    meta = job.workspace.sql("SELECT name, unit, higher_is_better FROM dimension_meta")
+    assert meta.fetchall() == [("brevity", None, None)]
+    assert _scales(job) == {"brevity": "range not stated (values within 0–1), direction not stated"}
+    dims = job.groups(by="dimension").set_index("dimension")
+    assert dims.loc["brevity", "higher_is_better"] is None
+    assert dims.loc["reward", "higher_is_better"]  # the reward's direction is the platform's
+
+
+def _rewritten(tmp_path: Path, change: dict) -> Path:
+    """The fixture's first .json log with ``change`` applied (a real log, re-written)."""
+    doc = json.loads(JSON_LOGS[0].read_text())
+    if "headline" in change:
+        doc["results"]["headline"] = change["headline"]
+    for scorer in doc["eval"]["scorers"]:
+        scorer["metadata"] = change.get("metadata", {}).get(scorer["name"], scorer["metadata"])
+    out = tmp_path / JSON_LOGS[0].name
+    out.write_text(json.dumps(doc, indent=2))
+    return out
+
+
+def test_correctness_letters_are_a_rate_where_higher_is_better(tmp_path: Path) -> None:
+    """``exact`` scores C / I (its unscorable samples NaN): its ``accuracy`` is the share
+    correct, so as a dimension (``brevity`` made the headline) it is a 0–1 rate, higher
+    is better; ``brevity`` still states nothing."""
+    headline = {"scorer": "brevity", "score": "brevity", "metric": "mean", "reducer": "mean"}
+    job = enb.open().load(_rewritten(tmp_path, {"headline": headline}))
+    meta = job.workspace.sql("SELECT name, unit, higher_is_better FROM dimension_meta")
+    assert meta.fetchall() == [("exact", "rate", True)]
+    assert _scales(job) == {"exact": "0–1 rate, higher is better"}
+
+
+def test_a_scorers_metadata_states_its_scale(tmp_path: Path) -> None:
+    """``@scorer(metrics=[mean()], unit=..., higher_is_better=...)`` lands in the log's
+    ``eval.scorers[].metadata``: taken under the names EnvLoop uses."""
+    said = {"brevity": {"unit": "ratio", "higher_is_better": False, "note": "x"}}
+    job = enb.open().load(_rewritten(tmp_path, {"metadata": said}))
+    assert _scales(job) == {"brevity": "0–1 ratio, lower is better"}
+    bad = {"brevity": {"unit": 3, "higher_is_better": "yes"}}  # not a unit, not a bool
+    job = enb.open().load(_rewritten(tmp_path, {"metadata": bad}))
+    assert _scales(job) == {"brevity": "range not stated (values within 0–1), direction not stated"}

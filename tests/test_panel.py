@@ -44,7 +44,10 @@ def test_overview_cards_facts_and_agreement(small: enb.JobPanel) -> None:
     assert ov.status_counts["running"] == 1 and ov.status_counts["completed"] == 4
     assert "numbers agree" in ov.agreement.value and "numbers disagree" not in ov.agreement.value
     assert {"reward", "turns", "tokens", "duration", "curve", "subset"} <= set(ov.chart_widgets)
-    assert "math" in ov.groups.value and "bad cases" in ov.groups.value
+    assert "math" in ov.groups.value and "Bad cases" in ov.groups.value
+    # people's headers (issue 37: the groups table read "tasks", "bad cases")
+    for head in ("Subset", "Tasks", "Score", "Coverage", "Complete"):
+        assert f">{head}</th>" in ov.groups.value, head
     assert "tests_passed" in ov.dimensions.value  # named dimensions get their own table
 
 

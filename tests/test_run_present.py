@@ -129,10 +129,16 @@ def test_the_workbook_reads_back(run: enb.Run, tmp_path: Path) -> None:
     assert wb.sheetnames == ["Run", "Curve", "Noise band", "Tests", "Task states", "Task matrix"]
     curve = list(wb["Curve"].iter_rows(values_only=True))
     head = list(curve[0])
-    est = [r[head.index("estimate")] for r in curve[1:]]
+    est = [r[head.index("Estimate")] for r in curve[1:]]
     assert est == pytest.approx(run.curve()["estimate"].tolist())
     matrix = list(wb["Task matrix"].iter_rows(values_only=True))
-    assert matrix[0][:3] == ("task", "step 1", "step 2") and len(matrix) == 1 + 48
+    assert matrix[0][:3] == ("Task", "Step 1", "Step 2") and len(matrix) == 1 + 48
+    # people's headers, each once (tasks and total_members both read "Tasks"), issue 37
+    for name in wb.sheetnames[1:]:
+        heads = [h for h in next(wb[name].iter_rows(values_only=True)) if h is not None]
+        assert len(set(heads)) == len(heads), name
+        assert not [h for h in heads if "_" in h or (h[:1].islower() and not h.startswith("p"))]
+    assert {"Job", "Complete tasks", "Attempts", "Coverage"} <= set(head)
     want = run.task_matrix()
     row = next(r for r in matrix if r[0] == "math-13")
     assert row[8] is None and pd.isna(want.loc["math-13", 8])  # missing stays empty, never 0

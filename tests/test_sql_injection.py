@@ -545,7 +545,7 @@ def test_xlsx_export_with_payload_buckets_and_dimensions(named: enb.Job, tmp_pat
     sheet = load_workbook(out.path)["Attempts"]
     header = [c.value for c in sheet[1]]
     values = [[c.value for c in row] for row in sheet.iter_rows(min_row=2)]
-    assert values and {row[header.index("bucket")] for row in values} == {p}
+    assert values and {row[header.index("Bucket")] for row in values} == {p}
     assert {row[header.index(p)] for row in values} == {0.25}
     assert {row[header.index("plain")] for row in values} == {0.75}
     _no_side_effects(named.workspace)
@@ -566,7 +566,7 @@ def test_xlsx_dimensions_differing_only_in_case_keep_their_own_values(
     rows = [
         dict(zip(header, (c.value for c in r), strict=True)) for r in sheet.iter_rows(min_row=2)
     ]
-    (b1,) = [r for r in rows if (r["task"], r["attempt"]) == ("B", 1)]
+    (b1,) = [r for r in rows if (r["Task"], r["Attempt"]) == ("B", 1)]
     styles = [h for h in header if h and h.lower().endswith("style")]
     assert len(styles) == 2
     assert [b1[h] for h in styles] == [0.1, 0.9]

@@ -7,13 +7,15 @@ Subset values are reward sums over scored attempts (or requested ones under
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from .._metrics.paired_stats import PairedDiff, paired_diff_ci, ratio_ci
-from .._present.compare_html import best_jobs
+from .._metrics.scale import scale_of
+from .._present.compare_html import best_jobs, scale_words
 from .._present.compare_html import table_html as render_table_html
 from .._present.display import format_pct, format_points, format_signed
 from .._store.sql import ident
@@ -145,17 +147,26 @@ def _dimension_groups(state: CompareState) -> pd.DataFrame:
         {"jobs": list(state.job_ids)},
     ).df()
     cols = ["job", "group", "value", "low", "high", "scored", "total", "coverage", "tasks"]
+    extra = ["higher_is_better", "percent", "scale", "same_scale", "note"]
     if agg.empty:
-        return pd.DataFrame({c: [] for c in [*cols, "higher_is_better", "percent"]}).astype(
-            {"value": float}
-        )
+        return pd.DataFrame({c: [] for c in [*cols, *extra]}).astype({"value": float})
     labels = dimension_labels(state).rename(columns={"job_id": "job"})
     agg = agg.merge(labels, on=["job", "name"], how="left")
     agg["group"] = agg["label"].fillna(agg["name"])
+    # each job's scale of the dimension, as its source states it (scale.Scale.describe)
+    agg["scale"] = [
+        _scale_text(str(n), u, h, bool(lo >= 0 and hi <= 1))
+        for n, u, h, lo, hi in zip(
+            agg["name"], agg["unit"], agg["higher_is_better"], agg["vmin"], agg["vmax"],
+            strict=True,
+        )
+    ]  # fmt: skip
     agg["higher_is_better"] = agg["higher_is_better"].map(lambda v: v is not False)
     in_unit = agg.groupby("group")[["vmin", "vmax"]].agg({"vmin": "min", "vmax": "max"})
     percent_groups = set(in_unit.index[(in_unit["vmin"] >= 0) & (in_unit["vmax"] <= 1)])
     agg["percent"] = agg["group"].isin(percent_groups)
+    agg["same_scale"] = agg.groupby("group")["scale"].transform("nunique") == 1
+    agg["note"] = [_scale_note(state, g, labels, agg) for g in agg["group"]]
     per_task = dimension_tasks(state)
     lows, highs, tasks = [], [], []
     for job, grp in zip(agg["job"], agg["group"], strict=True):
@@ -177,25 +188,65 @@ def _dimension_groups(state: CompareState) -> pd.DataFrame:
     agg["coverage"] = [
         coverage_text(int(s), int(t)) for s, t in zip(agg["scored"], agg["total"], strict=True)
     ]
-    out = agg[[*cols, "higher_is_better", "percent"]]
+    out = agg[[*cols, *extra]]
     return _order_groups(out, state.job_ids)
+
+
+def _scale_text(name: str, unit: Any, hib: Any, within: bool) -> str:
+    """A job's scale of dimension ``name`` in words (the composite's is the platform's:
+    higher is better, on the reward's range)."""
+    unit = unit if isinstance(unit, str) else None
+    way = None if hib is None or hib is pd.NA or hib != hib else bool(hib)
+    if name == "composite":
+        return dataclasses.replace(
+            scale_of(None, higher_is_better=True, within_unit=within), range_stated=within
+        ).describe()
+    return scale_of(unit, higher_is_better=way, within_unit=within).describe()
+
+
+def _scale_note(state: CompareState, group: str, labels: pd.DataFrame, agg: pd.DataFrame) -> str:
+    """Why a dimension's values are not compared across jobs, or ``""``: the jobs state
+    different scales (its rows stay apart), or their values lie on different ranges."""
+    part = agg[agg["group"] == group]
+    name = str(part["name"].iloc[0])
+    apart = labels[labels["name"] == name]
+    if apart["label"].nunique() > 1:
+        sides = " vs ".join(
+            f"{'/'.join(sorted(set(apart[apart['label'] == lab]['job'])))}: {lab}"
+            for lab in dict.fromkeys(apart["label"])
+        )
+        return (
+            f"the jobs disagree on {name}'s scale ({sides}): its rows stay apart and no "
+            "difference is computed across different scales"
+        )
+    if part["scale"].nunique() > 1:
+        return f"the jobs' values of {name} lie on different scales: no difference computed"
+    return ""
 
 
 def table(state: CompareState, by: By = "subset", *, tag: str | None = None) -> pd.DataFrame:
     """Wide frame: one row per subset (or dimension); see ``Comparison.table``."""
     long = groups(state, by, tag=tag)
     name = "subset" if by == "subset" else "dimension"
+    scaled = by == "dimension"  # each dimension's scale once, and why it is not compared
     rows = []
     for grp in dict.fromkeys(long["group"]):
         part = long[long["group"] == grp]
         row: dict[str, Any] = {name: grp}
+        if scaled:
+            row["scale"] = scale_words(part)
         for jid in state.job_ids:
             hit = part[part["job"] == jid]
             row[jid] = none_or_float(hit["value"].iloc[0]) if len(hit) else None
             row[f"{jid} coverage"] = hit["coverage"].iloc[0] if len(hit) else "not measured"
-        row["best"] = best_jobs(part)
+        # no best where the jobs' scales differ (split rows hold one job each)
+        row["best"] = best_jobs(part) if not scaled or not part["note"].iloc[0] else None
+        if scaled:
+            row["note"] = part["note"].iloc[0]
         rows.append(row)
-    columns = [name, *[c for jid in state.job_ids for c in (jid, f"{jid} coverage")], "best"]
+    columns = [name, *(["scale"] if scaled else [])]
+    columns += [c for jid in state.job_ids for c in (jid, f"{jid} coverage")]
+    columns += ["best", *(["note"] if scaled else [])]
     frame = pd.DataFrame(rows, columns=columns)
     for jid in state.job_ids:
         frame[jid] = pd.to_numeric(frame[jid], errors="coerce").astype("Float64")
@@ -227,8 +278,8 @@ def strengths(state: CompareState, by: By = "subset", *, tag: str | None = None)
     out = []
     for grp in dict.fromkeys(long["group"]):
         part = long[(long["group"] == grp) & long["value"].notna()]
-        if len(part) < 2:
-            continue
+        if len(part) < 2 or ("same_scale" in part and not part["same_scale"].all()):
+            continue  # values on different scales are not compared
         hib = bool(part["higher_is_better"].iloc[0])
         percent = bool(part["percent"].iloc[0])
         ordered = part.sort_values("value", ascending=not hib, kind="stable")

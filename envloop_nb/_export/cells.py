@@ -47,7 +47,7 @@ import datetime as dt
 import functools
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -512,6 +512,7 @@ def write_frame(
     note: str = "",
     *,
     human: bool = False,
+    keep: Collection[str] = (),
     formats: dict[str, str] | None = None,
 ) -> dict[str, int]:
     """Write a pandas frame on sheet ``title`` (continued past Excel's row limit).
@@ -521,12 +522,18 @@ def write_frame(
     bold red first row. Numbers stay numbers with a number format from
     :func:`number_format` (``formats`` overrides it per column); ``human`` writes the
     headers people read (:func:`envloop_nb._present.display.header`) instead of the
-    column names. Returns the data rows per sheet part.
+    column names, but a column in ``keep`` (a job id, a dimension's name: data, not a
+    word) keeps its name. Returns the data rows per sheet part.
     """
     from .._present.display import header
 
     widths = []
-    names = [header(c) if human else str(c) for c in frame.columns]
+    names: list[str] = []
+    for c in frame.columns:
+        name = header(c) if human and str(c) not in keep else str(c)
+        if name in names:  # two columns under one header (tasks, total_members: Tasks)
+            name = header(str(c).replace("_", " "))  # the column's own words
+        names.append(name)
     for i, name in enumerate(names):
         longest = max((min(len(str(v)), 60) for v in frame.iloc[:, i]), default=0)
         widths.append(min(max(len(name), longest, 6) + 2, 62))

@@ -70,10 +70,13 @@ def export_compare_xlsx(
         for other in others(state):
             long = transitions(state, other, rules, shape="long")
             sheets.append((f"Buckets {other}", long, note))
+    # job ids and dimension names are data: their columns keep them (job_base, format_pct)
+    keep = {*state.job_ids, *(f"{j} coverage" for j in state.job_ids)}
+    keep |= {str(d) for d in dims["dimension"]} if len(dims) else set()
     for title, frame, text in sheets:
         # people's headers and number formats; the strengths' interval is of a difference
         formats = {"low": DIFF, "high": DIFF} if title == "Strengths" else None
-        write_frame(wb, cells, titles, title, frame, text, human=True, formats=formats)
+        write_frame(wb, cells, titles, title, frame, text, human=True, keep=keep, formats=formats)
     out.parent.mkdir(parents=True, exist_ok=True)
     save_workbook(wb, out)
     return out

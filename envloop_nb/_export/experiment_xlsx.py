@@ -75,9 +75,16 @@ def export_experiment_xlsx(exp: JobRef, path: Path) -> ExperimentExport:
         ("Results", _frame(stats.result_table(con, eid)), ""),
         ("Corrections", _frame(stats.correction_history(con, eid)), ""),
     ]
+    # people's headers; an evaluator's name (and its status / corrected columns) is data and
+    # keeps its spelling; ``total`` counts result rows here, not a job's attempts
+    names = [str(n) for n in stats.evaluator_table(con, eid).df()["evaluator"]]
+    keep = {*names, *(f"{n} status" for n in names), *(f"{n} corrected" for n in names)}
     counts: dict[str, int] = {}
     for title, frame, text in sheets:
-        for name, n in write_frame(wb, cells, titles, title, frame, text).items():
+        frame = frame.rename(columns={"total": "rows"})
+        for name, n in write_frame(
+            wb, cells, titles, title, frame, text, human=True, keep=keep
+        ).items():
             counts[name] = n
     save_workbook(wb, path)
     return ExperimentExport(path, counts, cells.truncated, cells.escaped)

@@ -26,6 +26,7 @@ from .._metrics.passk_views import samples
 from .._metrics.scale import dimension_scales
 from .._metrics.summary import job_summary
 from .._present.cases_html import is_missing
+from .._present.display import header
 from .._store.ref import job_info, summarised
 from .._store.sql import ident
 from .._store.steps import has_tool_calls
@@ -317,8 +318,8 @@ def _write_tasks(
     cols: list[tuple[str, Column]] = []  # (source column, sheet column)
     bucketed = result is not None and result.rules.level == "task"
     if bucketed:
-        cols.append(("bucket", Column(unique_name("bucket", taken, ""), 18)))
-    cols.append(("task", Column(unique_name("task", taken, ""), 28)))
+        cols.append(("bucket", Column(unique_name(header("bucket"), taken, ""), 18)))
+    cols.append(("task", Column(unique_name(header("task"), taken, ""), 28)))
     tag_cols = [(f"tag:{k}", Column(unique_name(k, taken, "tag: "), 14)) for k in tag_keys]
     cols.extend(tag_cols)
     pct = {"pass_rate"} | {c for c in frame.columns if c.startswith(("pass@", "pass^"))}
@@ -329,8 +330,8 @@ def _write_tasks(
         fmt = PCT if c in pct else (NUM if c.startswith(("reward", "composite")) else None)
         if result is not None and c == result.metric and c not in pct:
             fmt = NUM
-        width = max(10, len(c) + 3)
-        cols.append((c, Column(unique_name(c, taken, "metric: "), width, fmt)))
+        name = header(c)  # people's headers (Pass rate, Reward mean), as every table shows
+        cols.append((c, Column(unique_name(name, taken, "metric: "), max(10, len(name) + 3), fmt)))
     sheet = Sheet(wb, "Tasks", [c for _, c in cols], cells, titles)
     records = frame.merge(
         tags.rename(columns={k: f"tag:{k}" for k in tags.columns}),
@@ -356,23 +357,24 @@ def _attempt_columns(
         cols.append(Column(unique_name(name, taken, "dim: "), width, fmt, wrap))
         exprs.append(expr)
 
-    add("a.task", "task", 28)
-    add("a.attempt", "attempt", 9)
+    # people's headers (Task, Input tokens), as every table shows; dimensions keep their names
+    add("a.task", header("task"), 28)
+    add("a.attempt", header("attempt"), 9)
     if rules is not None:
-        add("bucket", "bucket", 18)
-    add("a.status", "status", 11)
-    add("a.reward", "reward", 9, NUM)
-    add("a.composite", "composite", 11, NUM)
+        add("bucket", header("bucket"), 18)
+    add("a.status", header("status"), 11)
+    add("a.reward", header("reward"), 11, NUM)
+    add("a.composite", header("composite"), 11, NUM)
     for i, d in enumerate(dims):
         add(f"a._d{i}", d, max(10, min(len(d) + 2, 20)), NUM)
-    add("a.error", "error", 40, wrap=True)
-    add(render_chat_sql(), "input", 60, wrap=True)
-    add("a.output", "output", 60, wrap=True)
-    add("a.reference", "reference", 30, wrap=True)
-    add("a.input_tokens", "input tokens", 12)
-    add("a.output_tokens", "output tokens", 13)
-    add("a.turns", "turns", 8)
-    add("a.duration_s", "duration (s)", 12, "0.0")
+    add("a.error", header("error"), 40, wrap=True)
+    add(render_chat_sql(), header("input"), 60, wrap=True)
+    add("a.output", header("output"), 60, wrap=True)
+    add("a.reference", header("reference"), 30, wrap=True)
+    add("a.input_tokens", header("input_tokens"), 13)
+    add("a.output_tokens", header("output_tokens"), 14)
+    add("a.turns", header("turns"), 8)
+    add("a.duration_s", f"{header('duration_s')} (s)", 13, "0.0")  # seconds, as numbers
     return cols, exprs
 
 

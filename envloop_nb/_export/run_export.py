@@ -261,8 +261,8 @@ def export_run_xlsx(
             ("Best per subset", best),
             ("MDE per subset", _by_group.mde_by(state, by=by)),
         ]
-    for title, frame in sheets:
-        write_frame(wb, cells, titles, title, frame, note)
+    for title, frame in sheets:  # people's headers (Job, Complete tasks, Step 3)
+        write_frame(wb, cells, titles, title, frame, note, human=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     save_workbook(wb, out)
     return out

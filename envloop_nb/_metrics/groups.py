@@ -359,7 +359,7 @@ def dimension_groups(
     fraction of each dimension's range (:mod:`envloop_nb._metrics.scale`: 0.5 is 50 on a
     0–100 dimension; a dimension without a known range is not judged by it); a mapping's
     numbers are in each dimension's own units. Columns: ``dimension, unit, range,
-    higher_is_better`` and the columns of :func:`tag_groups` after ``value``
+    higher_is_better`` (None where the source did not state it) and the columns of :func:`tag_groups` after ``value``
     (``threshold`` and ``bad_below`` as applied to each dimension).
 
     Examples
@@ -383,7 +383,8 @@ def dimension_groups(
             "dimension": n,
             "unit": unit,
             "range": scales[n].range_text,
-            "higher_is_better": scales[n].higher_is_better,
+            # None: the source did not say (worked with as higher is better, shown so)
+            "higher_is_better": scales[n].higher_is_better if scales[n].direction_stated else None,
             **f,
             # the reward's threshold is the job's pass threshold, in reward units
             "threshold": option_for(threshold, n, None if n == "reward" else scales[n]),

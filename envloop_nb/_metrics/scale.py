@@ -38,19 +38,28 @@ UNIT_RANGES: dict[str, tuple[float, float | None]] = {
 class Scale:
     """A dimension's unit, range (``low``, ``high``; None: unknown) and direction.
 
+    ``range_stated`` / ``direction_stated``: whether the source said them (a unit it
+    names; its ``higher_is_better``). What it did not say is still worked with — values
+    all in 0–1 are taken on the reward's 0–1 scale, higher is better — but shown as not
+    stated, never as the source's word.
+
     Examples
     --------
     >>> s = scale_of("pct", higher_is_better=True)
     >>> s.cut(0.5), s.describe()
     (50.0, '0–100 pct, higher is better')
     >>> scale_of(None, higher_is_better=False, within_unit=False).describe()
-    'lower is better'
+    'range not stated, lower is better'
+    >>> scale_of(None, higher_is_better=None).describe()
+    'range not stated (values within 0–1), direction not stated'
     """
 
     unit: str | None
     low: float | None
     high: float | None
     higher_is_better: bool
+    range_stated: bool = True
+    direction_stated: bool = True
 
     @property
     def range_text(self) -> str | None:
@@ -72,17 +81,23 @@ class Scale:
         return self.low + float(fraction) * (self.high - self.low)
 
     def describe(self) -> str:
-        """``"0–100 pct, higher is better"`` (what is known)."""
-        what = " ".join(p for p in (self.range_text, self.unit) if p)
+        """``"0–100 pct, higher is better"``; what the source did not state is said so."""
+        if self.range_stated:
+            what = " ".join(p for p in (self.range_text, self.unit) if p)
+        else:
+            seen = f" (values within {self.range_text})" if self.range_text else ""
+            what = ", ".join(p for p in (self.unit, f"range not stated{seen}") if p)
         way = "higher is better" if self.higher_is_better else "lower is better"
+        if not self.direction_stated:
+            way = "direction not stated"
         return f"{what}, {way}" if what else way
 
 
 def scale_of(unit: str | None, *, higher_is_better: bool | None, within_unit: bool = True) -> Scale:
     """The :class:`Scale` of a dimension with this stored unit and direction (a missing
-    direction is higher-is-better, as the platform's default). Without a known unit the
-    range is 0–1 when every value lies there (``within_unit``; the reward's scale), else
-    unknown.
+    direction is worked with as higher-is-better, the platform's default, and marked not
+    stated). Without a known unit the range is 0–1 when every value lies there
+    (``within_unit``; the reward's scale), else unknown; either way not stated.
 
     Examples
     --------
@@ -91,11 +106,13 @@ def scale_of(unit: str | None, *, higher_is_better: bool | None, within_unit: bo
     >>> scale_of(None, higher_is_better=True, within_unit=False).range_text is None
     True
     """
+    way = higher_is_better is not False
+    said = higher_is_better is not None
     if unit and str(unit).strip().lower() in UNIT_RANGES:
         low, high = UNIT_RANGES[str(unit).strip().lower()]
-        return Scale(unit, low, high, higher_is_better is not False)
+        return Scale(unit, low, high, way, direction_stated=said)
     bounds = (0.0, 1.0) if within_unit else (None, None)
-    return Scale(unit, bounds[0], bounds[1], higher_is_better is not False)
+    return Scale(unit, bounds[0], bounds[1], way, range_stated=False, direction_stated=said)
 
 
 def outside_unit(con: duckdb.DuckDBPyConnection, job_id: str) -> set[str]:

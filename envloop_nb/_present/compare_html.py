@@ -9,7 +9,14 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .display import format_int, format_metric, format_pct, format_points, format_signed
+from .display import (
+    format_int,
+    format_metric,
+    format_pct,
+    format_points,
+    format_signed,
+    header,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -20,6 +27,7 @@ __all__ = [
     "guard_html",
     "leaderboard_html",
     "paired_html",
+    "scale_words",
     "signed_points",
     "strengths_html",
     "table_html",
@@ -50,6 +58,24 @@ def best_jobs(part: pd.DataFrame) -> str | None:
     best = values.max() if hib else values.min()
     winners = part[values == best]["job"].tolist()
     return ", ".join(map(str, winners)) if len(winners) < len(part) else None
+
+
+def scale_words(part: pd.DataFrame) -> str:
+    """A dimension's scale once (its rows of a comparison's ``groups(by="dimension")``);
+    each job's when they differ.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> scale_words(pd.DataFrame({"job": ["a", "b"], "scale": ["0–1 ratio"] * 2}))
+    '0–1 ratio'
+    >>> scale_words(pd.DataFrame({"job": ["a", "b"], "scale": ["0–1 ratio", "0–100 pct"]}))
+    'a: 0–1 ratio | b: 0–100 pct'
+    """
+    texts = list(dict.fromkeys(str(t) for t in part["scale"]))
+    if len(texts) == 1:
+        return texts[0]
+    return " | ".join(f"{j}: {t}" for j, t in zip(part["job"], part["scale"], strict=True))
 
 
 def guard_html(differences: Sequence[Finding], n_jobs: int) -> str:
@@ -92,7 +118,9 @@ def table_html(
 ) -> str:
     """Pure renderer: one row per group, one column per job, best per row highlighted.
 
-    Under each value: its coverage, and for the other jobs the gap to the baseline.
+    Under each value: its coverage, and for the other jobs the gap to the baseline. A
+    dimension (``long`` with ``scale``) shows its scale once, under its name; where the
+    jobs' scales differ (a ``note``, which says how) no gap and no best are shown.
     """
     import pandas as pd
 
@@ -104,7 +132,9 @@ def table_html(
     body = []
     for grp in dict.fromkeys(long["group"]):
         part = long[long["group"] == grp]
-        best = best_jobs(part)
+        # the jobs' scales differ (``note`` says how): no gap, no best
+        apart = "note" in part and bool(str(part["note"].iloc[0]))
+        best = None if apart else best_jobs(part)
         winners = set(best.split(", ")) if best else set()
         cells = []
         for jid in job_ids:
@@ -119,7 +149,7 @@ def table_html(
             value = float(r["value"])
             text = format_pct(value) if r["percent"] else f"{value:.4g}"
             base = part[part["job"] == baseline]
-            if jid != baseline and len(base) and not pd.isna(base["value"].iloc[0]):
+            if jid != baseline and len(base) and not pd.isna(base["value"].iloc[0]) and not apart:
                 gap = value - float(base["value"].iloc[0])
                 text += f' <small style="opacity:0.75">({signed_points(gap, bool(r["percent"]))})</small>'
 
@@ -132,8 +162,15 @@ def table_html(
                 f'<td style="{style}" class="{"enb-best" if jid in winners else ""}">{text}'
                 f'<br><small style="{cov_style}">{html.escape(str(r["coverage"]))}</small></td>'
             )
+        label = html.escape(str(grp))
+        if "scale" in part:  # the dimension's scale once, and why it is not compared
+            scales = scale_words(part)
+            label += f'<br><small class="enb-scale" style="font-weight:400;opacity:0.75">{html.escape(scales)}</small>'
+            note = str(part["note"].iloc[0]) if "note" in part else ""
+            if note:
+                label += f'<br><small class="enb-scale-note" style="font-weight:400;color:#b45309">⚠ {html.escape(note)}</small>'
         body.append(
-            f'<tr><th style="text-align:left;padding:3px 8px">{html.escape(str(grp))}</th>{"".join(cells)}</tr>'
+            f'<tr><th style="text-align:left;padding:3px 8px;max-width:28em">{label}</th>{"".join(cells)}</tr>'
         )
     banner = f'<div style="color:#d62728;font-weight:600">{html.escape(mark)}</div>' if mark else ""
     name = "subset" if by == "subset" else "dimension"
@@ -142,7 +179,7 @@ def table_html(
     return (
         f'{banner}<table class="enb-compare-table" style="border-collapse:collapse;'
         f'font-family:var(--jp-ui-font-family,sans-serif);font-size:12px">'
-        f'<thead><tr><th style="text-align:left;padding:3px 8px">{name}</th>{head}</tr></thead>'
+        f'<thead><tr><th style="text-align:left;padding:3px 8px">{header(name)}</th>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
         '<div style="font-size:11px;opacity:0.7">best per row highlighted · (gap to the '
         "baseline) · coverage under each value</div>"

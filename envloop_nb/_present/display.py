@@ -361,6 +361,10 @@ HEADERS: dict[str, str] = {
     "fixed": "Fixed",
     "broken": "Broken",
     "mcnemar_p": "McNemar p",
+    "p": "p",
+    "p_holm": "p (Holm)",
+    "p_bh": "p (BH)",
+    "p_adjusted": "p adjusted",
     "verdict": "Verdict",
     "note": "Note",
     "sentence": "Finding",
@@ -397,17 +401,21 @@ HEADERS: dict[str, str] = {
 
 def header(name: Any) -> str:
     """The header people read for a column name: :data:`HEADERS`, else the name with its
-    underscores as spaces and a capital first letter (``pass@4`` stays as it is).
+    underscores as spaces and a capital first letter when it starts with a lower-case
+    word (``pass@4`` and ``GPT-4`` stay as they are).
 
     Examples
     --------
     >>> header("complete_members"), header("duration_s"), header("pass@4"), header("tool_calls")
     ('Complete tasks', 'Duration', 'pass@4', 'Tool calls')
+    >>> header("dispatched"), header("step 2"), header("GPT-4")
+    ('Dispatched', 'Step 2', 'GPT-4')
     """
     text = str(name)
     if text in HEADERS:
         return HEADERS[text]
-    if "_" not in text:
-        return text
     words = text.replace("_", " ").strip()
+    first = words.split(" ", 1)[0]
+    if not (first.isascii() and first.isalpha() and first.islower()):
+        return words
     return words[:1].upper() + words[1:]

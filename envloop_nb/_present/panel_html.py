@@ -11,6 +11,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from .display import format_metric, format_pct, format_timestamp
+from .display import header as heading
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -315,8 +316,9 @@ def groups_html(frame: Any, label: str) -> str:
                 f"{int(r['bad_cases']):,}" if r.get("bad_cases") == r.get("bad_cases") else "-",
             ]
         )
-    header = [label, "tasks", "score", f"pass@{k}", f"pass^{k}", "scored", "coverage"]
-    header += ["complete", "bad cases"]
+    # people's headers, from the one mapping (Subset, Tasks, Bad cases)
+    header = [heading(c) for c in (label, "tasks", "score", f"pass@{k}", f"pass^{k}", "scored")]
+    header += [heading(c) for c in ("coverage", "complete", "bad_cases")]
     bad = frame["bad_below"].iloc[0] if "bad_below" in cols else None
     note = "" if bad is None or bad != bad else f" (bad case: task score below {bad:g})"
     if scaled:
@@ -336,12 +338,24 @@ def _scaled_name(r: dict[str, Any]) -> str:
     >>> _scaled_name({"dimension": "quality", "unit": "pct", "range": "0–100",
     ...               "higher_is_better": True, "bad_below": 50.0})
     'quality (0–100 pct · higher is better · bad below 50)'
+    >>> _scaled_name({"dimension": "brevity", "unit": None, "range": "0–1",
+    ...               "higher_is_better": None})
+    'brevity (range not stated, values within 0–1 · direction not stated)'
     """
     unit, span = r.get("unit"), r.get("range")
-    what = " ".join(str(p) for p in (span, unit) if p is not None and p == p)
+    known = [str(p) for p in (span, unit) if p is not None and p == p]
+    what = " ".join(known)
+    if (unit is None or unit != unit) and r.get("dimension") not in ("reward", "composite"):
+        # no unit from the source: its range is not stated (what the values span is said)
+        what = "range not stated" + (f", values within {span}" if known else "")
     hib = r.get("higher_is_better") is not False
     parts = [what] if what else []
-    parts.append("higher is better" if hib else "lower is better")
+    stated = r.get("higher_is_better") is not None and r.get("higher_is_better") == r.get(
+        "higher_is_better"
+    )
+    parts.append(
+        ("higher is better" if hib else "lower is better") if stated else "direction not stated"
+    )
     bad = r.get("bad_below")
     if bad is not None and bad == bad:
         parts.append(f"bad {'below' if hib else 'above'} {float(bad):g}")

@@ -207,7 +207,7 @@ def _finish(
         ],
     )
     insert_tasks(con, scratch, jid, listed)
-    dims = insert_dimension_meta(con, jid)
+    dims = insert_dimension_meta(con, scratch, jid, ev.get("scorers"))
     numbers = source_numbers(log.header, reward, dims)
     con.execute(
         f"""UPDATE {stage_name("jobs")}

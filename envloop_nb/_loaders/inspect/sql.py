@@ -43,6 +43,7 @@ from ..common.read import parse_json
 from ..common.stage import stage_name
 from .load_steps import LogSteps
 from .read import InspectLog, json_sample_chunks
+from .scores_sql import RAW, SCORES_MAP, dimensions_sql, kinds, value_to_float_sql
 from .spans import chunk_spans
 from .zip import sample_chunks
 
@@ -52,15 +53,12 @@ __all__ = [
     "check_duplicates",
     "epochs_seen",
     "stage_samples",
-    "value_to_float_sql",
 ]
 
-#: One chunk's samples, one row each: ``ord`` (log order), ``place`` (member or
-#: ``samples[i]``) and the fields the mapping reads, each taken out of the sample's JSON
-#: in one parse (``json_extract`` with a list of paths); the JSON text itself is dropped.
-RAW = "_el_insp"
 KEYS = "_el_insp_keys"
 FIRSTS = "_el_insp_firsts"
+#: Per dimension: its values and how many were Inspect's correctness letters (C, I, P, N)
+KINDS = "_el_insp_kinds"
 #: (column, JSON path, how the column is kept: "json" or "text")
 _FIELDS = (
     ("id", "$.id", "json"), ("epoch", "$.epoch", "json"), ("uuid", "$.uuid", "text"),
@@ -81,7 +79,6 @@ _CHUNK_BYTES = 32 << 20
 _SCAN_BATCH = 2048  # samples per record batch of a chunk
 _SCAN_BYTES = 1 << 20  # ... and bytes of their text (see _scan_batches)
 #: Writes a chunk's rows into the load's transaction while the next chunk is mapped.
-_SCORES_MAP = '"MAP(VARCHAR, STRUCT(value JSON))"'  # json_transform's type for ``scores``
 _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envloop-inspect-writer")
 #: Chunks mapped at once, each on its own cursor and thread (see :class:`_Mapping`).
 _MAPPING_CURSORS = 2
@@ -106,34 +103,6 @@ def _reward_fields(reward: str | None) -> tuple[tuple[str, str, str], ...]:
         ("reward_value", value, "json"),
         ("reward_explanation", _pointer("scores", scorer, "explanation"), "json"),
     )
-
-
-def value_to_float_sql(v: str) -> str:
-    """Inspect's ``value_to_float`` in SQL over a JSON value ``v`` (see
-    :func:`envloop_nb._loaders.inspect.map.value_to_float`); NULL for no value.
-
-    Examples
-    --------
-    >>> import duckdb
-    >>> con = duckdb.connect()
-    >>> vals = ['"C"', '"P"', '"i"', '"YES"', '"0.25"', '1', 'true', 'NaN', '"x"', 'null']
-    >>> [con.sql(f"SELECT {value_to_float_sql(repr(v) + '::JSON')}").fetchone()[0] for v in vals]
-    [1.0, 0.5, None, 1.0, 0.25, 1.0, 1.0, None, None, None]
-    """
-    text = f"({v} ->> '$')"
-    number = f"TRY_CAST({v} AS DOUBLE)"
-    string = f"TRY_CAST({text} AS DOUBLE)"
-    return f"""(CASE json_type({v})
-        WHEN 'BOOLEAN' THEN CASE WHEN {v}::BOOLEAN THEN 1.0 ELSE 0.0 END
-        WHEN 'BIGINT' THEN {number} WHEN 'UBIGINT' THEN {number}
-        WHEN 'DOUBLE' THEN CASE WHEN isfinite({number}) THEN {number} END
-        WHEN 'VARCHAR' THEN CASE
-            WHEN {text} = 'C' THEN 1.0 WHEN {text} = 'P' THEN 0.5
-            WHEN {text} IN ('I', 'N') THEN 0.0
-            WHEN lower({text}) IN ('yes', 'true') THEN 1.0
-            WHEN lower({text}) IN ('no', 'false') THEN 0.0
-            WHEN isfinite({string}) THEN {string} END
-        END)::DOUBLE"""
 
 
 #: A log's samples in chunks: ``(places, texts)`` (places as a list or an Arrow array).
@@ -161,7 +130,9 @@ def stage_samples(
     by the end. Only the mapped rows cross into the load's transaction, as Arrow.
     Returns the scratch connection, holding each sample's keys (``_el_insp_keys``) and
     each id's first fields (``_el_insp_firsts``) for :func:`check_duplicates`,
-    :func:`epochs_seen` and :func:`insert_tasks`; the caller closes it.
+    :func:`epochs_seen` and :func:`insert_tasks`, and per dimension how many of its values
+    were correctness letters (``_el_insp_kinds``, for ``insert_dimension_meta``); the
+    caller closes it.
     """
     scratch = con.cursor()
     scratch.execute(
@@ -171,6 +142,7 @@ def stage_samples(
         f"CREATE TEMP TABLE {FIRSTS} "
         "(task VARCHAR, ord BIGINT, input JSON, target JSON, metadata JSON)"
     )
+    scratch.execute(f"CREATE TEMP TABLE {KINDS} (name VARCHAR, n BIGINT, letters BIGINT)")
     path = log.path
     fields = _FIELDS + _reward_fields(reward)
     mapping = _Mapping(con, scratch, path, fields, jid, reward, steps)
@@ -233,6 +205,7 @@ class _Mapped(NamedTuple):
 
     attempts: pa.Table
     dimensions: pa.Table
+    kinds: pa.Table  # name, n (values), letters (of them Inspect's C / I / P / N)
     keys: pa.Table  # ord, place, task, epoch
     firsts: pa.Table  # each task's first sample in the chunk: task, ord, input, target, metadata
     samples: pa.Table | None  # for the steps: place, t (the JSON text) and refs
@@ -262,7 +235,7 @@ class _Mapping:
         self.con, self.scratch, self.path, self.fields = con, scratch, path, fields
         self.jid, self.reward, self.steps = jid, reward, steps
         self.attempts_sql = _attempts_sql(reward)
-        self.dimensions_sql = _dimensions_sql()
+        self.dimensions_sql = dimensions_sql()
         self.writing: Future[None] | None = None  # the previous chunk's rows, being written
         self.cursors = [con.cursor() for _ in range(_MAPPING_CURSORS)]
         self.mapped: deque[Future[_Mapped]] = deque()  # chunks being mapped, in log order
@@ -329,10 +302,12 @@ class _Mapping:
                 cur.unregister("_el_insp_batch")
         _check_chunk(cur, self.path)
         jid = {"jid": self.jid}
-        dims = {"jid": self.jid, "reward": self.reward, "map": _SCORES_MAP}
+        dims = {"jid": self.jid, "reward": self.reward, "map": SCORES_MAP}
+        dimensions = cur.execute(self.dimensions_sql, dims).to_arrow_table()
         mapped = _Mapped(
             attempts=cur.execute(self.attempts_sql, jid).to_arrow_table(),
-            dimensions=cur.execute(self.dimensions_sql, dims).to_arrow_table(),
+            dimensions=dimensions.drop_columns(["letter"]),
+            kinds=kinds(dimensions),
             keys=cur.execute(
                 f"""SELECT ord, place, id->>'$' AS task,
                            coalesce(TRY_CAST(epoch AS INTEGER), 1) AS epoch
@@ -357,7 +332,9 @@ class _Mapping:
             _append_rows, self.con, mapped.attempts, mapped.dimensions, self.steps, mapped.samples
         )
         _el_keys, _el_firsts = mapped.keys, mapped.firsts  # read by replacement scans
+        _el_kinds = mapped.kinds
         self.scratch.execute(f"INSERT INTO {KEYS} SELECT * FROM _el_keys")
+        self.scratch.execute(f"INSERT INTO {KINDS} SELECT name, n, letters FROM _el_kinds")
         # chunks are taken in log order: a task's first sample is in the first chunk with it
         self.scratch.execute(
             f"""INSERT INTO {FIRSTS}
@@ -575,26 +552,3 @@ def _attempts_sql(reward: str | None) -> str:
                1 AS n_trials, place AS source_place
         FROM (SELECT *, json_extract(usage, '$.*') AS usage_list,
                      starts_with(messages::VARCHAR, '[') AS msg_array FROM {RAW})"""
-
-
-def _dimensions_sql() -> str:
-    """Every score value of the chunk but the reward as a dimension value (a dict
-    score: one per key, ``scorer.key``; a list: ``scorer[i]``); parameters ``$jid``,
-    ``$reward`` and ``$map`` (:data:`_SCORES_MAP`)."""
-    return f"""
-        WITH e AS (  -- a scorer's entries in one parse (json_each is ~5x slower)
-            SELECT id->>'$' AS task, coalesce(TRY_CAST(epoch AS INTEGER), 1) AS attempt,
-                   unnest(map_entries(json_transform(scores, $map))) AS e
-            FROM {RAW} WHERE json_type(scores) = 'OBJECT'),
-        s AS (SELECT task, attempt, e.key AS scorer, e.value.value AS v FROM e),
-        d AS (
-            SELECT task, attempt, scorer AS name, {value_to_float_sql("v")} AS value FROM s
-            WHERE coalesce(json_type(v), 'NULL') NOT IN ('OBJECT', 'ARRAY')
-            UNION ALL
-            SELECT task, attempt, scorer || '.' || d.key, {value_to_float_sql("d.value")}
-            FROM s, json_each(v) d WHERE json_type(v) = 'OBJECT'
-            UNION ALL
-            SELECT task, attempt, scorer || '[' || d.key || ']', {value_to_float_sql("d.value")}
-            FROM s, json_each(v) d WHERE json_type(v) = 'ARRAY')
-        SELECT $jid AS job_id, task, attempt, name, value FROM d
-        WHERE name IS DISTINCT FROM $reward"""
