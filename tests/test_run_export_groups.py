@@ -14,6 +14,7 @@ import pytest
 
 import envloop_nb as enb
 from envloop_nb._export.run_export import run_headline, shown_by
+from envloop_nb._present.display import header
 
 TINY = Path(__file__).resolve().parent / "data" / "lm_eval" / "tiny_run"
 
@@ -74,7 +75,11 @@ def test_the_workbook_holds_the_same_per_task_numbers(tiny: enb.Run, tmp_path: P
         values = list(wb[name].iter_rows(values_only=True))
         if str(values[0][0]).startswith("⚠"):  # the guard's mark row (aggregates only)
             values = values[1:]
-        head = list(values[0])
+        # the sheets are under people's headers (header()); read them back by column name
+        names = ("group", "step", "estimate", "indistinguishable", "note", "effect", "field",
+                 "value")  # fmt: skip
+        column = {header(n): n for n in names}
+        head = [column.get(str(h), h) for h in values[0]]
         return [dict(zip(head, r, strict=False)) for r in values[1:]]
 
     best = {r["group"]: r for r in rows("Best per subset")}
