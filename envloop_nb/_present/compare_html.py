@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .display import (
     format_int,
     format_metric,
+    format_number,
     format_pct,
     format_points,
     format_signed,
@@ -147,7 +148,7 @@ def table_html(
                 continue
             r = hit.iloc[0]
             value = float(r["value"])
-            text = format_pct(value) if r["percent"] else f"{value:.4g}"
+            text = format_pct(value) if r["percent"] else format_number(value)
             base = part[part["job"] == baseline]
             if jid != baseline and len(base) and not pd.isna(base["value"].iloc[0]) and not apart:
                 gap = value - float(base["value"].iloc[0])

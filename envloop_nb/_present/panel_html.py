@@ -10,7 +10,7 @@ import html
 import math
 from typing import TYPE_CHECKING, Any
 
-from .display import format_metric, format_pct, format_timestamp
+from .display import format_metric, format_number, format_pct, format_timestamp
 from .display import header as heading
 
 if TYPE_CHECKING:
@@ -307,7 +307,7 @@ def groups_html(frame: Any, label: str) -> str:
             [
                 _scaled_name(r) if scaled else str(r.get(name_col)),
                 f"{int(r['tasks']):,}",
-                format_metric(score) if is_rate else f"{float(score):.4g}",
+                format_metric(score) if is_rate else format_number(score),
                 format_metric(r.get("pass@k")),
                 format_metric(r.get("pass^k")),
                 f"{int(r['scored']):,}/{int(r['total']):,}",
