@@ -190,6 +190,8 @@ def _results(
     else in order with the calls no result named."""
     obs = step.get("observation") or {}
     results = (obs.get("results") or []) if isinstance(obs, dict) else []
+    if not results:  # a system or user step, a turn without tools
+        return {}, []
     ids = {c.get("tool_call_id"): i for i, c in enumerate(calls) if c.get("tool_call_id")}
     paired: dict[int, list[Mapping[str, Any]]] = {}
     loose: list[Mapping[str, Any]] = []

@@ -69,7 +69,7 @@ class _Attempt(HeldRows):
         """Each metric's sum over the rows that have it (null when none has)."""
         out: Usage = {}
         for key, column in USAGE:
-            known = [row[column] for row in self.rows if row.get(column) is not None]
+            known = [v for row in self.rows if (v := row.get(column)) is not None]
             if not known:
                 out[key] = None
             elif column == "cost_usd":
