@@ -15,7 +15,8 @@ Stages (``steps_<what>``; the size is samples, attempts or steps):
   ``read_inspect_steps`` over every sample of the log through one ``StepWriter``, then
   commit), floor ``inspect_messages_df`` (``inspect_ai.analysis.messages_df``).
 - **ATIF** (``10k`` attempts × 20 step rows): ``atif_harbor`` (``ws.load(job folder)``: end
-  to end), ``atif_reader`` (``read_atif`` over every trajectory file through one
+  to end; from 2,000 trials the loader reads the trajectories in worker processes, one per
+  CPU: their CPU is counted in), ``atif_reader`` (``read_atif`` over every trajectory file through one
   ``StepWriter``, ``check_steps``, commit; the job's attempts loaded in setup from
   ``attempts.parquet``), floor ``atif_floor`` (DuckDB ``CREATE TABLE AS SELECT * FROM
   read_json(the trajectory files)`` in a fresh file) and ``atif_floor_1t`` (the same after
