@@ -15,7 +15,8 @@ Stages (``steps_<what>``; the size is samples, attempts or steps):
   ``read_inspect_steps`` over every sample of the log through one ``StepWriter``, then
   commit), floor ``inspect_messages_df`` (``inspect_ai.analysis.messages_df``).
 - **ATIF** (``10k`` attempts × 20 step rows): ``atif_harbor`` (``ws.load(job folder)``: end
-  to end), ``atif_reader`` (``read_atif`` over every trajectory file through one
+  to end; from 2,000 trials the loader reads the trajectories in worker processes, one per
+  CPU: their CPU is counted in), ``atif_reader`` (``read_atif`` over every trajectory file through one
   ``StepWriter``, ``check_steps``, commit; the job's attempts loaded in setup from
   ``attempts.parquet``), floor ``atif_floor`` (DuckDB ``CREATE TABLE AS SELECT * FROM
   read_json(the trajectory files)`` in a fresh file) and ``atif_floor_1t`` (the same after
@@ -430,7 +431,9 @@ def section(report: dict[str, Any]) -> str:
         "(`python -m benchmarks stage <stage> --size <size>`; imports and setup untimed, the "
         "loader's own modules imported in the timed body as a first load would, the OS file "
         "cache warm); peak RSS of the timed body; CPU: process CPU time of the timed body "
-        "(all threads). *× floor*: this time / its floor's (the group's floor at the same "
+        "(all threads, and the worker processes it ran: shown apart with the largest "
+        "worker's peak RSS, which counts the pages it shares with the parent after the "
+        "fork). *× floor*: this time / its floor's (the group's floor at the same "
         "size). *run*: which invocation measured the row (a row is replaced when its stage "
         "is re-run). What each stage times: `benchmarks/bench_steps.py`'s docstring; the "
         "data: `benchmarks/steps_data.py`. Why the misses are missed, with profiles: "
@@ -465,6 +468,14 @@ def section(report: dict[str, Any]) -> str:
         floor = _get(res, floor_name, r["size"]) if floor_name else None
         ratio = f"{r['median'] / floor['median']:.2f}×" if floor else "-"
         cpu = statistics.median(x["cpu_seconds"] for x in r["runs"])
+        kids = statistics.median(x.get("cpu_children_seconds") or 0 for x in r["runs"])
+        cpu_text = _fmt(cpu)
+        if kids:  # worker processes: their CPU counted in, and shown apart
+            cpu = statistics.median(
+                x["cpu_seconds"] + (x.get("cpu_children_seconds") or 0) for x in r["runs"]
+            )
+            peak = max(x.get("rss_peak_children") or 0 for x in r["runs"])
+            cpu_text = f"{_fmt(cpu)} (workers {_fmt(kids)}, their peak {peak / MB:.0f} MB)"
         facts = ", ".join(f"{k} {v}" for k, v in r["extra"].items() if k not in ("repr",)
                           and not isinstance(v, dict))  # fmt: skip
         if r["stage"].startswith("steps_browser_"):
@@ -475,7 +486,7 @@ def section(report: dict[str, Any]) -> str:
                      if fcp else facts) + f"; shown median {_fmt(statistics.median(shown))}"  # fmt: skip
         w.append(
             f"| {r['stage'].removeprefix('steps_')} | {r['size']} | {_fmt(r['median'])} "
-            f"| {_fmt(r['min'])}–{_fmt(r['max'])} | {r['repeats']} | {_fmt(cpu)} "
+            f"| {_fmt(r['min'])}–{_fmt(r['max'])} | {r['repeats']} | {cpu_text} "
             f"| {r['rss_peak'] / MB:.0f} MB | {ratio} | {run_no} | {facts} |"
         )
     w.append("")

@@ -25,6 +25,7 @@ gives the same bytes (for one inspect_ai / DuckDB version).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import time
@@ -280,11 +281,42 @@ def _trial_result(t: int, a: int, job: str) -> dict[str, Any]:
 
 
 def atif_folder(attempts: int, root: Path = ROOT) -> Path:
-    return root / f"atif-{attempts}"
+    """``<root>/atif-<n>``; ``ENB_ATIF_DATA`` (a folder) puts the big jobs elsewhere (a
+    disk with room: 1M trials are ~4M inodes and ~10 GB)."""
+    return Path(os.environ.get("ENB_ATIF_DATA") or root) / f"atif-{attempts}"
+
+
+#: Processes writing a big job's trial folders (each writes whole tasks).
+_WRITERS = 2
+
+
+def _write_tasks(job: str, first: int, stop: int) -> int:
+    """Write the trial folders of tasks ``first`` .. ``stop - 1`` (a worker's share)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    for t in range(first, stop):
+        for a in range(1, K + 1):
+            trial = f"{job}/{trial_name(t, a)}"
+            os.mkdir(trial)
+            os.mkdir(trial + "/agent")
+            for name, doc in (
+                ("result.json", _trial_result(t, a, "bench")),
+                ("agent/trajectory.json", _trajectory(t, a)),
+            ):
+                fd = os.open(f"{trial}/{name}", flags, 0o644)
+                try:
+                    os.write(fd, json.dumps(doc).encode())
+                finally:
+                    os.close(fd)
+    return (stop - first) * K
 
 
 def ensure_atif_job(attempts: int, root: Path = ROOT) -> Path:
-    """The Harbor job folder ``<root>/atif-<n>/job`` (written unless it exists)."""
+    """The Harbor job folder ``<root>/atif-<n>/job`` (written unless it exists).
+
+    The trial folders are written by :data:`_WRITERS` processes, a block of tasks each
+    (the same bytes as one process: every file is a function of its indices)."""
+    from concurrent.futures import ProcessPoolExecutor
+
     folder = atif_folder(attempts, root)
     job = folder / "job"
     if _done(folder).exists():
@@ -301,16 +333,16 @@ def ensure_atif_job(attempts: int, root: Path = ROOT) -> Path:
                        "harbor": {"version": "0.27.1"}, "trials": []}),
     ):  # fmt: skip
         (job / name).write_text(json.dumps(doc, indent=4))
-    for t in range(tasks):
-        for a in range(1, K + 1):
-            trial = job / trial_name(t, a)
-            (trial / "agent").mkdir(parents=True)
-            (trial / "result.json").write_text(json.dumps(_trial_result(t, a, "bench")))
-            (trial / "agent" / "trajectory.json").write_text(json.dumps(_trajectory(t, a)))
-        if t and t % 5_000 == 0:
-            print(f"    {t * K:,} trials written", flush=True)
+    block = 500
+    blocks = [(str(job), b, min(b + block, tasks)) for b in range(0, tasks, block)]
+    written = 0
+    with ProcessPoolExecutor(min(_WRITERS, len(blocks) or 1)) as pool:
+        for n in pool.map(_write_tasks, *zip(*blocks, strict=True)):
+            written += n
+            if written % 100_000 == 0:
+                print(f"    {written:,} trials written", flush=True)
     _attempts_parquet(folder, tasks)
-    facts = {"seconds": time.perf_counter() - t0, "trials": tasks * K}
+    facts = {"seconds": time.perf_counter() - t0, "trials": tasks * K, "writers": _WRITERS}
     _done(folder).write_text(json.dumps(facts))
     return job
 

@@ -350,3 +350,95 @@ def test_bad_usage_in_a_trajectory_is_named(tmp_path: Path, mutate: Any) -> None
     with pytest.raises(enb.LoadError, match=rf"{trial}/agent/trajectory\.json, {message}"):
         ws.load(folder)
     assert ws.jobs().empty
+
+
+# -- worker processes: a big job's trajectories read in chunks, the same as one process ----------
+
+
+@pytest.fixture
+def workers(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``workers(True)``: every job is read by two worker processes, two trials a chunk
+    (a fixture job is far below the size that starts them); ``workers(False)``: here."""
+    from envloop_nb._loaders.harbor import trial_steps
+
+    chunks = []
+    real = trial_steps._in_workers
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        for part in real(*args, **kw):
+            chunks.append(part)
+            yield part
+
+    def use(on: bool) -> None:
+        monkeypatch.setattr(trial_steps, "PARALLEL_FROM", 0 if on else 10**9)
+        monkeypatch.setattr(trial_steps, "_workers", lambda: 2)
+        monkeypatch.setattr(trial_steps, "CHUNK", 2)
+        monkeypatch.setattr(trial_steps, "_in_workers", counted)
+
+    use.chunks = chunks  # type: ignore[attr-defined]
+    return use
+
+
+def _loaded(folder: Path, **kw: Any) -> tuple[Any, ...]:
+    """Everything a load wrote: the steps in the order they were written, the job's
+    ``extra["steps"]``, its attempts."""
+    ws = enb.open()
+    job = ws.load(folder, **kw)
+    steps = ws.con.execute(
+        "SELECT * FROM steps WHERE job_id = ? ORDER BY rowid", [job.id]
+    ).to_arrow_table()
+    return steps, job.info["extra"]["steps"], job.attempts()
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> None:
+    assert a[0].num_rows > 0
+    assert a[0].equals(b[0])  # the same rows, values and order
+    assert a[1] == b[1]
+    assert a[2].equals(b[2])
+
+
+@pytest.mark.parametrize("name", ["fixtures", "base", "sft-step2000"])
+def test_workers_write_the_same_steps_as_one_process(
+    tmp_path: Path, workers: Any, name: str
+) -> None:
+    """The job of Harbor's own trajectory files (continuations, sub-agents, missing
+    sub-agent files, differing usage) and the sample runs (36 trials)."""
+    folder = _fixture_job(tmp_path)[0] if name == "fixtures" else RUNS / name
+    workers(False)
+    here = _loaded(folder)
+    workers(True)
+    _same(here, _loaded(folder))
+    assert len(workers.chunks) >= 15  # 30 or 36 trials, two a chunk
+
+
+def test_workers_raise_the_first_error_in_the_attempts_order(tmp_path: Path, workers: Any) -> None:
+    folder, placed = _fixture_job(tmp_path)
+    ws = enb.open()
+    before = ws.load(RUNS / "base")
+    jobs = ws.jobs()
+    for fixture in ("terminus_2/hello-world-timeout.trajectory.json", FIXTURES[0]):
+        _corrupt(folder, placed[fixture])
+    raised = []
+    for on in (False, True):
+        workers(on)
+        with pytest.raises(enb.LoadError, match=r"step_id 7 out of sequence") as err:
+            ws.load(folder)
+        raised.append(str(err.value))
+        assert ws.jobs().equals(jobs)  # the workspace as it was
+        assert len(ws.job(before.id).steps()) == len(before.steps())
+    assert raised[0] == raised[1]
+    assert workers.chunks[-1].error is not None  # a worker found it
+
+
+def test_workers_skip_leniently_as_one_process(tmp_path: Path, workers: Any) -> None:
+    folder, placed = _fixture_job(tmp_path)
+    for fixture in ("terminus_2/hello-world-timeout.trajectory.json", FIXTURES[0]):
+        _corrupt(folder, placed[fixture])
+    got = []
+    for on in (False, True):
+        workers(on)
+        with pytest.warns(enb.LoadWarning, match=r"skipped the steps of 2 attempt") as caught:
+            got.append(_loaded(folder, lenient=True))
+        assert len(caught) == 1
+    _same(*got)
+    assert got[0][1]["skipped"] == 2

@@ -28,7 +28,7 @@ the checks and :func:`steps_relation` take ``table="exp_steps"`` for them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -54,6 +54,7 @@ __all__ = [
     "has_steps",
     "has_tool_calls",
     "insert_sql",
+    "rows_table",
     "steps_relation",
 ]
 
@@ -113,6 +114,22 @@ _ROW = pa.struct([pa.field(name, kind) for name, kind in STEP_COLUMNS.items()])
 _BATCH = 16_384
 
 
+def rows_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Rows (mappings of :data:`STEP_COLUMNS` names) as one Arrow batch of those columns.
+
+    One struct array (absent: null), then the columns with a default where one is
+    null: absent there is the default, a ``None`` given stays null (and is refused by
+    the table). What :class:`StepWriter` writes; a reader in another process makes its
+    batches with it too (:meth:`StepWriter.add_table`).
+    """
+    table = pa.Table.from_struct_array(pa.array(rows, type=_ROW))
+    for name, default in _DEFAULTS.items():
+        if table.column(name).null_count:
+            column = pa.array([r.get(name, default) for r in rows], type=STEP_COLUMNS[name])
+            table = table.set_column(table.schema.get_field_index(name), name, column)
+    return table
+
+
 @dataclass
 class StepWriter:
     """Streams one load's step rows into ``steps``, ``batch`` rows at a time.
@@ -155,22 +172,22 @@ class StepWriter:
 
     def flush(self) -> None:
         """Write the queued rows."""
-        rows, n = self._rows, len(self._rows)
-        if not n:
-            return
-        self._rows = []
-        # the rows as one struct array (absent: null), then the columns with a default
-        # where one is null: absent there is the default, a None stays null (and is
-        # refused by the table). Read by DuckDB's replacement scan, by name: a view
-        # registered and dropped inside the load's transaction kept its batch in memory
-        # until the commit
-        _el_steps_batch = pa.Table.from_struct_array(pa.array(rows, type=_ROW))
-        for name, default in _DEFAULTS.items():
-            if _el_steps_batch.column(name).null_count:
-                column = pa.array([r.get(name, default) for r in rows], type=STEP_COLUMNS[name])
-                at = _el_steps_batch.schema.get_field_index(name)
-                _el_steps_batch = _el_steps_batch.set_column(at, name, column)
-        del rows
+        rows, self._rows = self._rows, []
+        if rows:
+            table = rows_table(rows)
+            del rows  # the held dicts, before DuckDB reads the batch
+            self._insert(table)
+
+    def add_table(self, table: pa.Table) -> None:
+        """Write a batch :func:`rows_table` made (after the rows queued before it)."""
+        self.flush()
+        if table.num_rows:
+            self._insert(table)
+
+    def _insert(self, _el_steps_batch: pa.Table) -> None:
+        # read by DuckDB's replacement scan, by name: a view registered and dropped
+        # inside the load's transaction kept its batch in memory until the commit
+        n = _el_steps_batch.num_rows
         rows_sql = (
             f"SELECT $job_id AS {_OWNER[self.table]}, * "
             "REPLACE (arguments::JSON AS arguments, extra::JSON AS extra) FROM _el_steps_batch"

@@ -31,6 +31,7 @@ of its step, a missing continuation file.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,9 +90,11 @@ class _Reader:
                 pass
         return path.name
 
-    def row(self, **values: Any) -> int:
+    def row(self, values: dict[str, Any]) -> int:
+        """Write ``values`` (a fresh dict, the reader's own) as the next step."""
         self.step += 1
-        self.writer.add({"task": self.task, "attempt": self.attempt, "step": self.step, **values})
+        values["task"], values["attempt"], values["step"] = self.task, self.attempt, self.step
+        self.writer.add(values)
         self.out.rows += 1
         return self.step
 
@@ -105,14 +108,18 @@ class _Turn:
     first: dict[str, Any]
 
     def emit(self, **values: Any) -> int:
-        row = {**self.common, **self.first}
-        if row.get("extra") and values.get("extra"):  # the step's extra and the row's own
-            values["extra"] = json.dumps(
-                {**json.loads(row["extra"]), **json.loads(values["extra"])}, ensure_ascii=False
-            )
-        n = self.reader.row(**{**row, **values})
-        self.first = {}
-        return n
+        first = self.first
+        if first:
+            row = {**self.common, **first, **values}
+            if first.get("extra") and values.get("extra"):  # the step's extra and the row's
+                row["extra"] = json.dumps(
+                    {**json.loads(first["extra"]), **json.loads(values["extra"])},
+                    ensure_ascii=False,
+                )
+            self.first = {}
+        else:
+            row = {**self.common, **values}
+        return self.reader.row(row)
 
 
 def _text(value: Any) -> str | None:
@@ -150,6 +157,13 @@ def _usage(name: str, place: str, metrics: Any) -> dict[str, int | float | None]
     for key, column in USAGE:
         value = metrics.get(key)
         whole = column != "cost_usd"
+        kind = type(value)  # the common cases first: absent, an int count, a float cost
+        if value is None or (whole and kind is int and fits(value, INT64_MAX)):
+            out[column] = value
+            continue
+        if not whole and kind is float and math.isfinite(value):
+            out[column] = value
+            continue
         if value is not None and (
             not is_number(value) or (whole and (value != int(value) or not fits(value, INT64_MAX)))
         ):
@@ -176,6 +190,8 @@ def _results(
     else in order with the calls no result named."""
     obs = step.get("observation") or {}
     results = (obs.get("results") or []) if isinstance(obs, dict) else []
+    if not results:  # a system or user step, a turn without tools
+        return {}, []
     ids = {c.get("tool_call_id"): i for i, c in enumerate(calls) if c.get("tool_call_id")}
     paired: dict[int, list[Mapping[str, Any]]] = {}
     loose: list[Mapping[str, Any]] = []

@@ -9,6 +9,13 @@ trajectory was read whole, so under ``lenient=True`` a trajectory that cannot be
 leaves its attempt without steps — counted and named in a
 :class:`~envloop_nb.LoadWarning` — and never half-written.
 
+A big job (:data:`PARALLEL_FROM` trials or more, on Linux) is read by worker processes,
+one per CPU, forked: each reads a chunk of trials and returns its rows as one Arrow batch
+with its counts; this process writes the chunks in the attempts' order, so the rows, the
+counts and the error raised (the first in that order, naming the file and step) are one
+process's. Nothing is written by a worker: a failed load still leaves the workspace as
+it was.
+
 What the files say about their own usage is compared, never corrected: each
 trajectory's ``final_metrics`` totals against the sums of its rows, and the trial's
 ``agent_result`` (``n_input_tokens``, ``n_output_tokens``, ``n_cache_tokens``,
@@ -18,16 +25,23 @@ differing ones, with the values) go to the job's ``extra["steps"]``.
 
 from __future__ import annotations
 
+import gc
 import math
+import os
+import sys
 import warnings
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections import Counter, deque
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from ..._errors import LoadError, LoadWarning
-from ..._store.steps import HeldRows, StepWriter
+from ..._store.steps import HeldRows, StepSink, StepWriter, rows_table
 from ..common.values import is_number
 from .atif import USAGE, read_atif
 
@@ -55,7 +69,7 @@ class _Attempt(HeldRows):
         """Each metric's sum over the rows that have it (null when none has)."""
         out: Usage = {}
         for key, column in USAGE:
-            known = [row[column] for row in self.rows if row.get(column) is not None]
+            known = [v for row in self.rows if (v := row.get(column)) is not None]
             if not known:
                 out[key] = None
             elif column == "cost_usd":
@@ -87,6 +101,13 @@ class _Tally:
         else:
             self.agree += 1
 
+    def merge(self, other: _Tally) -> None:
+        """Add a later run's counts (``differ_at`` keeps the first :data:`_LISTED`)."""
+        self.agree += other.agree
+        self.differ += other.differ
+        self.not_compared += other.not_compared
+        self.differ_at += other.differ_at[: _LISTED - len(self.differ_at)]
+
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "agree": self.agree,
@@ -116,12 +137,145 @@ def _stated(
     return out
 
 
+#: One attempt to read: (task, attempt, trial folder name, the trial's ``agent_result``,
+#: its ``result.json`` as shown in errors).
+_Item = tuple[str, int, str, Any, str]
+
+
+@dataclass
+class _Part:
+    """What reading a run of attempts gave: a worker's chunk, or the whole job."""
+
+    with_steps: int = 0
+    without: int = 0
+    rows: int = 0
+    skipped: list[str] = field(default_factory=list)
+    versions: Counter[str] = field(default_factory=Counter)
+    missing: dict[str, int] = field(default_factory=dict)
+    missing_refs: int = 0
+    vs_steps: _Tally = field(default_factory=_Tally)
+    ar_steps: _Tally = field(default_factory=_Tally)
+    ar_final: _Tally = field(default_factory=_Tally)
+    #: a worker's rows (its chunk, in order), and the error that stopped it
+    table: pa.Table | None = None
+    error: tuple[str, str | None, str] | None = None
+
+    def merge(self, other: _Part) -> None:
+        """Add a later run of attempts (lists keep their first :data:`_LISTED`)."""
+        self.with_steps += other.with_steps
+        self.without += other.without
+        self.rows += other.rows
+        self.skipped += other.skipped
+        self.versions.update(other.versions)
+        for shown, n in other.missing.items():
+            if len(self.missing) < _LISTED:
+                self.missing[shown] = n
+        self.missing_refs += other.missing_refs
+        for mine, theirs in (
+            (self.vs_steps, other.vs_steps),
+            (self.ar_steps, other.ar_steps),
+            (self.ar_final, other.ar_final),
+        ):
+            mine.merge(theirs)
+
+
+_FINAL_NAMES = {key: f"total_{key}" for key, _ in USAGE}
+
+
+def _read_part(folder: Path, items: Sequence[_Item], *, lenient: bool, sink: StepSink) -> _Part:
+    """Read the attempts' trajectories in order, each attempt's rows to ``sink`` once it
+    was read whole."""
+    out = _Part()
+    for task, attempt, name, agent_result, result_path in items:
+        path = folder / name / TRAJECTORY
+        if not path.is_file():
+            out.without += 1
+            continue
+        shown = f"{name}/{TRAJECTORY}"
+        held = _Attempt()
+        try:
+            got = read_atif(held, task=task, attempt=attempt, path=path, relative_to=folder)
+            final = _stated(got.final_metrics, _FINAL_NAMES, shown, "final_metrics")
+        except LoadError as err:
+            if not lenient:
+                raise
+            out.skipped.append(str(err))
+            continue
+        out.with_steps += 1
+        out.rows += held.write_to(sink)
+        out.versions[str(got.schema_version)] += 1
+        if got.missing_subagents:
+            out.missing_refs += len(got.missing_subagents)
+            if len(out.missing) < _LISTED:
+                out.missing[shown] = len(got.missing_subagents)
+        sums = held.sums()
+        stated = _stated(agent_result, _AGENT_RESULT, result_path, "agent_result")
+        out.vs_steps.count(name, final, sums)
+        out.ar_steps.count(name, stated, sums)
+        out.ar_final.count(name, stated, final)
+    return out
+
+
+def _read_chunk(folder: str, items: list[_Item], lenient: bool) -> _Part:
+    """A worker's chunk: its rows as one Arrow batch; a :class:`LoadError` returned as
+    its parts (the parent raises it when it reaches the chunk, in order)."""
+    held = HeldRows()
+    try:
+        out = _read_part(Path(folder), items, lenient=lenient, sink=held)
+    except LoadError as err:
+        return _Part(error=(err.source, err.place, err.problem))
+    out.table = rows_table(held.rows) if held.rows else None
+    return out
+
+
+#: Fewer trials than this are read in this process (starting workers costs more).
+PARALLEL_FROM = 2_000
+#: Trials a worker reads at a time (~10,000 rows at 20 a trial).
+CHUNK = 500
+
+
+def _workers() -> int:
+    """Worker processes for a big job: one per CPU this process may use (Linux, where
+    they are forked; elsewhere none: a spawned worker would import ``__main__`` again)."""
+    if sys.platform != "linux":
+        return 1
+    return min(len(os.sched_getaffinity(0)), 8)
+
+
+def _in_workers(
+    folder: Path, items: Sequence[_Item], *, lenient: bool, workers: int, chunk: int
+) -> Iterator[_Part]:
+    """The chunks' parts, in order, read by ``workers`` forked processes (a few chunks
+    ahead of the one the caller is writing: the rows in flight stay bounded)."""
+    chunks = [list(items[i : i + chunk]) for i in range(0, len(items), chunk)]
+    ahead = workers * 3
+    # the children's collector leaves the parent's objects (and so their pages) alone
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
+    pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"))
+    try:
+        pending = deque(pool.submit(_read_chunk, str(folder), c, lenient) for c in chunks[:ahead])
+        following = iter(chunks[ahead:])
+        while pending:
+            part = pending.popleft().result()
+            nxt = next(following, None)
+            if nxt is not None:
+                pending.append(pool.submit(_read_chunk, str(folder), nxt, lenient))
+            yield part
+    finally:
+        pool.shutdown(cancel_futures=True)
+        if freeze:
+            gc.unfreeze()
+
+
 def read_trial_steps(
     writer: StepWriter,
     folder: Path,
     attempts: Sequence[tuple[str, int, Mapping[str, Any]]],
     *,
     lenient: bool,
+    workers: int | None = None,
 ) -> dict[str, Any]:
     """Write the steps of every attempt (``(task, attempt, trial)``, the trial as
     :func:`~envloop_nb._loaders.harbor.trials.read_trials` read it) whose trial folder
@@ -135,73 +289,62 @@ def read_trial_steps(
     unreadable files under ``lenient``. A job none of whose trials holds a trajectory
     gives ``{"source": None, "why", "attempts_without"}``.
 
+    A job of :data:`PARALLEL_FROM` trials or more is read by worker processes
+    (``workers``: default one per CPU; 1 reads here), :data:`CHUNK` trials each time,
+    the rows written in the attempts' order: the same rows, counts and errors as one
+    process (the first error in the attempts' order is the one raised).
+
     Raises
     ------
     LoadError
         A trajectory that cannot be read (naming ``<trial>/agent/trajectory.json`` and
         the step), unless ``lenient``.
     """
-    with_steps = without = rows = 0
-    skipped: list[str] = []
-    versions: Counter[str] = Counter()
-    missing: dict[str, int] = {}
-    missing_refs = 0
-    vs_steps, ar_steps, ar_final = _Tally(), _Tally(), _Tally()
-    final_names = {key: f"total_{key}" for key, _ in USAGE}
-    for task, attempt, trial in attempts:
-        name = str(trial["_folder"])
-        path = folder / name / TRAJECTORY
-        if not path.is_file():
-            without += 1
-            continue
-        shown = f"{name}/{TRAJECTORY}"
-        held = _Attempt()
-        try:
-            got = read_atif(held, task=task, attempt=attempt, path=path, relative_to=folder)
-            final = _stated(got.final_metrics, final_names, shown, "final_metrics")
-        except LoadError as err:
-            if not lenient:
-                raise
-            skipped.append(str(err))
-            continue
-        with_steps += 1
-        rows += held.write_to(writer)
-        versions[str(got.schema_version)] += 1
-        if got.missing_subagents:
-            missing_refs += len(got.missing_subagents)
-            if len(missing) < _LISTED:
-                missing[shown] = len(got.missing_subagents)
-        sums = held.sums()
-        stated = _stated(
-            trial.get("agent_result"), _AGENT_RESULT, str(trial["_path"]), "agent_result"
-        )
-        vs_steps.count(name, final, sums)
-        ar_steps.count(name, stated, sums)
-        ar_final.count(name, stated, final)
+    items: list[_Item] = [
+        (task, attempt, str(t["_folder"]), t.get("agent_result"), str(t["_path"]))
+        for task, attempt, t in attempts
+    ]
+    if workers is None:
+        workers = _workers() if len(items) >= PARALLEL_FROM else 1
+    if workers > 1:
+        got = _Part()
+        for part in _in_workers(folder, items, lenient=lenient, workers=workers, chunk=CHUNK):
+            if part.error is not None:
+                raise LoadError(*part.error)
+            if part.table is not None:
+                writer.add_table(part.table)
+            got.merge(part)
+    else:
+        got = _read_part(folder, items, lenient=lenient, sink=writer)
+    return _summary(folder, got)
+
+
+def _summary(folder: Path, got: _Part) -> dict[str, Any]:
+    skipped = got.skipped
     if skipped:
         warnings.warn(
             f"{folder}: skipped the steps of {len(skipped)} attempt(s) whose trajectory "
             f"could not be read (the attempts are loaded without steps); first: {skipped[0]}",
             LoadWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-    if not with_steps and not skipped:
+    if not got.with_steps and not skipped:
         return {
             "source": None,
             "why": f"no trial folder holds {TRAJECTORY} (the agent wrote no ATIF trajectory)",
-            "attempts_without": without,
+            "attempts_without": got.without,
         }
     out: dict[str, Any] = {
         "source": "atif",
         "file": TRAJECTORY,
-        "attempts_with_steps": with_steps,
-        "attempts_without": without,
+        "attempts_with_steps": got.with_steps,
+        "attempts_without": got.without,
         "skipped": len(skipped),
-        "rows": rows,
-        "schema_versions": dict(sorted(versions.items())),
-        "missing_subagents": {"refs": missing_refs, "at": missing},
-        "final_metrics_vs_steps": vs_steps.summary(),
-        "agent_result_vs_steps": ar_steps.summary(),
-        "agent_result_vs_final_metrics": ar_final.summary(),
+        "rows": got.rows,
+        "schema_versions": dict(sorted(got.versions.items())),
+        "missing_subagents": {"refs": got.missing_refs, "at": got.missing},
+        "final_metrics_vs_steps": got.vs_steps.summary(),
+        "agent_result_vs_steps": got.ar_steps.summary(),
+        "agent_result_vs_final_metrics": got.ar_final.summary(),
     }
     return out | ({"skipped_at": skipped[:_LISTED]} if skipped else {})

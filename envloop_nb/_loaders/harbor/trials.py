@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +86,16 @@ def read_trials(folder: Path) -> list[dict[str, Any]]:
     trials = []
     folders: dict[Path, str] = {}  # resolved trial folder -> its first name
     ids: dict[str, str] = {}  # trial id -> folder name
-    for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
+    # by name (as sorting the paths would); a folder that is not a symlink resolves to
+    # the resolved job folder / its name: only symlinks are resolved one by one
+    with os.scandir(folder) as listing:
+        entries = sorted((e for e in listing if e.is_dir()), key=lambda e: e.name)
+    here = folder.resolve()
+    for entry in entries:
+        sub = folder / entry.name
         result_path = sub / "result.json"
         place = f"trial {sub.name}"
-        if result_path.exists() or (sub / "config.json").is_file():
+        if os.path.exists(result_path) or (sub / "config.json").is_file():
             bad_name = bad_path_name(sub.name)
             if bad_name is not None:  # the workspace records the folder name as text
                 raise LoadError(
@@ -96,7 +103,7 @@ def read_trials(folder: Path) -> list[dict[str, Any]]:
                     f"trial {shown_path(sub.name)}",
                     f"the folder name is {bad_name}: the workspace cannot record it; rename it",
                 )
-            real = sub.resolve()
+            real = sub.resolve() if entry.is_symlink() else here / entry.name
             if real in folders:
                 raise LoadError(
                     folder,
@@ -105,7 +112,7 @@ def read_trials(folder: Path) -> list[dict[str, Any]]:
                     "count as two attempts",
                 )
             folders[real] = sub.name
-        if result_path.exists():
+        if os.path.exists(result_path):
             result = read_json_file(result_path, "Harbor's TrialResult object")
             if not isinstance(result, dict):
                 raise LoadError(result_path, None, "expected Harbor's TrialResult object")
