@@ -162,7 +162,7 @@ def test_exported_with_the_job(ws: enb.Workspace, tmp_path: Path) -> None:
     assert out.rows_per_sheet["Annotations"] == 2
     wb = openpyxl.load_workbook(out.path, read_only=True)
     rows = list(wb["Annotations"].iter_rows(values_only=True))
-    assert rows[0][:6] == ("dimension", "task", "attempt", "label", "value", "reason")
+    assert rows[0][:6] == ("Dimension", "Task", "Attempt", "Label", "Value", "Reason")
     assert [r[3] for r in rows[1:]] == ["yes", "no"]
     assert rows[1][8].startswith("replaced ") and rows[2][8] == "current"
     header = list(next(wb["Attempts"].iter_rows(values_only=True)))

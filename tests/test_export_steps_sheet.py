@@ -12,9 +12,9 @@ from envloop_nb._export import steps_sheet
 from tests.conftest import THREE_TASKS
 from tests.steps_helpers import HOSTILE, job_with_steps, trajectory
 
-HEADER = (
-    "task", "attempt", "step", "turn", "agent", "role", "kind", "tool", "call id", "arguments",
-    "content", "error", "copied", "tokens in", "tokens out", "tokens cached",
+HEADER = (  # people's headers, as every sheet's (issue 37)
+    "Task", "Attempt", "Step", "Turn", "Agent", "Role", "Kind", "Tool", "Call id", "Arguments",
+    "Content", "Error", "Copied", "Tokens in", "Tokens out", "Tokens cached",
 )  # fmt: skip
 
 

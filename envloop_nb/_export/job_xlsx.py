@@ -264,9 +264,9 @@ def export_xlsx(
 def _write_annotations(job: JobRef, wb: Any, cells: CellWriter, titles: set[str]) -> Sheet:
     """Every annotation ever made (current ones marked), oldest first per attempt."""
     cols = [
-        Column("dimension", 16), Column("task", 28), Column("attempt", 9), Column("label", 14),
-        Column("value", 9), Column("reason", 48, wrap=True), Column("annotator", 16),
-        Column("annotated at (UTC)", 22), Column("state", 24),
+        Column("Dimension", 16), Column("Task", 28), Column("Attempt", 9), Column("Label", 14),
+        Column("Value", 9), Column("Reason", 48, wrap=True), Column("Annotator", 16),
+        Column("Annotated at (UTC)", 22), Column("State", 24),
     ]  # fmt: skip
     sheet = Sheet(wb, "Annotations", cols, cells, titles)
     frame = annotation_frame(job.con, job.id, history=True)

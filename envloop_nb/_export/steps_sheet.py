@@ -29,11 +29,11 @@ MAX_STEP_CHARS = 2_000
 _BATCH = 4_096
 
 _COLUMNS = [
-    Column("task", 24), Column("attempt", 8), Column("step", 7), Column("turn", 7),
-    Column("agent", 12), Column("role", 11), Column("kind", 13), Column("tool", 14),
-    Column("call id", 14), Column("arguments", 40, wrap=True), Column("content", 70, wrap=True),
-    Column("error", 7), Column("copied", 8), Column("tokens in", 10), Column("tokens out", 10),
-    Column("tokens cached", 12),
+    Column("Task", 24), Column("Attempt", 8), Column("Step", 7), Column("Turn", 7),
+    Column("Agent", 12), Column("Role", 11), Column("Kind", 13), Column("Tool", 14),
+    Column("Call id", 14), Column("Arguments", 40, wrap=True), Column("Content", 70, wrap=True),
+    Column("Error", 7), Column("Copied", 8), Column("Tokens in", 10), Column("Tokens out", 10),
+    Column("Tokens cached", 12),
 ]  # fmt: skip
 
 

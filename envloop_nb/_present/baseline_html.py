@@ -113,8 +113,8 @@ def report_table_html(frame: Any, *, heading: bool = True) -> str:
     >>> "60.0%" in out and "2/3" in out and "below 0.5" in out
     True
     """
-    header = ["benchmark", "job", "status", "k", "completed/total", "score", "pass@k",
-              "pass^k", "coverage", "bad cases"]  # fmt: skip
+    header = ["Benchmark", "Job", "Status", "k", "Complete / total", "Score", "pass@k",
+              "pass^k", "Coverage", "Bad cases"]  # fmt: skip
     numeric = {3, 4, 5, 6, 7, 9}
     head = "".join(
         f'<th class="{"num" if i in numeric else ""}">{html.escape(h)}</th>'
@@ -137,7 +137,7 @@ def report_table_html(frame: Any, *, heading: bool = True) -> str:
     table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
     bad = frame["bad_below"].iloc[0] if len(frame) else None
     note = "" if _missing(bad) else f"bad case: a task scoring below {bad:g}; "
-    note += "completed: tasks with all k attempts scored; pass@k at each benchmark's own k"
+    note += "complete: tasks with all k attempts scored; pass@k at each benchmark's own k"
     return (
         f'{_CSS}<div class="enb-panel enb-bl">{"<h4>Score per benchmark</h4>" if heading else ""}'
         f'<div style="overflow-x:auto">{table}</div><div class="enb-dim">{html.escape(note)}</div></div>'
@@ -161,7 +161,8 @@ def drilldown_html(frame: Any, *, benchmark: str, by: str, heading: bool = True)
          _metric(r["pass@k"]), _num(r["bad_cases"])]
         for r in frame.to_dict("records")
     ]  # fmt: skip
-    header = [what, "score", "completed/total", "coverage", "pass@k", "bad cases"]
+    header = [what[:1].upper() + what[1:], "Score", "Complete / total", "Coverage", "pass@k",
+              "Bad cases"]  # fmt: skip
     return (
         f'{_CSS}<div class="enb-panel enb-bl">'
         + (f"<h4>{html.escape(benchmark)} by {html.escape(what)}</h4>" if heading else "")

@@ -49,7 +49,7 @@ __all__ = ["COMPARE_TITLE", "TAB_TITLES", "BaselinePanel", "view_plan"]
 TAB_TITLES = ("Overview", "Score details")
 #: The third tab's title, present when the report is compared with others.
 COMPARE_TITLE = "Comparison"
-_COLUMNS = ("value", "score", "completed/total", "coverage", "bad cases", "")
+_COLUMNS = ("Value", "Score", "Complete / total", "Coverage", "Bad cases", "")
 _WIDTHS = "minmax(120px, max-content) 70px 110px minmax(150px, max-content) 75px 70px"
 
 
@@ -253,7 +253,8 @@ class BaselinePanel:
             style += "text-align:right;" if right else ""
             return w.HTML(f'<div class="enb-panel" style="{style}">{html.escape(text)}</div>')
 
-        header = (by.removeprefix("tag:"), *_COLUMNS[1:])
+        what = by.removeprefix("tag:")
+        header = (what[:1].upper() + what[1:], *_COLUMNS[1:])
         children: list[Any] = [cell(c, bold=True) for c in header]
         self.view_buttons = {}
         for r in frame.to_dict("records"):
@@ -278,7 +279,7 @@ class BaselinePanel:
         self.rows.children = children
         bad = self.options["bad_below"]
         self.note.value = (
-            f'<div class="enb-panel enb-dim" style="font-size:11px">completed/total: tasks with '
+            f'<div class="enb-panel enb-dim" style="font-size:11px">complete / total: tasks with '
             f"all k attempts scored · bad case: a task scoring below {bad:g} · "
             "view opens the benchmark's job panel below</div>"
         )
