@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,3 +84,27 @@ def test_the_lab_command_opens_the_quickstart_with_styled_cards(scratch: Path) -
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert _cards_display(url) == "flex"  # the cards' own stylesheet applies
+
+
+def test_the_lab_opens_without_the_news_question(tmp_path: Path) -> None:
+    """JupyterLab's first open asked, over the quickstart, whether to fetch Jupyter's news
+    (a toast seen in the screenshot of a fresh clone's lab). ``.ci/lab`` writes the lab's
+    defaults (``overrides.json``) saying no: run its lines in a scratch folder and check
+    them against JupyterLab's own settings schema, so a renamed setting cannot pass."""
+    import json
+
+    text = (ROOT / ".ci" / "lab").read_text()
+    start = text.index("mkdir -p .venv/share/jupyter/lab/settings")
+    end = text.index("overrides.json", start) + len("overrides.json")
+    subprocess.run(["bash", "-euc", text[start:end]], cwd=tmp_path, check=True)
+    overrides = json.loads(
+        (tmp_path / ".venv/share/jupyter/lab/settings/overrides.json").read_text()
+    )
+    plugin = "@jupyterlab/apputils-extension:notification"
+    assert overrides == {plugin: {"fetchNews": "false", "checkForUpdates": False}}
+    schema_path = Path(
+        sys.prefix, "share/jupyter/lab/schemas/@jupyterlab/apputils-extension/notification.json"
+    )
+    properties = json.loads(schema_path.read_text())["properties"]
+    assert {"const": "false", "title": "Never"} in properties["fetchNews"]["oneOf"]
+    assert properties["checkForUpdates"]["type"] == "boolean"
