@@ -30,7 +30,7 @@ from .._present.compare_html import signed_points
 from .._store.ref import metrics_only
 from .._types import Policy
 from .baseline import Benchmark, benchmarks_of, report_table, subset_tasks
-from .guard import Difference, differences
+from .guard import Difference, differences, unknown_tasks_text
 from .state import MAX_JOBS, CompareState
 from .tables import noise_words, paired_on, per_task_values
 
@@ -195,11 +195,9 @@ def bench_differences(rs: ReportSet, bench: str) -> list[Difference]:
         if state is not None and any(b.split for b in per):
             unknown = [b for b in per if metrics_only(rs.con, b.job_id) is not None]
             found = [d for d in found if d.field not in ("tasks", "task_digests")]
-            found += [
-                Difference("tasks", (b.job_id,), f"the task list of {b.job_id} is unknown: "
-                           "its run holds only aggregate metrics")
-                for b in unknown
-            ]  # fmt: skip
+            if unknown:  # one finding for all of them, as the guard's
+                ids = [b.job_id for b in unknown]
+                found.append(Difference("tasks", tuple(ids), unknown_tasks_text(ids)))
             found += _task_checks(rs, bench, [b for b in per if b not in unknown])
             found.sort(key=lambda d: not d.blocking)
         rs.data[key] = found

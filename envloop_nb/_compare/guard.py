@@ -28,6 +28,7 @@ __all__ = [
     "pair_blockers",
     "pair_differences",
     "short_value",
+    "unknown_tasks_text",
 ]
 
 
