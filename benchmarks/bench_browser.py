@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .lab import CHROMIUM, CHROMIUM_ARGS, jupyterlab
+from .lab import CHROMIUM, CHROMIUM_ARGS, jupyterlab, open_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -116,14 +116,7 @@ def _fresh_kernel(
             )
         ]
         nbformat.write(nb, str(scratch / f"fresh{i}.ipynb"))
-        page = browser.new_page(viewport={"width": 1400, "height": 1200})
-        page.goto(f"{url}/lab/tree/fresh{i}.ipynb?reset")
-        page.wait_for_selector(".jp-Notebook", timeout=90_000)
-        time.sleep(3)
-        for _ in range(3):  # the kernel chooser or another dialog
-            if page.query_selector(".jp-Dialog"):
-                page.click(".jp-Dialog-footer button.jp-mod-accept")
-                time.sleep(1)
+        page = open_notebook(browser, url, f"fresh{i}.ipynb")
         time.sleep(2)  # the kernel starts
         cell = page.locator(".jp-Notebook .jp-CodeCell").first
         cell.locator(".jp-InputArea-editor").click()
@@ -258,14 +251,7 @@ def run(
             cards, charts = _fresh_kernel(browser, url, scratch, repeats)
             record("fresh kernel: import, load the sample job, cards", cards, None)
             record("fresh kernel: first chart after the cards", charts, 1500.0)
-            page = browser.new_page(viewport={"width": 1400, "height": 1200})
-            page.goto(f"{url}/lab/tree/bench.ipynb?reset")
-            page.wait_for_selector(".jp-Notebook", timeout=90_000)
-            time.sleep(3)
-            for _ in range(3):  # the kernel chooser or another dialog
-                if page.query_selector(".jp-Dialog"):
-                    page.click(".jp-Dialog-footer button.jp-mod-accept")
-                    time.sleep(1)
+            page = open_notebook(browser, url, "bench.ipynb")
             _run_cell(page, 0, ".jp-OutputArea-output:has-text('ready')")
             for index, what, target in ((1, "sample job", 300.0),
                                         (2, f"generated job ({n_attempts:,} attempts)", 1000.0)):  # fmt: skip

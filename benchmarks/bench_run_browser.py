@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .bench_browser import _idle, _ms
-from .lab import CHROMIUM, CHROMIUM_ARGS, jupyterlab
+from .lab import CHROMIUM, CHROMIUM_ARGS, jupyterlab, open_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 1500.0
@@ -93,14 +93,8 @@ def run(workspace: str, repeats: int = 3) -> dict[str, Any]:
         _notebook(scratch / "bench_run.ipynb", workspace)
         with jupyterlab(scratch, env={"PYTHONPATH": str(ROOT)}) as url, sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1200})
-            page.goto(f"{url}/lab/tree/bench_run.ipynb?reset")
-            page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=120_000)
-            time.sleep(3)
-            for _ in range(3):
-                if page.query_selector(".jp-Dialog"):
-                    page.click(".jp-Dialog-footer button.jp-mod-accept")
-                    time.sleep(1)
+            page = open_notebook(browser, url, "bench_run.ipynb",
+                                 ready=".jp-Notebook .jp-CodeCell", timeout_ms=120_000)  # fmt: skip
             first_cell = page.locator(".jp-Notebook .jp-CodeCell").nth(0)
             first_cell.locator(".jp-InputArea-editor").click()
             page.keyboard.press("Escape")

@@ -18,8 +18,9 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "jupyterlab"]
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "jupyterlab", "open_notebook"]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -89,3 +90,25 @@ def jupyterlab(root: Path, *, env: Mapping[str, str] | None = None) -> Iterator[
                 proc.kill()
                 proc.wait(5)
         shutil.rmtree(settings, ignore_errors=True)
+
+
+def open_notebook(
+    browser: Any,
+    url: str,
+    notebook: str,
+    *,
+    height: int = 1200,
+    ready: str = ".jp-Notebook",
+    timeout_ms: int = 90_000,
+) -> Any:
+    """A new 1400-wide page on ``notebook`` of the lab at ``url`` (layout reset), once
+    ``ready`` shows, with the kernel chooser or any other first dialog accepted."""
+    page = browser.new_page(viewport={"width": 1400, "height": height})
+    page.goto(f"{url}/lab/tree/{notebook}?reset")
+    page.wait_for_selector(ready, timeout=timeout_ms)
+    time.sleep(3)
+    for _ in range(3):  # the kernel chooser or another dialog
+        if page.query_selector(".jp-Dialog"):
+            page.click(".jp-Dialog-footer button.jp-mod-accept")
+            time.sleep(1)
+    return page

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.lab import CHROMIUM, jupyterlab
+from benchmarks.lab import CHROMIUM, jupyterlab, open_notebook
 
 from .conftest import ROOT
 
@@ -94,14 +94,7 @@ def write_notebook(nb: Any, path: Path) -> None:
 
 def open_and_run(browser: Any, lab: Lab, notebook: str) -> Any:
     """Open ``notebook`` in the lab and run all its cells; returns the page."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1600})
-    page.goto(f"{lab.url}/lab/tree/{notebook}?reset")
-    page.wait_for_selector(".jp-Notebook", timeout=90_000)
-    time.sleep(3)
-    for _ in range(3):  # kernel chooser or other dialogs
-        if page.query_selector(".jp-Dialog"):
-            page.click(".jp-Dialog-footer button.jp-mod-accept")
-            time.sleep(1)
+    page = open_notebook(browser, lab.url, notebook, height=1600)
     page.click(".lm-MenuBar-itemLabel:text-is('Run')", timeout=10_000)
     page.click(".lm-Menu-itemLabel:text-is('Run All Cells')", timeout=10_000)
     return page
