@@ -18,7 +18,6 @@ sheet of a run with blocking differences carries the guard's mark as its red fir
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,7 @@ from .._present import run_html
 from .._present.compare_html import guard_html
 from .._present.report_html import ReportSection, frame_table_html, report_html
 from .._present.run_charts import matrix_chart, run_curve_chart
-from .._present.run_html import group_headline_html, headline_html, step_text, task_list_html
+from .._present.run_html import group_headline_html, headline_html, step_text, task_lists_html
 from .._runs import by_group as _by_group
 from .._runs import curve as _curve
 from .._runs import tasks as _tasks
@@ -141,17 +140,8 @@ def export_run_html(
     if drops:
         curve_note += f" — coverage dropped at step {', '.join(drops)}"
     no_tasks = _tasks.no_tasks(state)
-    lists = (
-        f"<p><i>{html.escape(no_tasks)}</i></p>"
-        if no_tasks
-        else "".join(
-            task_list_html(frame, kind)
-            for kind, frame in (
-                ("learned", _tasks.learned(state)),
-                ("forgotten", _tasks.forgotten(state)),
-                ("flaky", _tasks.flaky(state)),
-            )
-        )
+    lists = "".join(
+        task_lists_html(_tasks.learned(state), _tasks.forgotten(state), _tasks.flaky(state))
     )
     sections = [
         ReportSection(

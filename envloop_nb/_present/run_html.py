@@ -26,6 +26,7 @@ __all__ = [
     "headline_html",
     "step_text",
     "task_list_html",
+    "task_lists_html",
     "tests_table_html",
 ]
 
@@ -371,6 +372,27 @@ _LISTS = {
     "forgotten": ("forgotten", "forgotten_at", "forgotten at"),
     "flaky": ("flaky", "flips", "flips"),
 }
+
+
+def task_lists_html(
+    learned: pd.DataFrame, forgotten: pd.DataFrame, flaky: pd.DataFrame
+) -> list[str]:
+    """The three task lists, each by :func:`task_list_html`; one line instead when all
+    three say the same *not assessed* (no step has per-task results: the reason once).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> empty = pd.DataFrame()
+    >>> empty.attrs["not_assessed"] = "not assessed: no tasks"
+    >>> task_lists_html(empty, empty, empty)
+    ['<div style="font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"><i>not assessed: no tasks</i></div>']
+    """
+    frames = {"learned": learned, "forgotten": forgotten, "flaky": flaky}
+    reasons = {str(f.attrs.get("not_assessed") or "") for f in frames.values()}
+    if len(reasons) == 1 and (reason := reasons.pop()):
+        return [f'<div style="{_FONT}"><i>{html.escape(reason)}</i></div>']
+    return [task_list_html(frame, kind) for kind, frame in frames.items()]
 
 
 def task_list_html(frame: pd.DataFrame, kind: str, *, max_rows: int = MAX_ROWS) -> str:

@@ -42,7 +42,7 @@ from .._export.run_export import run_headline, shown_by, shown_curve
 from .._present import run_html
 from .._present.render import chart_widget
 from .._present.run_charts import matrix_chart, run_curve_chart
-from .._present.run_html import step_text, task_list_html
+from .._present.run_html import step_text, task_lists_html
 from .._runs import curve as _curve
 from .._runs import tasks as _tasks
 from .._runs import tests as _tests
@@ -231,12 +231,7 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         state = self.state
         self.headline.value = self._title + run_headline(state)
         self._refresh_curve()
-        lists = (
-            [f'<div style="{_FONT}"><i>{html.escape(self.no_tasks)}</i></div>']
-            if self.no_tasks
-            else [task_list_html(f, k) for k, f in (("learned", _tasks.learned(state)),
-                  ("forgotten", _tasks.forgotten(state)), ("flaky", _tasks.flaky(state)))]
-        )  # fmt: skip
+        lists = task_lists_html(_tasks.learned(state), _tasks.forgotten(state), _tasks.flaky(state))
         self.lists.value = (
             _LISTS_HEAD
             + '<div style="display:grid;grid-template-columns:repeat(auto-fit,minmax(290px,1fr));'
