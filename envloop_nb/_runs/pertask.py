@@ -120,20 +120,16 @@ _KEPT = """
 
 @dataclass(frozen=True, eq=False)
 class _Kept:
-    """The counts the jobs' loads kept, read in one query (:func:`_kept`). Rows in the
-    query's order (``steps``, ``codes``, ``columns``: the count columns as read, no copy);
-    ``order`` puts them in step then task (position) order, where step ``j``'s rows are
-    ``order[bounds[j]:bounds[j + 1]]``; tasks coded in order of first appearance there
-    (``names``: the names by code)."""
+    """The counts the jobs' loads kept, read in one query (:func:`_kept`), rows in step
+    then task (position) order: step ``j``'s rows are ``bounds[j]:bounds[j + 1]``;
+    ``steps``, ``columns`` (the count columns as read) are views of the query's result,
+    ``tasks`` its task names."""
 
-    names: NDArray[Any]
+    tasks: Any  # pyarrow ChunkedArray of the rows' task names
     steps: NDArray[np.int64]
-    codes: NDArray[np.int64]
     columns: dict[str, NDArray[Any]]
-    order: NDArray[np.int64]
     bounds: NDArray[np.int64]
     in_bulk: NDArray[np.bool_]  # (steps,): the step's counts are here
-    ordered: NDArray[np.bool_]  # (steps,): its tasks rise in the codes' order
 
 
 def _kept(state: RunState) -> _Kept | None:
@@ -152,57 +148,42 @@ def _kept(state: RunState) -> _Kept | None:
 def _read_kept(state: RunState) -> _Kept | None:
     if state.threshold is not None:
         return None
-    import pyarrow.compute as pc
-
+    # in step then task order (a job's positions are distinct), sorted by DuckDB: its sort
+    # reuses its own memory, where a sort here allocated ~90 MB afresh at 1M rows
     table = state.con.execute(
         f"""{_KEPT}
-            SELECT o::BIGINT AS o, task, position::BIGINT AS position, {", ".join(_CELLS)}
-            FROM kept""",
+            SELECT o::BIGINT AS o, task, {", ".join(_CELLS)} FROM kept ORDER BY o, position""",
         {"jobs": list(state.job_ids)},
     ).to_arrow_table()
     if not table.num_rows:
         return None
-    n_steps = len(state.job_ids)
     steps = np.asarray(table.column("o"), dtype=np.int64)
-    # step then task order (a job's positions are distinct): sorted here, not in SQL
-    order = np.lexsort((np.asarray(table.column("position"), dtype=np.int64), steps))
-    # in that order each task's first row is its first appearance: the codes
-    coded = pc.dictionary_encode(table.column("task").take(order).combine_chunks())
-    sorted_codes = np.asarray(coded.indices, dtype=np.int64)
-    sorted_steps = steps[order]
-    codes = np.empty_like(sorted_codes)
-    codes[order] = sorted_codes
-    bounds = np.searchsorted(sorted_steps, np.arange(n_steps + 1))
-    in_bulk = np.diff(bounds) > 0
-    # in task order within each step, the codes rise when the rows are the job's order
-    rising = np.r_[True, (np.diff(sorted_codes) > 0) | (np.diff(sorted_steps) != 0)]
-    ordered = in_bulk & (np.bincount(sorted_steps, weights=~rising, minlength=n_steps) == 0)
+    bounds = np.searchsorted(steps, np.arange(len(state.job_ids) + 1))
     return _Kept(
-        names=np.asarray(coded.dictionary.to_pylist(), dtype=object),
+        tasks=table.column("task"),
         steps=steps,
-        codes=codes,
         columns={c: np.asarray(table.column(c)) for c in _CELLS},
-        order=order,
         bounds=bounds,
-        in_bulk=in_bulk,
-        ordered=ordered,
+        in_bulk=np.diff(bounds) > 0,
     )
 
 
 def step_counts(state: RunState, j: int) -> dict[str, NDArray[Any]] | None:
-    """Step ``j``'s per-task counts in the job's task order, from the counts its load kept
-    (the columns :func:`envloop_nb._metrics.summary.summary_of_counts` reads, the values
-    :func:`task_counts` gives), when the job's rows are the run's task order; else None.
-    Read before (or without) the run's :class:`TaskMatrix`: its first step."""
+    """Step ``j``'s per-task counts in the job's task order — the columns
+    :func:`envloop_nb._metrics.summary.summary_of_counts` reads, the values and the order
+    :func:`task_counts` gives — or None (then ``task_counts`` itself). Before the run's
+    :class:`TaskMatrix` is built, from the counts its load kept (:func:`_kept`: those rows
+    as they are, in task order: what ``task_counts`` returns for such a job); after, from
+    the matrix, where its rows are the job's order."""
     if "matrix" in state.data:
         m = matrix(state)
         return job_counts(m, j) if m.per_task[j] and m.ordered[j] else None
     kept = _kept(state)
-    if kept is None or not (kept.in_bulk[j] and kept.ordered[j]):
+    if kept is None or not kept.in_bulk[j]:
         return None
-    rows = kept.order[kept.bounds[j] : kept.bounds[j + 1]]
+    rows = slice(int(kept.bounds[j]), int(kept.bounds[j + 1]))
     out = {c: np.asarray(kept.columns[c][rows], dtype=np.float64) for c in _COUNTED}
-    out["k"] = np.full(len(rows), step_attempts(state)[j], dtype=np.int64)
+    out["k"] = np.full(rows.stop - rows.start, step_attempts(state)[j], dtype=np.int64)
     return out
 
 
@@ -236,6 +217,7 @@ def step_attempts(state: RunState) -> NDArray[np.int64]:
 
 def _build(state: RunState) -> TaskMatrix:
     import pandas as pd
+    import pyarrow.compute as pc
 
     con = state.con
     bulk = _kept(state)
@@ -252,7 +234,10 @@ def _build(state: RunState) -> TaskMatrix:
         table = task_counts(con, job_id, state.threshold)
         names = np.asarray(table.column("task").to_numpy(zero_copy_only=False))
         parts[j] = (names, {c: np.asarray(table.column(c), dtype=np.float64) for c in _CELLS})
-    known = [bulk.names] if bulk is not None else []
+    known = []
+    if bulk is not None:  # each task's first row (in step, task order) is its first appearance
+        coded = pc.dictionary_encode(bulk.tasks.combine_chunks())
+        known.append(np.asarray(coded.dictionary.to_pylist(), dtype=object))
     known += [p[0] for p in parts.values() if p is not None]
     union = pd.unique(np.concatenate(known)) if known else np.zeros(0, dtype=object)
     index = pd.Index(union)
@@ -264,13 +249,15 @@ def _build(state: RunState) -> TaskMatrix:
     ordered = np.zeros(n_steps, dtype=bool)
     per_task = in_bulk.copy()
     if bulk is not None:  # the bulk's codes are the first rows of the union, in order
-        codes, steps, columns = bulk.codes, bulk.steps, bulk.columns
+        codes, steps, columns = np.asarray(coded.indices, dtype=np.int64), bulk.steps, bulk.columns
         requested[codes, steps] = True
         for name, cell in cells.items():
             cell[codes, steps] = columns[name]
         nonbinary = np.bincount(steps, weights=columns["nonbinary"], minlength=n_steps)
         binary[in_bulk] = (state.threshold is not None) | (nonbinary[in_bulk] == 0)
-        ordered[in_bulk] = bulk.ordered[in_bulk]
+        # in task order within each step, the codes rise when the rows are the job's order
+        rising = np.r_[True, (np.diff(codes) > 0) | (np.diff(steps) != 0)]
+        ordered[in_bulk] = np.bincount(steps, weights=~rising, minlength=n_steps)[in_bulk] == 0
     for j, part in parts.items():
         if part is None:
             continue
