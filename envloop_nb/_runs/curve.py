@@ -224,7 +224,18 @@ def points(
     jobs' loads kept — before, or without, the run's task matrix and its bootstrap (what a
     panel can draw first). None when some step's load kept no per-task counts to read
     (under a threshold, a summarised or metrics-only job, an older load) and the run's
-    matrix is not built yet: then :func:`curve` gives them."""
+    matrix is not built yet: then :func:`curve` gives them.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> ws = enb.open()
+    >>> _ = ws.load_all("sample_data/training_run")
+    >>> run = ws.run("rl-0412")
+    >>> first = points(run.state)
+    >>> "matrix" in run.state.data, first.equals(run.curve()[list(POINT_COLUMNS)])
+    (False, True)
+    """
     import pandas as pd
 
     check_metric(metric)
