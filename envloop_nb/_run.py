@@ -288,9 +288,9 @@ class Run:
         """The run in one panel: curve with bands and significance marks, the changes beyond
         noise, tasks learned / forgotten / flaky, the tasks × steps matrix (click a block, or
         pick a task and a step: its attempts and transcript), two steps → the comparison
-        panel. In a notebook the curve and the matrix show first, the headline, the tests'
-        marks and changes and the task lists right after the cell. See
-        :mod:`envloop_nb._ui.run_panel`."""
+        panel. In a notebook each step's number on the curve shows first; its bands, the
+        matrix, the headline, the tests' marks and changes and the task lists right after
+        the cell. See :mod:`envloop_nb._ui.run_panel`."""
         from ._ui.run_panel import RunPanel
 
         return RunPanel(self.state, compare=lambda a, b: self.compare(a, b).panel(), defer=True)

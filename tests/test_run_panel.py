@@ -73,25 +73,84 @@ def test_two_steps_open_the_comparison_panel(run: enb.Run) -> None:
     assert "twice" in panel.message.value
 
 
-def test_in_a_kernel_the_curve_and_matrix_come_first_the_rest_right_after_the_cell(
+def test_in_a_kernel_the_first_screen_is_the_curves_points_and_the_rest_comes_after_the_cell(
     run: enb.Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Issue 36: the first screen is each step's own number with its coverage drops, read
+    without the run's task matrix or its bootstrap; the intervals, the noise band, the
+    matrix, the headline, the tests' marks and the task lists come right after the cell,
+    each said to be coming until then, and end as the panel built in one go."""
     from envloop_nb._ui import run_panel
 
     later: list[object] = []
     monkeypatch.setattr(run_panel, "after_cell", lambda action: later.append(action) or True)
     eager = RunPanel(run.state, compare=lambda a, b: None)
-    panel = run.panel()
+    fresh = run.workspace.run("rl-0412")  # nothing memoized
+    panel = fresh.panel()
     assert panel.pending and len(later) == 1
-    assert "computing" in panel.headline.value and "step <b>6</b>" not in panel.headline.value
+    assert "matrix" not in fresh.state.data and "weights" not in fresh.state.data
     first = panel.curve.chart.to_dict()
-    assert len(first["layer"]) == len(eager.curve.chart.to_dict()["layer"]) - 1  # no marks yet
-    assert len(panel.blocks) == 48 * 10 and panel.matrix is not None
+    assert [layer["mark"]["type"] for layer in first["layer"]] == ["line", "point", "point"]
+    complete = eager.curve.chart.to_dict()["datasets"].values()
+    (line,) = (rows for rows in complete if rows and "estimate" in rows[0])
+    drawn = first["datasets"][first["data"]["name"]]  # the points the complete curve draws
+    for key in ("step", "estimate", "coverage", "drop", "note"):
+        assert [r[key] for r in drawn] == [r[key] for r in line], key
+    for shown in (panel._note, panel.changes, panel.headline, panel.lists, panel.matrix):
+        assert "computing" in shown.value
+    assert panel.blocks is None and panel.matrix_row.children == (panel.matrix,)
     later[0]()  # type: ignore[operator]  # what IPython runs after the cell
     assert not panel.pending and panel.message.value == ""
-    for name in ("headline", "changes", "lists"):
+    for name in ("headline", "changes", "lists", "_note"):
         assert getattr(panel, name).value == getattr(eager, name).value
     assert panel.curve.chart.to_dict() == eager.curve.chart.to_dict()
+    assert panel.matrix.chart.to_dict() == eager.matrix.chart.to_dict()
+    assert panel.blocks.equals(eager.blocks)
+
+
+@pytest.mark.parametrize("deferred", [False, True])
+def test_the_complete_panel_is_the_one_of_before(
+    run: enb.Run, deferred: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The panel once complete — headline, curve with its bands and marks, its legend,
+    changes, task lists, matrix — is what the panel at 723e686 showed, byte for byte
+    (``tests/data/run_panel/final_state.json``, written by that commit's panel), built in
+    one go or in a kernel's two parts; also after switching the metric, and for a run of
+    results-only files (told per subset, no matrix)."""
+    import json
+    from pathlib import Path
+
+    from envloop_nb._ui import run_panel
+
+    later: list[object] = []
+    monkeypatch.setattr(run_panel, "after_cell", lambda action: later.append(action) or True)
+    before = json.loads(
+        (Path(__file__).resolve().parent / "data" / "run_panel" / "final_state.json").read_text()
+    )
+
+    def state_of(panel: RunPanel) -> dict[str, object]:
+        return {
+            "headline": panel.headline.value, "changes": panel.changes.value,
+            "lists": panel.lists.value, "note": panel._note.value,
+            "curve": panel.curve.chart.to_dict(),
+            "matrix": panel.matrix.value if panel.no_tasks else panel.matrix.chart.to_dict(),
+        }  # fmt: skip
+
+    def made(state: object) -> RunPanel:
+        panel = RunPanel(state, compare=lambda a, b: None, defer=deferred)  # type: ignore[arg-type]
+        if deferred:
+            assert panel.pending
+            later.pop()()  # type: ignore[operator]
+        return panel
+
+    panel = made(run.workspace.run("rl-0412").state)
+    assert state_of(panel) == before["rl-0412"]
+    panel.metric.value = "pass"
+    assert state_of(panel) == before["rl-0412 pass"]
+    pythia = Path(__file__).resolve().parent / "data" / "lm_eval" / "pythia_run"
+    ws = enb.open()
+    jobs = [ws.load(p) for p in sorted(pythia.glob("160m_step1*.json"))]
+    assert state_of(made(ws.run(jobs).state)) == before["pythia"]
 
 
 def test_in_a_kernel_the_first_screen_is_few_widget_models(

@@ -206,6 +206,34 @@ def test_every_way_to_the_counts_gives_the_jobs_numbers(ws: enb.Workspace, tmp_p
     assert matrix[4].equals(matrix[3])  # the reversed job is round 3's counts, by task
 
 
+def test_the_points_are_the_curves_own_before_the_matrix(ws: enb.Workspace, tmp_path: Path) -> None:
+    """Issue 36 (the panel's first screen): ``points`` gives the curve's values without its
+    intervals — each step's number and coverage, bit for bit — from the counts the loads
+    kept, without building the run's task matrix or drawing its bootstrap; a job whose tasks
+    come in another order is its own summary; under a threshold (counts not kept for it)
+    there are no points before the matrix."""
+    from envloop_nb._runs.curve import POINT_COLUMNS, points
+
+    doc = json.loads((RUN_DIR / "round-08.json").read_text())  # the coverage drop
+    doc["job"]["tasks"] = doc["job"]["tasks"][::-1]
+    doc["job"].update(id="job_reversed_08", labels={"agent_run": "rl-0412", "agent_round": "11"})
+    (tmp_path / "reversed.json").write_text(json.dumps(doc))
+    ws.load_all(RUN_DIR)
+    ws.load(tmp_path / "reversed.json")
+    for policy in ("unknown", "failure"):
+        for metric in ("score", "pass", "pass@k", "pass^k", "pass@2"):
+            run = ws.run("rl-0412", policy=policy)  # type: ignore[arg-type]
+            first = points(run.state, metric=metric)
+            assert first is not None and "matrix" not in run.state.data
+            assert "weights" not in run.state.data
+            whole = run.curve(metric=metric)
+            assert first.equals(whole[list(POINT_COLUMNS)]), (policy, metric)
+            assert first["coverage_drop"].tolist()[7] and first["coverage_drop"].tolist()[-1]
+            after = points(run.state, metric=metric)  # once the curve is there: its columns
+            assert after is not None and after.equals(first)
+    assert points(ws.run("rl-0412", threshold=0.5).state) is None
+
+
 cells = st.sampled_from([1.0, 0.0, None, "absent", 0.5])
 
 
@@ -221,8 +249,11 @@ cells = st.sampled_from([1.0, 0.0, None, "absent", 0.5])
 )  # fmt: skip
 def test_random_runs_keep_every_jobs_numbers(grids: list[list[list[object]]], policy: str) -> None:
     """Any rewards (binary or not, missing, never dispatched), either policy: each step's
-    summary metrics are its job's, and the run's p-values keep raw <= BH <= Holm."""
+    summary metrics are its job's (the points read before the matrix too), and the run's
+    p-values keep raw <= BH <= Holm."""
     import pandas as pd
+
+    from envloop_nb._runs.curve import POINT_COLUMNS, points
 
     ws = enb.open()
     try:
@@ -237,7 +268,10 @@ def test_random_runs_keep_every_jobs_numbers(grids: list[list[list[object]]], po
         run = ws.run(jobs, step="name", policy=policy, strict=False)  # type: ignore[arg-type]
         for metric, key in (("score", "score"), ("pass", "pass_"), ("pass@k", "pass_at_k"),
                             ("pass^k", "pass_hat_k")):  # fmt: skip
+            fresh = ws.run(jobs, step="name", policy=policy, strict=False)  # type: ignore[arg-type]
+            first = points(fresh.state, metric=metric)  # before the matrix: the same values
             line = run.curve(metric=metric)
+            assert first is not None and first.equals(line[list(POINT_COLUMNS)])
             for job, value in zip(jobs, line["estimate"], strict=True):
                 expected = getattr(job.summary(policy=policy), key)  # type: ignore[arg-type]
                 assert (value is None or value != value) if expected is None else value == expected

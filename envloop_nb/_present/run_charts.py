@@ -115,7 +115,10 @@ def run_curve_chart(
 ) -> Any:
     """The curve over training (see the module docstring) from ``run.curve()`` (one line per
     ``group`` when it has several: small multiples, each on its own scale), with ``run.noise_band()`` and the significant adjacent
-    changes of ``run.tests()`` when given.
+    changes of ``run.tests()`` when given. A frame without the interval's columns (``low``,
+    ``high``, ``interval``: the curve's points, ``envloop_nb._runs.curve.points``) draws the
+    line, its points and the coverage drops only — no interval band, no noise band, no
+    marks (they need the interval).
 
     Examples
     --------
@@ -136,7 +139,12 @@ def run_curve_chart(
     frame["drop"] = frame["coverage_drop"].fillna(False).astype(bool)
     frame["note"] = frame["note"].fillna("").astype(str) if "note" in frame else ""
     frame = frame[frame["estimate"].notna()].reset_index(drop=True)
-    rate = _is_rate(list(frame["estimate"]) + list(frame["low"]) + list(frame["high"]))
+    bands = "low" in frame
+    if not bands and (band is not None or tests is not None):
+        raise ValueError("the noise band and the tests' marks are drawn with the interval")
+    rate = _is_rate(
+        list(frame["estimate"]) + (list(frame["low"]) + list(frame["high"]) if bands else [])
+    )
     fmt = ".1%" if rate else ",.4~g"
     groups = list(dict.fromkeys(frame["group"]))
     several = len(groups) > 1
@@ -156,15 +164,17 @@ def run_curve_chart(
         alt.Tooltip(
             "estimate:Q", title=str(frame["metric"].iloc[0]) if len(frame) else "", format=fmt
         ),
-        alt.Tooltip("low:Q", format=fmt),
-        alt.Tooltip("high:Q", format=fmt),
-        alt.Tooltip("interval:N"),
+        *(
+            [alt.Tooltip("low:Q", format=fmt), alt.Tooltip("high:Q", format=fmt),
+             alt.Tooltip("interval:N")]
+            if bands
+            else []
+        ),
         alt.Tooltip("coverage:Q", format=".1%"),
         alt.Tooltip("note:N"),
-    ]
-    data = frame[
-        ["step", "group", "estimate", "low", "high", "interval", "coverage", "drop", "note"]
-    ]
+    ]  # fmt: skip
+    interval = ["low", "high", "interval"] if bands else []
+    data = frame[["step", "group", "estimate", *interval, "coverage", "drop", "note"]]
     if several:  # bands and marks per group ride on the facet's one data set
         data = _with_group_marks(data, band, tests)
     base = alt.Chart() if several else alt.Chart(_values(data))  # small multiples: on the facet
@@ -187,11 +197,12 @@ def run_curve_chart(
                 ],
             )
         )
-    layers.append(
-        base.mark_area(opacity=0.18).encode(
-            x=x, y=alt.Y("low:Q", axis=y_axis, title=None), y2="high:Q", color=color
+    if bands:
+        layers.append(
+            base.mark_area(opacity=0.18).encode(
+                x=x, y=alt.Y("low:Q", axis=y_axis, title=None), y2="high:Q", color=color
+            )
         )
-    )
     kept = base.transform_filter("!datum.drop")
     layers.append(kept.mark_line().encode(x=x, y=y, color=color))
     layers.append(kept.mark_point(filled=True, size=36).encode(x=x, y=y, color=color, tooltip=tip))

@@ -63,9 +63,14 @@ def themed(chart: Any) -> Any:
     """
     from .render import offline_chart
 
-    return offline_chart(
-        chart.configure(background="transparent", font="sans-serif")
-        .configure_axis(
+    alt = altair()
+    # One configure call, not one per part: each call copies the chart, and a layered
+    # chart's copy deep-copies every layer with its inline data. The config (and its keys'
+    # order) is the one ``configure(...).configure_axis(...)…`` builds.
+    config = alt.Config(
+        background="transparent",
+        font="sans-serif",
+        axis=alt.AxisConfig(
             labelColor=GREY,
             titleColor=GREY,
             gridColor=GREY,
@@ -76,14 +81,17 @@ def themed(chart: Any) -> Any:
             titleFontSize=FONT_SIZE,
             titleFontWeight="normal",
             labelLimit=180,
-        )
-        .configure_header(labelColor=GREY, labelFontSize=FONT_SIZE, titleColor=GREY)
-        .configure_title(
+        ),
+        header=alt.HeaderConfig(labelColor=GREY, labelFontSize=FONT_SIZE, titleColor=GREY),
+        title=alt.TitleConfig(
             color=GREY, fontSize=TITLE_SIZE, subtitleFontSize=FONT_SIZE, anchor="start"
-        )
-        .configure_legend(
+        ),
+        legend=alt.LegendConfig(
             labelColor=GREY, titleColor=GREY, labelFontSize=FONT_SIZE, titleFontSize=FONT_SIZE
-        )
-        .configure_text(fontSize=FONT_SIZE)
-        .configure_view(stroke=None)
+        ),
+        text=alt.MarkConfig(fontSize=FONT_SIZE),
+        view=alt.ViewConfig(stroke=None),
     )
+    styled = chart.copy(deep=False)
+    styled.config = config
+    return offline_chart(styled)

@@ -53,12 +53,14 @@ from .assemble import RunState, mark, setup_difference, step_text
 from .pertask import (
     TaskMatrix,
     _quantiles,
+    counted_steps,
     dimension_matrices,
     group_values,
-    job_counts,
     matrix,
     percentiles,
     ratio_stats,
+    step_attempts,
+    step_counts,
 )
 
 if TYPE_CHECKING:
@@ -68,10 +70,12 @@ if TYPE_CHECKING:
 __all__ = [
     "CURVE_COLUMNS",
     "METRICS",
+    "POINT_COLUMNS",
     "check_metric",
     "curve",
     "group_lines",
     "noise_band",
+    "points",
     "ratio_parts",
 ]
 
@@ -122,15 +126,22 @@ def ratio_parts(
 
 def _summary(state: RunState, job_id: str) -> JobSummary:
     """The job's summary: from the run's counts when they are the job's in its task order
-    (the same function on the same arrays), else ``job_summary`` itself."""
-    m = matrix(state)
-    j = state.job_ids.index(job_id)
-    if m.per_task[j] and m.ordered[j] and state.policy in ("unknown", "failure"):
-        counts = job_counts(m, j)
-        return summary_of_counts(
-            job_id, counts, k=int(m.k[j]), policy=state.policy, threshold=state.threshold
-        )
-    return job_summary(state.con, job_id, policy=state.policy, threshold=state.threshold)
+    (the same function on the same arrays: :func:`step_counts`, read before the run's
+    matrix when that is not built yet), else ``job_summary`` itself. Memoized on the state."""
+    key = ("summary", job_id)
+    if key not in state.data:
+        j = state.job_ids.index(job_id)
+        counts = step_counts(state, j) if state.policy in ("unknown", "failure") else None
+        if counts is None:
+            found = job_summary(state.con, job_id, policy=state.policy, threshold=state.threshold)
+        else:
+            found = summary_of_counts(
+                job_id, counts, k=int(step_attempts(state)[j]), policy=state.policy,
+                threshold=state.threshold,
+            )  # fmt: skip
+        state.data[key] = found
+    memo: JobSummary = state.data[key]
+    return memo
 
 
 def _job_value(state: RunState, job_id: str, metric: str) -> float | None:
@@ -199,6 +210,58 @@ def curve(
     frame.attrs["mark"] = mark(state)
     state.data[key] = frame
     return frame.copy()
+
+
+#: The columns of :func:`points`: the curve's without its interval.
+POINT_COLUMNS = tuple(c for c in CURVE_COLUMNS if c not in ("low", "high", "interval"))
+
+
+def points(
+    state: RunState, *, metric: str = "score", coverage_tolerance: float = 0.01
+) -> pd.DataFrame | None:
+    """The curve without its intervals: :data:`POINT_COLUMNS` of :func:`curve`, the same
+    values (each step's own number, its coverage and coverage drops), from the counts the
+    jobs' loads kept — before, or without, the run's task matrix and its bootstrap (what a
+    panel can draw first). None when some step's load kept no per-task counts to read
+    (under a threshold, a summarised or metrics-only job, an older load) and the run's
+    matrix is not built yet: then :func:`curve` gives them.
+
+    Examples
+    --------
+    >>> import envloop_nb as enb
+    >>> ws = enb.open()
+    >>> _ = ws.load_all("sample_data/training_run")
+    >>> run = ws.run("rl-0412")
+    >>> first = points(run.state)
+    >>> "matrix" in run.state.data, first.equals(run.curve()[list(POINT_COLUMNS)])
+    (False, True)
+    """
+    import pandas as pd
+
+    check_metric(metric)
+    key = ("curve", metric, None, coverage_tolerance)
+    if key in state.data:
+        done: pd.DataFrame = state.data[key]
+        return done[list(POINT_COLUMNS)].copy()
+    if not counted_steps(state).all():
+        return None
+    failure = state.policy == "failure"
+    rows = []
+    for step, job_id in zip(state.steps, state.job_ids, strict=True):
+        s = _summary(state, job_id)
+        tasks = s.total_members
+        rows.append({"step": step, "job_id": job_id, "group": None, "metric": metric,
+                     "estimate": _job_value(state, job_id, metric), "tasks": tasks,
+                     "scored": s.scored, "total": s.total,
+                     "coverage": s.scored / s.total if s.scored is not None and s.total else None,
+                     "complete_members": tasks if failure else s.complete_members,
+                     "total_members": tasks, "coverage_drop": False, "note": ""})  # fmt: skip
+    frame = pd.DataFrame(rows, columns=list(POINT_COLUMNS))
+    _mark_coverage(frame, coverage_tolerance)
+    frame = frame.sort_values(["group", "step"], kind="stable", na_position="first")
+    frame = frame.reset_index(drop=True)
+    frame.attrs["mark"] = mark(state)
+    return frame
 
 
 def metric_stats(state: RunState, metric: str) -> NDArray[np.float64]:

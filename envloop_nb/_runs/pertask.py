@@ -5,7 +5,10 @@ definition its summary reads, memoized per job — lined up on the union of the 
 names (in the first job's task order, then any task only later jobs requested). A cell
 of a task a job did not request is ``requested = False`` with zero counts; a metrics-only
 job (lm-eval results without samples, an MLflow run's aggregates) has no per-task counts:
-its column is all unrequested and :attr:`TaskMatrix.per_task` says so.
+its column is all unrequested and :attr:`TaskMatrix.per_task` says so. The counts the
+jobs' loads kept are read for all of them in one query; before the matrix is built from
+them, :func:`step_counts` gives one step's counts from that read (a run's curve points —
+each job's summary — need no matrix).
 
 From the counts, per cell and under the run's policy and threshold (as the comparison's
 per-task rows, :mod:`envloop_nb._compare.tasks`): ``n`` (scored attempts, or requested
@@ -40,11 +43,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TaskMatrix",
+    "counted_steps",
     "dimension_matrices",
     "group_values",
     "job_counts",
     "matrix",
     "percentiles",
+    "step_attempts",
+    "step_counts",
     "weights",
 ]
 
@@ -112,48 +118,112 @@ _KEPT = """
     """
 
 
-def _bulk(state: RunState) -> tuple[Any, Any, Any, dict[str, Any]] | None:
+@dataclass(frozen=True, eq=False)
+class _Kept:
+    """The counts the jobs' loads kept, read in one query (:func:`_kept`), rows in step
+    then task (position) order: step ``j``'s rows are ``bounds[j]:bounds[j + 1]``;
+    ``steps``, ``columns`` (the count columns as read) are views of the query's result,
+    ``tasks`` its task names."""
+
+    tasks: Any  # pyarrow ChunkedArray of the rows' task names
+    steps: NDArray[np.int64]
+    columns: dict[str, NDArray[Any]]
+    bounds: NDArray[np.int64]
+    in_bulk: NDArray[np.bool_]  # (steps,): the step's counts are here
+
+
+def _kept(state: RunState) -> _Kept | None:
     """The counts every job's load kept (``task_counts_cache``), read in one query for all
-    the jobs: ``(task names by code, step index, task code, count columns)``, rows in step
-    then task order; tasks coded in order of first appearance. Only for jobs whose kept
-    counts are those :func:`task_counts` reads as they are (no threshold, the job not
+    the jobs (memoized on the state until :func:`matrix` has used them). Only for jobs whose
+    kept counts are those :func:`task_counts` reads as they are (no threshold, the job not
     summarised, one row per requested task at its position); the others are left to
     :func:`task_counts`, one by one. No task name crosses into Python per row."""
+    if "kept" in state.data:
+        found: _Kept | None = state.data["kept"]
+        return found
+    state.data["kept"] = read = _read_kept(state)
+    return read
+
+
+def _read_kept(state: RunState) -> _Kept | None:
     if state.threshold is not None:
         return None
-    import pyarrow.compute as pc
-
+    # in step then task order (a job's positions are distinct), sorted by DuckDB: its sort
+    # reuses its own memory, where a sort here allocated ~90 MB afresh at 1M rows
     table = state.con.execute(
         f"""{_KEPT}
-            SELECT o::BIGINT AS o, task, position::BIGINT AS position, {", ".join(_CELLS)}
-            FROM kept""",
+            SELECT o::BIGINT AS o, task, {", ".join(_CELLS)} FROM kept ORDER BY o, position""",
         {"jobs": list(state.job_ids)},
     ).to_arrow_table()
     if not table.num_rows:
         return None
     steps = np.asarray(table.column("o"), dtype=np.int64)
-    # step then task order (a job's positions are distinct): sorted here, not in SQL
-    order = np.lexsort((np.asarray(table.column("position"), dtype=np.int64), steps))
-    # in that order each task's first row is its first appearance: the codes
-    coded = pc.dictionary_encode(table.column("task").take(order).combine_chunks())
-    columns = {c: np.asarray(table.column(c), dtype=np.float64)[order] for c in _CELLS}
-    return (
-        np.asarray(coded.dictionary.to_pylist(), dtype=object),
-        steps[order],
-        np.asarray(coded.indices, dtype=np.int64),
-        columns,
+    bounds = np.searchsorted(steps, np.arange(len(state.job_ids) + 1))
+    return _Kept(
+        tasks=table.column("task"),
+        steps=steps,
+        columns={c: np.asarray(table.column(c)) for c in _CELLS},
+        bounds=bounds,
+        in_bulk=np.diff(bounds) > 0,
     )
+
+
+def step_counts(state: RunState, j: int) -> dict[str, NDArray[Any]] | None:
+    """Step ``j``'s per-task counts in the job's task order — the columns
+    :func:`envloop_nb._metrics.summary.summary_of_counts` reads, the values and the order
+    :func:`task_counts` gives — or None (then ``task_counts`` itself). Before the run's
+    :class:`TaskMatrix` is built, from the counts its load kept (:func:`_kept`: those rows
+    as they are, in task order: what ``task_counts`` returns for such a job); after, from
+    the matrix, where its rows are the job's order."""
+    if "matrix" in state.data:
+        m = matrix(state)
+        return job_counts(m, j) if m.per_task[j] and m.ordered[j] else None
+    kept = _kept(state)
+    if kept is None or not kept.in_bulk[j]:
+        return None
+    rows = slice(int(kept.bounds[j]), int(kept.bounds[j + 1]))
+    out = {c: np.asarray(kept.columns[c][rows], dtype=np.float64) for c in _COUNTED}
+    out["k"] = np.full(rows.stop - rows.start, step_attempts(state)[j], dtype=np.int64)
+    return out
+
+
+def counted_steps(state: RunState) -> NDArray[np.bool_]:
+    """``(steps,)``: the steps whose per-task counts are at hand — the matrix's
+    :attr:`TaskMatrix.per_task` once it is built; before, the steps whose loads kept their
+    counts (one query for all: a step counted some other way is False until then)."""
+    if "matrix" in state.data:
+        return matrix(state).per_task
+    kept = _kept(state)
+    return kept.in_bulk if kept is not None else np.zeros(len(state.job_ids), dtype=bool)
+
+
+#: The count columns a summary reads (``k`` besides).
+_COUNTED = ("scored", "invalid", "passes", "nonbinary", "reward_sum")
+
+
+def step_attempts(state: RunState) -> NDArray[np.int64]:
+    """Each step's ``k`` (the job's attempts per task), memoized."""
+    if "attempts" not in state.data:
+        attempts = dict(
+            state.con.execute(
+                "SELECT job_id, attempts FROM jobs WHERE list_contains($jobs, job_id)",
+                {"jobs": list(state.job_ids)},
+            ).fetchall()
+        )
+        state.data["attempts"] = np.array([int(attempts[j]) for j in state.job_ids], dtype=np.int64)
+    k: NDArray[np.int64] = state.data["attempts"]
+    return k
 
 
 def _build(state: RunState) -> TaskMatrix:
     import pandas as pd
+    import pyarrow.compute as pc
 
     con = state.con
-    bulk = _bulk(state)
+    bulk = _kept(state)
+    state.data.pop("kept", None)  # read once: the matrix holds the counts from here on
     n_steps = len(state.job_ids)
-    in_bulk = np.zeros(n_steps, dtype=bool)
-    if bulk is not None:
-        in_bulk[np.unique(bulk[1])] = True
+    in_bulk = bulk.in_bulk if bulk is not None else np.zeros(n_steps, dtype=bool)
     parts: dict[int, tuple[Any, dict[str, Any]] | None] = {}
     for j, job_id in enumerate(state.job_ids):
         if in_bulk[j]:
@@ -164,7 +234,10 @@ def _build(state: RunState) -> TaskMatrix:
         table = task_counts(con, job_id, state.threshold)
         names = np.asarray(table.column("task").to_numpy(zero_copy_only=False))
         parts[j] = (names, {c: np.asarray(table.column(c), dtype=np.float64) for c in _CELLS})
-    known = [bulk[0]] if bulk is not None else []
+    known = []
+    if bulk is not None:  # each task's first row (in step, task order) is its first appearance
+        coded = pc.dictionary_encode(bulk.tasks.combine_chunks())
+        known.append(np.asarray(coded.dictionary.to_pylist(), dtype=object))
     known += [p[0] for p in parts.values() if p is not None]
     union = pd.unique(np.concatenate(known)) if known else np.zeros(0, dtype=object)
     index = pd.Index(union)
@@ -176,7 +249,7 @@ def _build(state: RunState) -> TaskMatrix:
     ordered = np.zeros(n_steps, dtype=bool)
     per_task = in_bulk.copy()
     if bulk is not None:  # the bulk's codes are the first rows of the union, in order
-        _, steps, codes, columns = bulk
+        codes, steps, columns = np.asarray(coded.indices, dtype=np.int64), bulk.steps, bulk.columns
         requested[codes, steps] = True
         for name, cell in cells.items():
             cell[codes, steps] = columns[name]
@@ -195,13 +268,7 @@ def _build(state: RunState) -> TaskMatrix:
             cell[at, j] = part[1][name]
         binary[j] = state.threshold is not None or int(part[1]["nonbinary"].sum()) == 0
         ordered[j] = bool(np.all(np.diff(at) > 0))
-    attempts = dict(
-        con.execute(
-            "SELECT job_id, attempts FROM jobs WHERE list_contains($jobs, job_id)",
-            {"jobs": list(state.job_ids)},
-        ).fetchall()
-    )
-    k = np.array([int(attempts[j]) for j in state.job_ids], dtype=np.int64)
+    k = step_attempts(state)
     tags = _tags(state, tasks)
     failure = state.policy == "failure"
     n = np.where(requested, k[None, :], 0).astype(np.float64) if failure else cells["scored"]

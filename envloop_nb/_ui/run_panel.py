@@ -19,15 +19,20 @@ another. Clicking a block of the matrix picks its first task and step the same w
 ``panel.step_a.value, panel.step_b.value = 5, 6; panel.compare_button.click()`` opens
 the two steps in the comparison panel (``panel.comparison``) below.
 
-In a kernel (``run.panel()`` in a notebook cell) the curve with its noise band and the
-matrix come first; the headline (best checkpoint, minimum detectable effect), the tests'
-marks on the curve, the changes beyond noise and the task lists are filled right after the
-cell ends (IPython's ``post_run_cell``; ``panel.pending`` until then), in the kernel's own
-thread: the same numbers, shown a moment later. So are the attempt viewer's and the
-comparison's controls (``panel.task`` and the others: made on first use if asked for
-sooner), so the first screen is few widget models: the title and the headings are
-written into the headline's and the task lists' HTML. Outside a kernel everything is
-there when ``run.panel()`` returns.
+In a kernel (``run.panel()`` in a notebook cell) the first screen is the curve's points —
+each step's own number with its coverage drops (:func:`envloop_nb._runs.curve.points`: read
+from the counts the jobs' loads kept, without the run's task matrix or its bootstrap) —
+and every other part says it is "computing…". Right after the cell ends (IPython's
+``post_run_cell``; ``panel.pending`` until then), in the kernel's own thread, the panel
+fills itself in this order, each part sent as it is ready: the curve's interval and noise
+band, the tasks × steps matrix, the headline (best checkpoint, minimum detectable effect),
+the tests' marks on the curve and the changes beyond noise, the task lists. The end state is
+the panel built in one go, byte for byte. A run whose points cannot be read so (a threshold,
+summarised or results-only jobs) draws its whole curve first, as before. The attempt
+viewer's and the comparison's controls come last (``panel.task`` and the others: made on
+first use if asked for sooner, with the matrix), so the first screen is few widget models:
+the title and the headings are written into the headline's and the task lists' HTML.
+Outside a kernel everything is there when ``run.panel()`` returns.
 """
 
 from __future__ import annotations
@@ -104,8 +109,8 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
     """The run panel widget (see the module docstring for how to drive it).
 
     ``compare(step_a, step_b)`` gives the widget shown for two steps (the facade passes
-    ``run.compare(a, b).panel()``). ``defer=True``: the headline, the tests and the task
-    lists after the current kernel cell (the module docstring); :meth:`finish` fills them.
+    ``run.compare(a, b).panel()``). ``defer=True``: in a kernel, all but the curve's points
+    after the current cell (the module docstring); :meth:`finish` fills them.
     """
 
     def __init__(
@@ -117,6 +122,7 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         self.pending = defer and after_cell(self.finish)
         self.comparison: Any = None
         self._controls_built = False
+        self._points_only = False  # the curve shows its points only (its bands to come)
         self.message = widgets.HTML()
         name = f" {state.name}" if state.name else ""
         self._title = (
@@ -135,20 +141,16 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         self.lists = widgets.HTML(
             _LISTS_HEAD + _pending("the tasks learned, forgotten and flaky") + _MATRIX_HEAD
         )
-        self.blocks = _tasks.aggregate(state, max_tasks=MATRIX_TASKS, max_steps=MATRIX_STEPS)
+        #: the matrix's blocks (:func:`envloop_nb._runs.tasks.aggregate`; None until drawn)
+        self.blocks: Any = None
         #: why there is no matrix (no step holds per-task results), else None
-        self.no_tasks = _tasks.no_tasks(state)
-        self.matrix: Any = (
-            widgets.HTML(f'<div style="{_FONT}"><i>{html.escape(self.no_tasks)}</i></div>')
-            if self.no_tasks
-            else chart_widget(matrix_chart(self.blocks))
-        )
-        if not self.no_tasks:
-            self.matrix.selections.observe(self._on_cell, names=["cell"])
-        self.metric.observe(lambda _c: self._safely(self._refresh_curve), names="value")
-        if self.pending:  # the curve and its band now, its tests' marks after the cell
-            self._refresh_curve()
+        self.no_tasks: str | None = None
+        self.matrix: Any = widgets.HTML(_pending("the tasks × steps matrix"))
+        self._viewer: Any = None  # the attempt viewer beside the matrix, once built
         self.matrix_row = widgets.HBox([self.matrix], layout=widgets.Layout(flex_flow="row wrap"))
+        self.metric.observe(lambda _c: self._safely(self._refresh_curve), names="value")
+        if self.pending:  # the curve's points now; its bands, its marks, the rest after the cell
+            self._safely(self._first_curve)
         super().__init__(
             [
                 self.headline,
@@ -180,6 +182,7 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         """The attempt viewer beside the matrix and the two steps' comparison below it."""
         self._controls_built = True
         state = self.state
+        self._fill_matrix()
         steps = [(step_text(s), s) for s in state.steps]
         tasks = list(_tasks.task_matrix(state).index)
         self.task = widgets.Dropdown(options=[(str(t), t) for t in tasks], value=None,
@@ -203,11 +206,11 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
                                              tooltip="open the two steps in the comparison panel")  # fmt: skip
         self.compare_button.on_click(lambda _b: self._safely(self._open_compare))
         self.compare_box = widgets.VBox()
-        viewer = widgets.VBox(
+        self._viewer = widgets.VBox(
             [self.task, widgets.HBox([self.step, self.attempt]), self.attempts, self.attempt_view],
             layout=widgets.Layout(flex="1 1 420px", min_width="360px", margin="0 0 0 12px"),
         )
-        self.matrix_row.children = [self.matrix] if self.no_tasks else [self.matrix, viewer]
+        self._show_matrix()
         shown: tuple[Any, ...] = self.children  # type: ignore[has-type]
         self.children = [
             *shown,
@@ -217,8 +220,9 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         ]
 
     def finish(self) -> None:
-        """Fill the headline, the tests (marks on the curve, the changes beyond noise) and
-        the task lists (a deferred panel's second part; nothing once filled)."""
+        """Fill the curve's bands, the matrix, the headline, the tests (marks on the curve,
+        the changes beyond noise) and the task lists, in that order, each shown as it is
+        ready (a deferred panel's second part; nothing once filled)."""
         if self._filled:
             return
         self._filled = True
@@ -229,6 +233,9 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
 
     def _fill(self) -> None:
         state = self.state
+        if self._points_only:  # the intervals and the noise band first
+            self._refresh_curve(tests=False)
+        self._fill_matrix()
         self.headline.value = self._title + run_headline(state)
         self._refresh_curve()
         lists = task_lists_html(_tasks.learned(state), _tasks.forgotten(state), _tasks.flaky(state))
@@ -254,14 +261,57 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
                 f"{html.escape(str(e))}</div>"
             )
 
-    def _refresh_curve(self) -> None:
+    def _first_curve(self) -> None:
+        """The curve's points (each step's own number, coverage drops) without the run's
+        task matrix and bootstrap, with its bands and marks said to be coming; the whole
+        curve now when the points cannot be had so (:func:`envloop_nb._runs.curve.points`)
+        or the run is told per subset."""
+        metric = self.metric.value
+        points = _curve.points(self.state, metric=metric)
+        if points is None or not points["estimate"].notna().any():
+            self._refresh_curve()
+            return
+        self.curve = chart_widget(run_curve_chart(points, title=f"{metric} over training"))
+        self._points_only = True
+        self._note.value = _pending("the intervals and the noise band (task bootstrap)")
+        self.curve_box.children = [self.curve, self._note]
+        self.changes.value = _pending("the changes beyond noise (paired tests, adjusted)")
+
+    def _fill_matrix(self) -> None:
+        """The tasks × steps matrix in blocks (or why there is none), once."""
+        if self.blocks is not None:
+            return
+        state = self.state
+        blocks = _tasks.aggregate(state, max_tasks=MATRIX_TASKS, max_steps=MATRIX_STEPS)
+        self.no_tasks = _tasks.no_tasks(state)
+        if self.no_tasks:
+            self.matrix = widgets.HTML(
+                f'<div style="{_FONT}"><i>{html.escape(self.no_tasks)}</i></div>'
+            )
+        else:
+            self.matrix = chart_widget(matrix_chart(blocks))
+            self.matrix.selections.observe(self._on_cell, names=["cell"])
+        self.blocks = blocks
+        self._show_matrix()
+
+    def _show_matrix(self) -> None:
+        shown = [self.matrix]
+        if self._viewer is not None and not self.no_tasks:
+            shown.append(self._viewer)
+        self.matrix_row.children = shown
+
+    def _refresh_curve(self, *, tests: bool | None = None) -> None:
+        """The whole curve: its points, interval, noise band and (``tests``; default: once
+        the panel is no longer pending) the tests' marks and the changes beyond noise."""
+        self._points_only = False
         metric = self.metric.value
         curve, what = shown_curve(self.state, metric=metric)
         by = shown_by(self.state, metric=metric)  # results-only files: per subset
         band = _curve.noise_band(self.state, metric=metric, by=by)
-        tests = None if self.pending else _tests.tests(self.state, by=by)
+        with_tests = not self.pending if tests is None else tests
+        tests_frame = _tests.tests(self.state, by=by) if with_tests else None
         # the tests are paired on the score: their marks only on the score's curve
-        chart = run_curve_chart(curve, band=band, tests=tests if metric == "score" else None,
+        chart = run_curve_chart(curve, band=band, tests=tests_frame if metric == "score" else None,
                                 title=f"{metric} over training")  # fmt: skip
         self.curve = chart_widget(chart)
         text = (f"{what}; " if what else "") + run_html.CURVE_LEGEND
@@ -269,10 +319,10 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
             f'<div style="{_FONT};opacity:0.75;max-width:760px">{html.escape(text)}</div>'
         )
         self.curve_box.children = [self.curve, self._note]
-        if tests is None:
+        if tests_frame is None:
             self.changes.value = _pending("the changes beyond noise (paired tests, adjusted)")
             return
-        table = run_html.tests_table_html(tests, only_significant=True, max_rows=MAX_CHANGES)
+        table = run_html.tests_table_html(tests_frame, only_significant=True, max_rows=MAX_CHANGES)
         self.changes.value = f'<div style="max-height:300px;overflow:auto">{table}</div>'
 
     def _on_cell(self, change: dict[str, Any]) -> None:
