@@ -438,7 +438,7 @@ def task_list_html(frame: pd.DataFrame, kind: str, *, max_rows: int = MAX_ROWS) 
     )
     header = "".join(f'<th style="{_TH}">{html.escape(h)}</th>' for h in head)
     return (
-        f'<div class="enb-run-{kind}" style="{_FONT}"><b>{title}</b> ({len(frame):,} tasks)'
+        f'<div class="enb-run-{kind}" style="{_FONT}"><b>{title}</b> ({len(frame):,} task{"s" if len(frame) != 1 else ""})'
         f'<table style="border-collapse:collapse;margin-top:2px"><thead><tr>{header}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>{more}</div>"
     )

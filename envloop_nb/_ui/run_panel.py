@@ -241,7 +241,7 @@ class RunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
         lists = task_lists_html(_tasks.learned(state), _tasks.forgotten(state), _tasks.flaky(state))
         self.lists.value = (
             _LISTS_HEAD
-            + '<div style="display:grid;grid-template-columns:repeat(auto-fit,minmax(290px,1fr));'
+            + '<div style="display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,400px),1fr));'
             'gap:14px">'
             + "".join(f'<div style="max-height:240px;overflow:auto">{x}</div>' for x in lists)
             + "</div>"
