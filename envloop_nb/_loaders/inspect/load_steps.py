@@ -3,8 +3,9 @@ attempt) gets the steps of its messages and events (:func:`~.steps.read_inspect_
 
 The samples reach Python as the JSON texts the SQL mapping reads (:mod:`.sql`), one
 chunk at a time, on the thread that writes the chunk's attempts (the only one that
-writes on the load's connection); each text is parsed once, here, and its rows stream
-through one :class:`~envloop_nb._store.steps.StepWriter`. A ``.json`` log not laid out
+writes on the load's connection); each text is decoded once, here, from the chunk's
+own buffer and only in the members its steps read (:func:`~.decode.decode_sample`), and
+its rows stream through one :class:`~envloop_nb._store.steps.StepWriter`. A ``.json`` log not laid out
 as Inspect writes it is read whole by DuckDB for the attempts; its samples are then
 parsed in Python for their steps (:meth:`InspectLog.samples <.read.InspectLog.samples>`).
 
