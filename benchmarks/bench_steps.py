@@ -12,8 +12,8 @@ Stages (``steps_<what>``; the size is samples, attempts or steps):
 - **Inspect** (``20k`` samples, 13 messages each, five tool calls): ``inspect_load``
   (``ws.load(log.eval)`` into a fresh file workspace: end to end, steps included once the
   Inspect loader writes them), ``inspect_reader`` (the steps reader alone:
-  ``read_inspect_steps`` over every sample of the log through one ``StepWriter``, then
-  commit), floor ``inspect_messages_df`` (``inspect_ai.analysis.messages_df``).
+  ``read_inspect_steps`` over every sample of the log, decoded as the loader decodes it
+  (``samples(steps=True)``), through one ``StepWriter``, then commit), floor ``inspect_messages_df`` (``inspect_ai.analysis.messages_df``).
 - **ATIF** (``10k`` attempts × 20 step rows): ``atif_harbor`` (``ws.load(job folder)``: end
   to end; from 2,000 trials the loader reads the trajectories in worker processes, one per
   CPU: their CPU is counted in), ``atif_reader`` (``read_atif`` over every trajectory file through one
@@ -138,7 +138,7 @@ def _inspect(name: str, size: str, ws_dir: Path) -> tuple[Body, int, Any]:
         ws.con.execute("BEGIN")
         writer = StepWriter(ws.con, "inspect")
         opened = open_inspect_log(log)
-        for place, sample in opened.samples():
+        for place, sample in opened.samples(steps=True):
             read_inspect_steps(writer, task=str(sample["id"]), attempt=int(sample["epoch"]),
                                sample=sample, source=log.name, place=place)  # fmt: skip
         writer.close()

@@ -6,9 +6,9 @@ the real fixture ``log_message_deduplication.eval`` (written by Inspect: 12 mess
 ``bash`` calls, 42 events, ~80 kB a sample, most of it ``sandbox`` events) copied 20,000
 times, each copy with its own ids (as ``steps_data`` does), members zstd-compressed as
 Inspect writes them. ``python -m benchmarks.inspect_proxy reader|load 20000`` times the
-``steps_inspect_reader`` body (``read_inspect_steps`` over every sample through one
-``StepWriter``) or ``ws.load`` on it, in this process: wall, CPU (all threads) and peak
-RSS (``ru_maxrss``). Run it under the bench lock; the ``messages_df`` floor needs
+``steps_inspect_reader`` body (``read_inspect_steps`` over every sample, decoded as the
+loader decodes it, through one ``StepWriter``) or ``ws.load`` on it, in this process:
+wall, CPU (all threads) and peak RSS (``ru_maxrss``). Run it under the bench lock; the ``messages_df`` floor needs
 inspect_ai, so ratios against it compare with ``RESULTS.md``'s floor.
 """
 
@@ -94,7 +94,7 @@ def stage(name: str, n: int) -> str:
     else:
         ws.con.execute("BEGIN")
         writer = StepWriter(ws.con, "inspect")
-        for place, sample in open_inspect_log(log).samples():
+        for place, sample in open_inspect_log(log).samples(steps=True):
             read_inspect_steps(writer, task=str(sample["id"]), attempt=int(sample["epoch"]),
                                sample=sample, source=log.name, place=place)  # fmt: skip
         writer.close()

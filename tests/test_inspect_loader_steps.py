@@ -310,3 +310,14 @@ def test_scan_batches_are_bounded_by_bytes(monkeypatch: pytest.MonkeyPatch) -> N
     after = enb.open().load(log, job_id="j")
     pd.testing.assert_frame_equal(after.steps(), before.steps())
     pd.testing.assert_frame_equal(after.attempts(), before.attempts())
+
+
+def test_each_chunk_hands_what_malloc_freed_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After each chunk's rows (and steps) are written the C heap is trimmed: the freed
+    chunk buffers stayed in glibc's heaps otherwise (see ``release_heap``)."""
+    calls: list[int] = []
+    monkeypatch.setattr(inspect_sql, "_CHUNK", 7)  # 60 samples: 9 chunks
+    monkeypatch.setattr(inspect_sql, "release_heap", lambda: calls.append(1))
+    job = enb.open().load(CAPITALS_EVAL[0])
+    assert len(calls) == 9
+    assert len(job.steps()) == 120

@@ -8,16 +8,26 @@ which purge it within seconds; :func:`release_memory` purges it at once, at the 
 load, before the first question is asked, and :func:`release_after` after a per-task
 query of a big job (the answers asked one after another in a cell stack otherwise: at
 3.1M tasks the summary and the groups left ~0.4 GB in the arenas).
+
+Python's own large buffers come from the C library's ``malloc``: glibc serves a block
+under its mmap threshold from its heaps, and the threshold grows to the largest block
+freed (up to 32 MB), so once a loader freed its first chunk of a log (tens of MB of
+decompressed samples) every later chunk came from the heaps and what each freed stayed
+there; :func:`release_heap` hands those pages back (a 20,000-sample Inspect load
+peaked ~0.15 GB lower).
 """
 
 from __future__ import annotations
 
+import ctypes
+from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["RELEASE_ROWS", "release_after", "release_memory"]
+__all__ = ["RELEASE_ROWS", "release_after", "release_heap", "release_memory"]
 
 #: A query that gave at least this many rows (one per task) purges DuckDB's arenas
 #: after it: 20–150 ms, small beside such a query, and never paid by a small job.
@@ -56,3 +66,26 @@ def release_after(con: duckdb.DuckDBPyConnection, rows: int) -> None:
     """
     if rows >= RELEASE_ROWS:
         release_memory(con)
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        libc = ctypes.CDLL(None)  # the process's own symbols: the C library's among them
+    except (OSError, TypeError):  # no such handle (Windows)
+        return None
+    trim: Callable[[int], int] | None = getattr(libc, "malloc_trim", None)  # glibc only
+    return trim
+
+
+def release_heap() -> None:
+    """Return the pages the C library's ``malloc`` holds free to the system (glibc's
+    ``malloc_trim``: a few ms; nothing where the C library has none).
+
+    Examples
+    --------
+    >>> release_heap()
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)

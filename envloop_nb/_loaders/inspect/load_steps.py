@@ -3,8 +3,9 @@ attempt) gets the steps of its messages and events (:func:`~.steps.read_inspect_
 
 The samples reach Python as the JSON texts the SQL mapping reads (:mod:`.sql`), one
 chunk at a time, on the thread that writes the chunk's attempts (the only one that
-writes on the load's connection); each text is parsed once, here, and its rows stream
-through one :class:`~envloop_nb._store.steps.StepWriter`. A ``.json`` log not laid out
+writes on the load's connection); each text is decoded once, here, from the chunk's
+own buffer and only in the members its steps read (:func:`~.decode.decode_sample`), and
+its rows stream through one :class:`~envloop_nb._store.steps.StepWriter`. A ``.json`` log not laid out
 as Inspect writes it is read whole by DuckDB for the attempts; its samples are then
 parsed in Python for their steps (:meth:`InspectLog.samples <.read.InspectLog.samples>`).
 
@@ -16,14 +17,14 @@ skipped whole (its rows are held until its reader succeeded) and counted.
 
 from __future__ import annotations
 
-import json
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from ..._errors import LoadError, LoadWarning
 from ..._store.steps import HeldRows, StepWriter
+from .decode import decode_sample
 from .steps import InspectStepsRead, read_inspect_steps
 
 if TYPE_CHECKING:
@@ -37,9 +38,6 @@ __all__ = ["SOURCE", "LogSteps"]
 #: What ``extra.steps.source`` says the steps were read from.
 SOURCE = "inspect messages and events"
 _COUNTS = tuple(f.name for f in fields(InspectStepsRead))
-#: Samples whose texts are copied out of the chunk's Arrow column at once (a chunk's
-#: texts all at once were another chunk's worth of memory).
-_SLICE = 64
 
 
 @dataclass
@@ -78,14 +76,10 @@ class LogSteps:
         """Read the samples of one chunk: ``places``, the samples' JSON ``texts`` (as
         :mod:`.sql` hands them to DuckDB, which has checked them already) and whether
         each one's messages may hold ``attachment://`` references."""
-        for start in range(0, len(texts), _SLICE):  # a few texts at a time as Python strings
-            for place, text, ref in zip(
-                places.slice(start, _SLICE).to_pylist(),
-                texts.slice(start, _SLICE).to_pylist(),
-                refs.slice(start, _SLICE).to_pylist(),
-                strict=True,
-            ):
-                self.sample(str(place), json.loads(text), refs=bool(ref))
+        for place, text, ref in zip(
+            places.to_pylist(), _views(texts), refs.to_pylist(), strict=True
+        ):
+            self.sample(str(place), decode_sample(text), refs=bool(ref))
 
     def samples(self, samples: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
         """Read ``(place, sample)`` pairs."""
@@ -154,3 +148,20 @@ class LogSteps:
             # tools): their usage is in the attempt's, not in its steps'
             "unmatched_model_events": t["unmatched_events"],
         }
+
+
+def _views(texts: pa.ChunkedArray) -> Iterator[memoryview]:
+    """Each text of a string column as a view of its UTF-8 bytes in the column's own
+    buffer (no copy: the chunk's texts never become Python strings)."""
+    import numpy as np
+    import pyarrow as pa
+
+    for chunk in texts.chunks:
+        if chunk.null_count:
+            raise ValueError("a sample's text is missing")  # the mapping read every one
+        _, offsets, data = chunk.buffers()
+        kind = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        at = np.frombuffer(offsets, dtype=kind)[chunk.offset : chunk.offset + len(chunk) + 1]
+        view = memoryview(data) if data is not None else memoryview(b"")
+        for start, stop in zip(at[:-1].tolist(), at[1:].tolist(), strict=True):
+            yield view[start:stop]

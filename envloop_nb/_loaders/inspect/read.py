@@ -27,6 +27,7 @@ from typing import Any
 
 from ..._errors import LoadError
 from ..common.read import decode_utf8, parse_json, read_bytes
+from .decode import decode_sample
 from .json import json_header, json_sample_chunks
 from .zip import Directory, Member, central_directory, directory, mapped, member_bytes
 
@@ -121,8 +122,10 @@ class InspectLog:
     _samples: list[dict[str, Any]] | None = None
     _directory: Directory | None = None
 
-    def samples(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        """``(place, sample)`` for each sample in the log, in the log's order."""
+    def samples(self, *, steps: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
+        """``(place, sample)`` for each sample in the log, in the log's order; with
+        ``steps``, an ``.eval`` log's samples hold only what their steps read
+        (:func:`~.decode.decode_sample`)."""
         if self.form == "json":
             if self._samples is None:
                 self._samples = list(_python_doc(self.path).get("samples") or [])
@@ -131,7 +134,7 @@ class InspectLog:
             return
         with mapped(self.path) as data:
             for info in self.members:
-                yield info.filename, _member_json(self.path, data, info)
+                yield info.filename, _member_json(self.path, data, info, steps=steps)
 
     @property
     def directory(self) -> Directory | None:
@@ -257,10 +260,12 @@ def _open_eval(path: Path) -> InspectLog:
     return InspectLog(path, header, "eval", _directory=samples)
 
 
-def _member_json(path: Path, data: Any, info: Member | zipfile.ZipInfo) -> Any:
+def _member_json(
+    path: Path, data: Any, info: Member | zipfile.ZipInfo, *, steps: bool = False
+) -> Any:
     blob = member_bytes(path, data, info)
     try:
-        return json.loads(blob)
+        return decode_sample(blob) if steps else json.loads(blob)
     except (json.JSONDecodeError, UnicodeDecodeError):
         label = f"{path} member {info.filename}"
         return parse_json(label, decode_utf8(label, blob), what="a JSON member")

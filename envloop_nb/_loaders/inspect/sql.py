@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..._errors import LoadError
+from ..._store.memory import release_heap
 from ..._store.sql import literal
 from ..common.read import parse_json
 from ..common.stage import stage_name
@@ -366,6 +367,7 @@ def _append_rows(
     append_arrow(con, "dimensions", dimensions)
     if steps is not None and samples is not None:
         steps.texts(samples["place"], samples["t"], samples["refs"])
+    release_heap()  # the chunks freed so far, back from malloc's heaps (see release_heap)
 
 
 def append_arrow(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:

@@ -493,7 +493,7 @@ def _arrow_texts(path: Path, places: pa.Array, joined: bytes, offsets: Any) -> p
     import pyarrow as pa
 
     try:
-        joined.decode("utf-8")
+        joined.isascii() or joined.decode("utf-8")  # ASCII, the usual case: no str made
     except UnicodeDecodeError:
         for i, place in enumerate(places.to_pylist()):
             decode_utf8(f"{path} member {place}", joined[offsets[i] : offsets[i + 1]])
