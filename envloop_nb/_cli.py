@@ -251,13 +251,17 @@ def _load_both(
 
 def _load_on_cursor(ws: Workspace, source: str, job_id: str, fmt: str | None) -> str:
     """``source`` read in place as :func:`_load` reads it, on a connection of its own
-    that leaves the ``attempts`` view to the caller; the job id."""
+    (in the workspace's time zone) that leaves the ``attempts`` view to the caller; the
+    job id."""
     from ._loaders import check_format, load_source
     from ._store.attempt_sources import view_later
+    from ._store.sql import literal
 
     check_format(source, fmt)
+    zone = ws.con.execute("SELECT current_setting('TimeZone')").fetchone()
     con = ws.con.cursor()
-    try:
+    try:  # a new connection starts in the process's time zone: the workspace's instead
+        con.execute(f"SET TimeZone = {literal(str(zone[0]) if zone else 'UTC')}")
         with view_later(con):
             return load_source(con, source, format=fmt, job_id=job_id, copy=False)
     except OSError as exc:
