@@ -12,10 +12,11 @@ Two commands, each repeat a fresh process timed from spawn to exit (wall clock; 
 time and peak RSS of the child from ``os.wait4``), alternated, median of N:
 
 - **gate**: ``python -m envloop_nb gate BASE CAND --policy failure --json`` — imports,
-  the two loads (read in place: local Parquet), coverage, the guard, the paired bootstrap
-  (2,000 resamples over 31,250 tasks) and the verdict. ``--policy failure`` because with 32
-  attempts per task and ~3% of them without reward most tasks are incomplete, and without
-  it the gate rightly says "cannot tell" (fewer than half the tasks complete);
+  the two loads (read in place: local Parquet; at once, on two connections), coverage,
+  the guard, the paired bootstrap (2,000 resamples over 31,250 tasks) and the verdict.
+  ``--policy failure`` because with 32 attempts per task and ~3% of them without reward
+  most tasks are incomplete, and without it the gate rightly says "cannot tell" (fewer
+  than half the tasks complete);
 - **floor**: ``python -c`` importing duckdb and computing, in one query per file, the
   file's score (mean reward over scored attempts), its scored attempts and its score
   under the failure policy (reward sum over tasks × 32).

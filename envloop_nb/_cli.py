@@ -197,6 +197,79 @@ def _load(ws: Workspace, source: str, *, job_id: str | None, fmt: str | None) ->
     return job
 
 
+def _in_place_file(source: str, fmt: str | None) -> bool:
+    """Whether ``source`` is one local Parquet file that :func:`_load` reads in place."""
+    return fmt in (None, "table") and source.endswith(".parquet") and Path(source).is_file()
+
+
+def _load_both(
+    ws: Workspace, baseline: str, candidate: str, *, fmt: str | None
+) -> list[Job | EnvloopError]:
+    """The baseline's and the candidate's jobs (ids :data:`BASELINE_ID`,
+    :data:`CANDIDATE_ID`), or the refusal of the first that did not load, in that order.
+
+    Two local Parquet files are loaded at once, each on its own connection to the
+    workspace (``ws.con.cursor()``) in its own thread: DuckDB runs the two loads' checking
+    passes on two cores. Each is the load :func:`_load` makes (``ws.load(copy=False)``:
+    every check, its own transaction); the ``attempts`` view is rebuilt once after both
+    (:func:`~envloop_nb._store.attempt_sources.view_later`). Other sources load one
+    after the other.
+    """
+    sources = ((baseline, BASELINE_ID), (candidate, CANDIDATE_ID))
+    out: list[Job | EnvloopError] = []
+    if not (_in_place_file(baseline, fmt) and _in_place_file(candidate, fmt)):
+        for source, job_id in sources:
+            try:
+                out.append(_load(ws, source, job_id=job_id, fmt=fmt))
+            except EnvloopError as exc:
+                return [*out, exc]
+        return out
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ._datasets.heldout import warn_job_overlaps
+    from ._job import Job
+    from ._store.attempt_sources import rebuild
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = [pool.submit(_load_on_cursor, ws, s, job_id, fmt) for s, job_id in sources]
+    ws.con.execute("BEGIN TRANSACTION")  # the view over the sources that loaded
+    try:
+        rebuild(ws.con)
+        ws.con.execute("COMMIT")
+    except BaseException:
+        ws.con.execute("ROLLBACK")
+        raise
+    for future in futures:
+        try:
+            loaded_id = future.result()  # another exception is raised here, in order
+        except EnvloopError as exc:
+            return [*out, exc]
+        warn_job_overlaps(ws, loaded_id)  # as ws.load: task inputs in a training dataset
+        out.append(Job(ws, loaded_id))
+    return out
+
+
+def _load_on_cursor(ws: Workspace, source: str, job_id: str, fmt: str | None) -> str:
+    """``source`` read in place as :func:`_load` reads it, on a connection of its own
+    (in the workspace's time zone) that leaves the ``attempts`` view to the caller; the
+    job id."""
+    from ._loaders import check_format, load_source
+    from ._store.attempt_sources import view_later
+    from ._store.sql import literal
+
+    check_format(source, fmt)
+    zone = ws.con.execute("SELECT current_setting('TimeZone')").fetchone()
+    con = ws.con.cursor()
+    try:  # a new connection starts in the process's time zone: the workspace's instead
+        con.execute(f"SET TimeZone = {literal(str(zone[0]) if zone else 'UTC')}")
+        with view_later(con):
+            return load_source(con, source, format=fmt, job_id=job_id, copy=False)
+    except OSError as exc:
+        raise EnvloopError(f"{source}: {exc.strerror or exc}") from exc
+    finally:
+        con.close()
+
+
 def gate(
     baseline: str,
     candidate: str,
@@ -234,14 +307,11 @@ def gate(
     ws = open_workspace()
     try:
         jobs = []
-        for side, source, job_id in (
-            ("baseline", baseline, BASELINE_ID),
-            ("candidate", candidate, CANDIDATE_ID),
-        ):
-            try:
-                jobs.append(_load(ws, source, job_id=job_id, fmt=fmt))
-            except EnvloopError as exc:
-                return replace(head, reason=f"the {side} did not load: {exc}")
+        loaded = _load_both(ws, baseline, candidate, fmt=fmt)  # stops at a refusal
+        for side, job in zip(("baseline", "candidate"), loaded, strict=False):
+            if isinstance(job, EnvloopError):
+                return replace(head, reason=f"the {side} did not load: {job}")
+            jobs.append(job)
         covs = []
         for source, job in zip((baseline, candidate), jobs, strict=True):
             s = job.summary(policy=policy, threshold=threshold)

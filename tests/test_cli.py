@@ -303,3 +303,86 @@ def test_gate_on_parquet_files_read_in_place(tmp_path: Path) -> None:
         for p in (s.parquet, cand)
     ]
     assert out["diff"] == pytest.approx((sums[1] - sums[0]) / 1200, abs=1e-12)
+
+
+def test_gate_loads_two_parquet_files_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two local Parquet files load at once, each on its own connection to the workspace,
+    the ``attempts`` view rebuilt once after both: the same jobs, view and verdict as one
+    load after the other, and a refused source is named as before (each load on its own
+    connection rebuilding the view failed: a catalog write-write conflict on ``attempts``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import envloop_nb as enb
+    from benchmarks.bench_gate import candidate
+    from benchmarks.generate import Shape, generate
+    from envloop_nb import _cli
+
+    s = Shape("gate", 300, 4, root=tmp_path)
+    generate(s, ("parquet",))
+    base, cand = str(s.parquet), str(candidate(s.parquet))
+    ws = enb.open()
+    try:
+        threads = ws.sql("SELECT current_setting('threads')").fetchone()
+        jobs = _cli._load_both(ws, base, cand, fmt=None)
+        assert [j.id for j in jobs if isinstance(j, enb.Job)] == ["baseline", "candidate"]
+        rows = ws.sql("SELECT job_id, count(*) FROM attempts GROUP BY ALL ORDER BY 1").fetchall()
+        assert [r[0] for r in rows] == ["baseline", "candidate"] and rows[0][1] == rows[1][1]
+        assert ws.sql("SELECT current_setting('threads')").fetchone() == threads
+    finally:
+        ws.close()
+    repeated = tmp_path / "repeated.parquet"
+    pq.write_table(
+        pa.table({"task": ["t", "t"], "attempt": [1, 1], "reward": [1.0, 0.0]}), repeated
+    )
+    cases = [(base, cand), (base, str(repeated)), (str(repeated), cand)]
+    at_once = [_cli.gate(a, b, policy="failure", resamples=300) for a, b in cases]
+    assert [r.exit_code for r in at_once] == [EXIT_REGRESSION, EXIT_CANNOT_TELL, EXIT_CANNOT_TELL]
+    assert at_once[1].reason.startswith("the candidate did not load: ")
+    assert at_once[2].reason.startswith("the baseline did not load: ")
+    monkeypatch.setattr(_cli, "_in_place_file", lambda source, fmt: False)
+    assert [_cli.gate(a, b, policy="failure", resamples=300) for a, b in cases] == at_once
+
+
+def test_gate_loads_at_once_in_the_workspace_time_zone(tmp_path: Path) -> None:
+    """A connection of its own starts in the process's time zone, not the workspace's
+    (``enb.open`` sets UTC): the loads at once read naive timestamps in the workspace's,
+    as one load after the other does."""
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import envloop_nb as enb
+    from envloop_nb import _cli
+
+    start = [dt.datetime(2026, 1, 1, 12, 0), dt.datetime(2026, 1, 1, 13, 0)]
+    paths = []
+    for name in ("a", "b"):
+        paths.append(str(tmp_path / f"{name}.parquet"))
+        table = pa.table(
+            {"task": ["t", "u"], "attempt": [1, 1], "reward": [1.0, 0.0], "started_at": start,
+             "finished_at": [s + dt.timedelta(minutes=5) for s in start]}
+        )  # fmt: skip
+        pq.write_table(table, paths[-1])
+    infos = []
+    for at_once in (True, False):
+        ws = enb.open()
+        try:
+            ws.con.execute("SET TimeZone = 'Asia/Tokyo'")  # not the process's (UTC here)
+            if at_once:
+                jobs = _cli._load_both(ws, *paths, fmt=None)
+            else:
+                jobs = [_cli._load(ws, p, job_id=j, fmt=None) for p, j in zip(paths, ("baseline", "candidate"), strict=True)]  # fmt: skip
+            infos.append(
+                [
+                    (j.info["created_at"], j.info["finished_at"])
+                    for j in jobs
+                    if isinstance(j, enb.Job)
+                ]
+            )
+        finally:
+            ws.close()
+    assert len(infos[0]) == 2 and infos[0] == infos[1]

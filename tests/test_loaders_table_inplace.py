@@ -528,3 +528,30 @@ def test_many_repeats_of_one_attempt_are_named(ws: enb.Workspace, tmp_path: Path
     for copy in (True, False):
         with pytest.raises(LoadError, match="attempt 1 appears 40 times"):
             ws.load(path, k=2, copy=copy)
+
+
+def test_one_pass_sums_when_k_is_inferred(
+    ws: enb.Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``k``, the highest attempt number (the k a load without repeats infers)
+    gives the one pass its guessed scales: non-binary rewards within [-1, 1] are summed
+    there, not in a second pass over the file, and the answers are the copied ones."""
+    from envloop_nb._loaders.tables import job as table_job
+    from envloop_nb._store.task_counts import scales
+
+    passes: list[Any] = []
+    real = table_job.count_in_place
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        passes.append(real(*args, **kwargs))
+        return passes[-1]
+
+    monkeypatch.setattr(table_job, "count_in_place", counting)
+    frame = rich_frame(3, binary=False)  # 4 attempts per task, rewards in [0, 1)
+    frame.loc[::5, "reward"] = 1.0  # the largest reward 1: the scales the pass guesses
+    path = tmp_path / "run.parquet"
+    frame.to_parquet(path)
+    copied, in_place = _pair(ws, path)
+    assert_same_answers(copied, in_place)
+    assert in_place.k == 4 and len(passes) == 2
+    assert all(p.summed_at == scales(4, 1.0, 1.0) for p in passes)

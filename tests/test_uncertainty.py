@@ -324,3 +324,24 @@ def test_resampled_sums_are_the_gathered_sums(n: int) -> None:
     for values in (counts, fractions, counts):
         got = _resampled_sums(values, 1500, 3)
         assert np.array_equal(got, _gathered(values, 1500, 3))
+
+
+def test_gate_sized_bootstrap_is_the_serial_gather_bit_for_bit() -> None:
+    """The gate's bootstrap (2,000 resamples of 31,250 tasks, 32 chunks): each chunk
+    gathered on a second thread while the next is drawn gives the serial gather's sums,
+    bit for bit: the reference here, and the digest of the sums the serial loop gave
+    (main at 723e686)."""
+    import hashlib
+
+    import envloop_nb._metrics.uncertainty as mod
+
+    rng = np.random.default_rng(36)
+    n = 31_250
+    diff = rng.integers(-32, 33, n) / 32 + rng.random(n) * (rng.random(n) < 0.05)
+    values = np.column_stack([diff, np.ones(n)])
+    got = mod._resampled_sums(values, 2000, 0)
+    assert np.array_equal(got, _gathered_sums(values, 2000, 0, mod._CHUNK_CELLS))
+    assert hashlib.sha256(got.tobytes()).hexdigest() == (
+        "0a6d84b95732cc3e745fa592be513d4c923943cd1329ece04068ed23ed52d2e3"
+    )
+    assert not np.array_equal(mod._resampled_sums(values, 2000, 1), got)  # the seed counts

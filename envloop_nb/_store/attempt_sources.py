@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from .._errors import LoadError
@@ -36,11 +38,32 @@ __all__ = [
     "rebuild",
     "refresh",
     "register",
+    "view_later",
     "view_sql",
 ]
 
 #: ``meta`` key: the job ids whose sources the ``attempts`` view reads (JSON list).
 _META_KEY = "attempts_view_jobs"
+#: Connections whose registrations leave the ``attempts`` view to the caller (:func:`view_later`).
+_LATER: set[int] = set()
+
+
+@contextmanager
+def view_later(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Inside, :func:`register` on ``con`` records the job's sources and makes the
+    ``attempts`` view for ``con`` only (a temporary view, as a read-only workspace has: the
+    load's checks and messages read it); the caller rebuilds the workspace's view
+    (:func:`rebuild`) once the loads committed.
+
+    For loads at once on several connections of one workspace (``con.cursor()``): each
+    rebuilding the workspace's view in its own transaction is a write-write conflict on
+    the view, and DuckDB refuses every load but the first to commit.
+    """
+    _LATER.add(id(con))
+    try:
+        yield
+    finally:
+        _LATER.discard(id(con))
 
 
 def file_facts(files: list[str]) -> list[dict[str, Any]]:
@@ -142,12 +165,12 @@ def register(
     con: duckdb.DuckDBPyConnection, job_id: str, select_sql: str, files: list[str]
 ) -> None:
     """Record ``job_id``'s attempts as ``select_sql`` over ``files`` and rebuild the view
-    (inside the caller's transaction)."""
+    (inside the caller's transaction; inside :func:`view_later`, for ``con`` only)."""
     con.execute(
         "INSERT INTO attempt_sources VALUES (?, ?, ?)",
         [job_id, select_sql, json.dumps(file_facts(files))],
     )
-    rebuild(con)
+    rebuild(con, temp=id(con) in _LATER)
 
 
 def in_place(con: duckdb.DuckDBPyConnection, job_id: str) -> bool:

@@ -20,6 +20,7 @@ peaked ~0.15 GB lower).
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING
@@ -32,6 +33,9 @@ __all__ = ["RELEASE_ROWS", "release_after", "release_heap", "release_memory"]
 #: A query that gave at least this many rows (one per task) purges DuckDB's arenas
 #: after it: 20–150 ms, small beside such a query, and never paid by a small job.
 RELEASE_ROWS = 500_000
+#: One release at a time: two interleaved (loads at once on two connections of one
+#: workspace) would leave the thread count moved.
+_LOCK = threading.Lock()
 
 
 def release_memory(con: duckdb.DuckDBPyConnection) -> None:
@@ -50,10 +54,11 @@ def release_memory(con: duckdb.DuckDBPyConnection) -> None:
     >>> con.execute("SELECT current_setting('threads')").fetchone()[0]
     3
     """
-    row = con.execute("SELECT current_setting('threads')").fetchone()
-    threads = int(row[0]) if row else 1
-    con.execute(f"SET threads = {threads + 1:d}")  # an int: no data in this SQL
-    con.execute(f"SET threads = {threads:d}")
+    with _LOCK:
+        row = con.execute("SELECT current_setting('threads')").fetchone()
+        threads = int(row[0]) if row else 1
+        con.execute(f"SET threads = {threads + 1:d}")  # an int: no data in this SQL
+        con.execute(f"SET threads = {threads:d}")
 
 
 def release_after(con: duckdb.DuckDBPyConnection, rows: int) -> None:

@@ -160,26 +160,30 @@ def count_in_place(
     monotone) or from ungrouped queries of their own (the open attempts, the first start
     and last finish: ``total`` is the source's rows, to know whether all are usable);
     repeats are found by a sum of powers of two when ``k <= 63`` (:func:`_distinct`).
-    With ``k`` the rewards are summed at the scales of a largest reward of 1
-    (:func:`register_in_place` uses the sums when the job's scales are those).
+    With ``k``, or without it the highest attempt number (the k a load without repeated
+    attempts infers), the rewards are summed at the scales of a largest reward of 1
+    (:func:`register_in_place` uses the sums when the job's scales are those; else a
+    second pass sums them).
     """
     # the attempts' range: with k the typed view refused every attempt outside 1..k
     # (numbered attempts are not checked there: a task may have more rows than k)
     bounds = "min(attempt) AS lo, max(attempt) AS hi"
     if given_attempt and k is not None:
         bounds = f"1 AS lo, {k} AS hi"
+    guess_k = k  # the k whose scales the pass sums the rewards at (None: it does not)
     if not given_attempt:
         distinct = "count(*)"  # numbered 1..n in file order: none repeated
     elif k is not None:
         distinct = _distinct(k)
     else:  # the bound of the set of attempt numbers: a look at one column
         row = con.execute("SELECT max(attempt_given) FROM _tb_v").fetchone()
-        distinct = _distinct(max(int(row[0]) if row and row[0] is not None else 1, 1))
+        guess_k = max(int(row[0]) if row and row[0] is not None else 1, 1)
+        distinct = _distinct(guess_k)
     tags = "".join(
         f", any_value(_tag{i}) FILTER (WHERE _tag{i} IS NOT NULL) AS _tag{i}" for i in range(n_tags)
     )
     digest = "any_value(digest) FILTER (WHERE digest IS NOT NULL)" if has_digest else "NULL"
-    guess = scales(k, 1.0, 1.0) if k is not None else None
+    guess = scales(guess_k, 1.0, 1.0) if guess_k is not None else None
     sums = ", NULL AS reward_sum, NULL AS reward_sumsq"
     if guess is not None:
         sums = ", " + _guessed_sums()
