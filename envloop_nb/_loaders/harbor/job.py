@@ -194,9 +194,14 @@ def _choose_split(
 
 
 #: The ``attempts`` columns of a job's attempts table (:func:`_attempts`).
-_ATTEMPT_COLUMNS = ["job_id", "task", "attempt", "n_trials", "source_place", "trial_id"] + [
-    c
-    for c in TRIAL.names[4:16]  # started_at .. extra
+_ATTEMPT_COLUMNS = [
+    "job_id",
+    "task",
+    "attempt",
+    "n_trials",
+    "source_place",
+    "trial_id",
+    *TRIAL.names[TRIAL.get_field_index("started_at") : TRIAL.get_field_index("extra") + 1],
 ]
 
 

@@ -95,7 +95,6 @@ TRIAL = pa.schema(
         ("source_place", pa.string()),  # the trial folder's name
         ("task", pa.string()),
         ("trial_id", pa.string()),
-        ("running", pa.bool_()),
         ("started_at", pa.timestamp("us", tz="UTC")),
         ("finished_at", pa.timestamp("us", tz="UTC")),
         ("status", pa.string()),
@@ -285,7 +284,6 @@ def _trial_row(t: dict[str, Any], folder: Path, place: str, name: str, *, runnin
         name,
         t["task_name"],
         None if t.get("id") is None else str(t["id"]),
-        running,
         started,
         finished,
     )
