@@ -15,11 +15,13 @@ import pytest
 
 import envloop_nb as enb
 from envloop_nb._store.steps import check_steps
-from tests.conftest import HARBOR, SAMPLE_DATA, SHARED
+from tests.conftest import HARBOR, ROOT, SAMPLE_DATA, SHARED
 
 RUNS = SAMPLE_DATA / "agent_runs"
 ATIF = SHARED / "fixtures" / "trajectories" / "harbor-atif"
 REAL_JOB = HARBOR / "2026-03-02__14-05-11"
+#: A Harbor job of two agent/model combinations.
+MULTI = ROOT / "tests" / "data" / "harbor_multi" / "2026-03-04__10-00-00"
 #: The top-level trajectory files (continuations and sub-agent files go beside them).
 FIXTURES = (
     "openhands/hello-world.trajectory.json",
@@ -357,25 +359,30 @@ def test_bad_usage_in_a_trajectory_is_named(tmp_path: Path, mutate: Any) -> None
 
 @pytest.fixture
 def workers(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """``workers(True)``: every job is read by two worker processes, two trials a chunk
-    (a fixture job is far below the size that starts them); ``workers(False)``: here."""
-    from envloop_nb._loaders.harbor import trial_steps
+    """``workers(True)``: every job's trials and trajectories are read by two worker
+    processes, two trials a chunk (a fixture job is far below the size that starts
+    them); ``workers(False)``: here. ``workers.chunks`` / ``workers.trial_chunks``: what
+    the workers returned for the trajectories / the trials' ``result.json``."""
+    from envloop_nb._loaders.harbor import pool
 
-    chunks = []
-    real = trial_steps._in_workers
+    chunks: list[Any] = []
+    trial_chunks: list[Any] = []
+    real = pool.in_order
 
-    def counted(*args: Any, **kw: Any) -> Any:
-        for part in real(*args, **kw):
-            chunks.append(part)
+    def counted(fn: Any, *args: Any, **kw: Any) -> Any:
+        for part in real(fn, *args, **kw):
+            if kw["workers"] > 1:
+                (trial_chunks if fn.__module__.endswith(".trials") else chunks).append(part)
             yield part
 
     def use(on: bool) -> None:
-        monkeypatch.setattr(trial_steps, "PARALLEL_FROM", 0 if on else 10**9)
-        monkeypatch.setattr(trial_steps, "_workers", lambda: 2)
-        monkeypatch.setattr(trial_steps, "CHUNK", 2)
-        monkeypatch.setattr(trial_steps, "_in_workers", counted)
+        monkeypatch.setattr(pool, "PARALLEL_FROM", 0 if on else 10**9)
+        monkeypatch.setattr(pool, "_cpus", lambda: 2)
+        monkeypatch.setattr(pool, "CHUNK", 2)
+        monkeypatch.setattr(pool, "in_order", counted)
 
     use.chunks = chunks  # type: ignore[attr-defined]
+    use.trial_chunks = trial_chunks  # type: ignore[attr-defined]
     return use
 
 
@@ -409,6 +416,7 @@ def test_workers_write_the_same_steps_as_one_process(
     workers(True)
     _same(here, _loaded(folder))
     assert len(workers.chunks) >= 15  # 30 or 36 trials, two a chunk
+    assert len(workers.trial_chunks) >= 15  # their result.json files too
 
 
 def test_workers_raise_the_first_error_in_the_attempts_order(tmp_path: Path, workers: Any) -> None:
@@ -442,3 +450,64 @@ def test_workers_skip_leniently_as_one_process(tmp_path: Path, workers: Any) -> 
         assert len(caught) == 1
     _same(*got)
     assert got[0][1]["skipped"] == 2
+
+
+def test_workers_read_the_trials_of_one_combination_as_one_process(
+    tmp_path: Path, workers: Any
+) -> None:
+    """Each combination of a several-agent job: the trials of the other left out, by
+    the workers as here."""
+    from envloop_nb._loaders.harbor.job import harbor_splits
+
+    for agent, model, dataset in harbor_splits(MULTI):
+        kw = {"agent": agent, "model": model, "dataset": dataset}
+        workers(False)
+        ws = enb.open()
+        here = ws.load(MULTI, **kw)
+        workers(True)
+        ws2 = enb.open()
+        there = ws2.load(MULTI, **kw)
+        assert here.id == there.id
+        assert here.attempts().equals(there.attempts())
+        assert here.tasks().equals(there.tasks())
+        assert here.info["extra"] == there.info["extra"]
+    assert workers.trial_chunks
+
+
+def test_workers_raise_the_first_bad_result_in_folder_order(tmp_path: Path, workers: Any) -> None:
+    """Two broken ``result.json`` in different chunks: the first in folder order is
+    raised, whichever worker finished first; the workspace is unchanged."""
+    folder = tmp_path / REAL_JOB.name
+    shutil.copytree(REAL_JOB, folder)
+    trials = sorted(p.name for p in folder.iterdir() if p.is_dir())
+    first, later = trials[5], trials[20]
+    (folder / first / "result.json").write_text('{"task_name": "hello-world", "id": "x",')
+    result = json.loads((folder / later / "result.json").read_text())
+    result["agent_result"] = ["not", "an", "object"]
+    (folder / later / "result.json").write_text(json.dumps(result))
+    ws = enb.open()
+    before = ws.load(RUNS / "base")
+    jobs = ws.jobs()
+    raised = []
+    for on in (False, True):
+        workers(on)
+        with pytest.raises(enb.LoadError, match=rf"{first}/result\.json, line 1: not valid") as err:
+            ws.load(folder)
+        raised.append(str(err.value))
+        assert ws.jobs().equals(jobs)  # the workspace as it was
+        assert len(ws.job(before.id).attempts()) == len(before.attempts())
+    assert raised[0] == raised[1]
+    assert any(c.error is not None for c in workers.trial_chunks)  # a worker found it
+
+
+def test_workers_find_a_trial_id_repeated_in_another_chunk(tmp_path: Path, workers: Any) -> None:
+    folder = tmp_path / REAL_JOB.name
+    shutil.copytree(REAL_JOB, folder)
+    first = sorted(p.name for p in folder.iterdir() if p.is_dir())[0]
+    shutil.copytree(folder / first, folder / "zz-copy")  # the last folder, 15 chunks on
+    for on in (False, True):
+        workers(on)
+        with pytest.raises(
+            enb.LoadError, match=rf"trial zz-copy: trial id '.+' is also the id of trial {first}"
+        ):
+            enb.open().load(folder)

@@ -195,3 +195,30 @@ def test_pandas_and_polars_attempts_agree(ws: enb.Workspace) -> None:
 
     for folder in ALL:
         assert_frames_agree(load_job(ws, folder))
+
+
+def test_a_load_holds_one_parsed_result_at_a_time(tmp_path: Path) -> None:
+    """Issue 35's bounded memory: a trial is kept as a few columns, never as its parsed
+    ``result.json``. Each of the 30 trials here records 2,000 agent events in
+    ``agent_result.metadata`` (~0.4 MB of Python objects parsed); before, every parsed
+    result lived until the load ended (15.8 MB of Python objects at the peak), now one
+    at a time (0.65 MB)."""
+    import tracemalloc
+
+    folder = tmp_path / CURRENT.name
+    shutil.copytree(CURRENT, folder)
+    for sub in (p for p in folder.iterdir() if p.is_dir()):
+        result = json.loads((sub / "result.json").read_text())
+        events = [{"i": i, "kind": "tick"} for i in range(2000)]
+        result["agent_result"]["metadata"] = {"events": events}
+        (sub / "result.json").write_text(json.dumps(result))
+    ws = enb.open()
+    ws.load(CURRENT)  # the loader's modules imported
+    tracemalloc.start()
+    try:
+        job = ws.load(folder)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(job.attempts()) == 30
+    assert peak < 4 * 2**20  # ~8 parsed results

@@ -48,6 +48,7 @@ __all__ = [
     "begin_job",
     "commit_stage",
     "insert_rows",
+    "insert_table",
     "keep_counts",
     "restart",
     "stage_name",
@@ -234,6 +235,13 @@ def insert_rows(
         return
     columns = sorted({key for row in rows for key in row})
     data = pa.table({c: pa.array([row.get(c) for row in rows], from_pandas=True) for c in columns})
+    insert_table(con, table, data)
+
+
+def insert_table(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table) -> None:
+    """Append an Arrow table's rows to ``stage_name(table)``, its columns by name."""
+    if not data.num_rows:
+        return
     con.register("_rows_to_stage", data)
     try:
         con.execute(f"INSERT INTO {stage_name(table)} BY NAME SELECT * FROM _rows_to_stage")

@@ -1,8 +1,11 @@
 """Harbor job directories (the Terminal-Bench harness, v0.22 layout and the older
 ``sandboxes`` layout). Spec: ``shared/formats/harbor.md``.
 
-A Harbor job is small (tasks × attempts trial folders), so it is read in Python and
-staged with :func:`envloop_nb._loaders.common.stage.insert_rows`.
+Each trial folder is read in Python (:func:`envloop_nb._loaders.harbor.trials.read_trials`;
+a big job's by worker processes) and kept as a row of Arrow columns, never as its parsed
+``result.json``; the attempts are numbered on those columns and staged as one Arrow
+table (:func:`envloop_nb._loaders.common.stage.insert_table`), so the memory a load holds
+grows by a few hundred bytes per trial.
 
 Which policy reproduces Harbor's own ``result.json`` (its ``mean`` and ``pass_at_k``)
 depends on the Harbor version that wrote the folder:
@@ -26,13 +29,16 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..._errors import LoadError
 from ..._store.steps import StepWriter
-from ..common.stage import begin_job, insert_rows
+from ..common.stage import begin_job, insert_rows, insert_table
 from ..common.values import INT32_MAX, is_int, parse_time, read_json_file
 from .trial_steps import read_trial_steps
-from .trials import attempt_row, model_names, ran_with, read_trials
+from .trials import TRIAL, Keep, model_names, read_trials
 from .version import detect_version
 
 __all__ = ["evals_key", "harbor_splits", "load_harbor"]
@@ -187,6 +193,99 @@ def _choose_split(
     return chosen[0]
 
 
+#: The ``attempts`` columns of a job's attempts table (:func:`_attempts`).
+_ATTEMPT_COLUMNS = [
+    "job_id",
+    "task",
+    "attempt",
+    "n_trials",
+    "source_place",
+    "trial_id",
+    *TRIAL.names[TRIAL.get_field_index("started_at") : TRIAL.get_field_index("extra") + 1],
+]
+
+
+def _attempts(folder: Path, trials: pa.Table, jid: str, k: int) -> pa.Table:
+    """The trials as the job's attempts: each task's trials ordered by start time (a
+    trial without one last, then by folder name) are attempts 1, 2, ...; the tasks by
+    name. :data:`~envloop_nb._loaders.harbor.trials.TRIAL`'s columns with ``job_id``,
+    ``attempt`` and ``n_trials`` (1).
+
+    Raises
+    ------
+    LoadError
+        A task with more trials than ``k``, naming its first trial out of range.
+    """
+    keys = [(c, "ascending", "at_end") for c in ("task", "started_at", "source_place")]
+    trials = trials.take(pc.sort_indices(trials, sort_keys=keys))
+    n = trials.num_rows
+    task = trials.column("task")
+    changes = (
+        pc.not_equal(task.slice(1), task.slice(0, n - 1)) if n > 1 else pa.array([], pa.bool_())
+    )
+    starts = np.flatnonzero(np.concatenate([[True], np.asarray(changes, dtype=bool)]))
+    counts = np.diff(np.append(starts, n))
+    over = np.flatnonzero(counts > k)
+    if len(over):
+        first = int(starts[over[0]])
+        raise LoadError(
+            folder,
+            f"trial {trials.column('source_place')[first + k].as_py()}",
+            f"task {task[first].as_py()!r} has {int(counts[over[0]])} trials but the job "
+            f"requested n_attempts={k}: attempt {k + 1} is out of range",
+        )
+    attempt = np.arange(n) - np.repeat(starts, counts) + 1
+    return (
+        trials.append_column("job_id", pa.array([jid] * n, pa.string()))
+        .append_column("attempt", pa.array(attempt, pa.int32()))
+        .append_column("n_trials", pa.array(np.ones(n, np.int32)))
+    )
+
+
+def _tasks(attempts: pa.Table, jid: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The job's ``tasks`` and ``task_tags`` rows: the tasks by name; ``digest`` the
+    ``task_checksum`` its finished trials agree on (else null), tag ``source`` the one
+    source its trials name."""
+    by_task = (
+        attempts.group_by("task", use_threads=False)
+        .aggregate(
+            [
+                ("checksum", "count_distinct"),
+                ("checksum", "min"),
+                ("source", "count_distinct"),
+                ("source", "min"),
+            ]
+        )
+        .sort_by("task")
+    )
+    task_rows: list[dict[str, Any]] = []
+    tag_rows: list[dict[str, Any]] = []
+    columns = (
+        "task",
+        "checksum_count_distinct",
+        "checksum_min",
+        "source_count_distinct",
+        "source_min",
+    )
+    for position, (task, n_sums, checksum, n_sources, source) in enumerate(
+        zip(*(by_task.column(c).to_pylist() for c in columns), strict=True)
+    ):
+        tags = {"source": str(json.loads(source))} if n_sources == 1 else {}
+        task_rows.append(
+            {
+                "job_id": jid,
+                "task": task,
+                "position": position,
+                "digest": json.loads(checksum) if n_sums == 1 else None,
+                "tags": json.dumps(tags),
+            }
+        )
+        tag_rows.extend(
+            {"job_id": jid, "task": task, "key": a, "value": b} for a, b in tags.items()
+        )
+    return task_rows, tag_rows
+
+
 def load_harbor(
     con: duckdb.DuckDBPyConnection,
     source: str | Path,
@@ -274,8 +373,8 @@ def load_harbor(
     dataset_cfg = datasets[0]
     jid = job_id or (job_result or {}).get("id") or config.get("job_name") or folder.name
     stats = (job_result or {}).get("stats")
-    trials = read_trials(folder)
     split_extra: dict[str, Any] | None = None
+    keep: Keep | None = None
     if split is not None:
         name, model_name, dataset_name = split
         agent_cfg = next(
@@ -287,7 +386,7 @@ def load_harbor(
         if job_id is None:
             jid = "/".join(str(p) for p in (jid, *split) if p is not None)
         axes = (len({s[:2] for s in splits}) > 1, len({s[2] for s in splits}) > 1)
-        trials = [t for t in trials if ran_with(t, *split, axes=axes)]
+        keep = (*split, axes)
         key = evals_key(*split)
         if isinstance(stats, dict) and isinstance(stats.get("evals"), dict):
             evals = stats["evals"]
@@ -299,82 +398,28 @@ def load_harbor(
             "evals_key": key,
             "combinations": len(splits),
         }
-
-    # Attempts: each task's trials ordered by start time.
-    by_task: dict[str, list[dict[str, Any]]] = {}
-    for t in trials:
-        place = t["_place"]
-        t["_started"] = parse_time(t.get("started_at"), folder, place, "started_at")
-        t["_finished"] = parse_time(t.get("finished_at"), folder, place, "finished_at")
-        by_task.setdefault(t["task_name"], []).append(t)
-
-    attempt_rows: list[dict[str, Any]] = []
-    placed: list[tuple[str, int, dict[str, Any]]] = []  # (task, attempt, trial)
-    dim_rows: list[dict[str, Any]] = []
-    dim_names: set[str] = set()
-    task_rows: list[dict[str, Any]] = []
-    tag_rows: list[dict[str, Any]] = []
-    agent_version = None
-    for position, task in enumerate(sorted(by_task)):
-        group = sorted(
-            by_task[task],
-            key=lambda t: (t["_started"] is None, t["_started"] or 0, t["_folder"]),
+    attempts = _attempts(folder, read_trials(folder, keep=keep), jid, k)
+    task_rows, tag_rows = _tasks(attempts, jid)
+    several = attempts.filter(pc.is_valid(attempts.column("rewards")))  # reward maps
+    dim_rows = [
+        {"job_id": jid, "task": task, "attempt": attempt, "name": n, "value": v}
+        for task, attempt, rewards in zip(
+            *(several.column(c).to_pylist() for c in ("task", "attempt", "rewards")), strict=True
         )
-        if len(group) > k:
-            extra_trial = group[k]["_folder"]
-            raise LoadError(
-                folder,
-                f"trial {extra_trial}",
-                f"task {task!r} has {len(group)} trials but the job requested "
-                f"n_attempts={k}: attempt {k + 1} is out of range",
-            )
-        checksums = {t.get("task_checksum") for t in group if not t["_running"]}
-        source_names = {t.get("source") for t in group if t.get("source")}
-        tags = {"source": str(next(iter(source_names)))} if len(source_names) == 1 else {}
-        task_rows.append(
-            {
-                "job_id": jid,
-                "task": task,
-                "position": position,
-                "digest": checksums.pop() if len(checksums) == 1 else None,
-                "tags": json.dumps(tags),
-            }
-        )
-        tag_rows.extend(
-            {"job_id": jid, "task": task, "key": a, "value": b} for a, b in tags.items()
-        )
-        for attempt, t in enumerate(group, start=1):
-            row = attempt_row(t, folder, jid, task, attempt)
-            attempt_rows.append(row)
-            placed.append((task, attempt, t))
-            rewards = t.get("_rewards") or {}
-            if len(rewards) > 1:
-                for name, value in rewards.items():
-                    dim_names.add(name)
-                    dim_rows.append(
-                        {
-                            "job_id": jid,
-                            "task": task,
-                            "attempt": attempt,
-                            "name": name,
-                            "value": value,
-                        }
-                    )
-            info = t.get("agent_info")
-            if info is not None and not isinstance(info, dict):
-                raise LoadError(
-                    folder, t["_place"], f"agent_info must be an object or null, got {info!r}"
-                )
-            if agent_version is None and info:
-                agent_version = info.get("version")
+        for n, v in json.loads(rewards).items()
+    ]
+    dim_names = {row["name"] for row in dim_rows}
+    versions = pc.drop_null(attempts.column("agent_version"))
+    agent_version = json.loads(versions[0].as_py()) if len(versions) else None
+    legacy = pc.any(attempts.column("legacy_reward")).as_py() is True
 
     jr = job_result or {}
     lock_path = folder / "lock.json"
     lock = read_json_file(lock_path, "Harbor's JobLock object") if lock_path.is_file() else None
-    harbor = detect_version(lock, job_result, [t for t in trials if not t["_running"]])
+    harbor = detect_version(lock, job_result, legacy_reward=legacy)
     begin_job(con, jid)
     writer = StepWriter(con, jid)
-    steps = read_trial_steps(writer, folder, placed, lenient=lenient)
+    steps = read_trial_steps(writer, folder, attempts, lenient=lenient)
     writer.close()
     insert_rows(
         con,
@@ -421,6 +466,6 @@ def load_harbor(
     )
     insert_rows(con, "tasks", task_rows)
     insert_rows(con, "task_tags", tag_rows)
-    insert_rows(con, "attempts", attempt_rows)
+    insert_table(con, "attempts", attempts.select(_ATTEMPT_COLUMNS))
     insert_rows(con, "dimensions", dim_rows)
     insert_rows(con, "dimension_meta", [{"job_id": jid, "name": n} for n in sorted(dim_names)])

@@ -9,9 +9,10 @@ trajectory was read whole, so under ``lenient=True`` a trajectory that cannot be
 leaves its attempt without steps — counted and named in a
 :class:`~envloop_nb.LoadWarning` — and never half-written.
 
-A big job (:data:`PARALLEL_FROM` trials or more, on Linux) is read by worker processes,
-one per CPU, forked: each reads a chunk of trials and returns its rows as one Arrow batch
-with its counts; this process writes the chunks in the attempts' order, so the rows, the
+A big job (:data:`~envloop_nb._loaders.harbor.pool.PARALLEL_FROM` trials or more, on
+Linux) is read by worker processes (:mod:`envloop_nb._loaders.harbor.pool`), one per CPU,
+forked: each reads a chunk of trials and returns its rows as one Arrow batch with its
+counts; this process writes the chunks in the attempts' order, so the rows, the
 counts and the error raised (the first in that order, naming the file and step) are one
 process's. Nothing is written by a worker: a failed load still leaves the workspace as
 it was.
@@ -25,16 +26,12 @@ differing ones, with the values) go to the job's ``extra["steps"]``.
 
 from __future__ import annotations
 
-import gc
+import json
 import math
-import os
-import sys
 import warnings
-from collections import Counter, deque
-from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +40,9 @@ import pyarrow as pa
 from ..._errors import LoadError, LoadWarning
 from ..._store.steps import HeldRows, StepSink, StepWriter, rows_table
 from ..common.values import is_number
+from . import pool
 from .atif import USAGE, read_atif
+from .trials import USAGE_FIELDS
 
 __all__ = ["TRAJECTORY", "read_trial_steps"]
 
@@ -137,9 +136,23 @@ def _stated(
     return out
 
 
-#: One attempt to read: (task, attempt, trial folder name, the trial's ``agent_result``,
-#: its ``result.json`` as shown in errors).
-_Item = tuple[str, int, str, Any, str]
+#: One attempt to read: (task, attempt, trial folder name, its usage as
+#: :data:`~envloop_nb._loaders.harbor.trials.TRIAL` keeps it: JSON or None).
+_Item = tuple[str, int, str, str | None]
+
+
+def _items(attempts: pa.Table) -> list[_Item]:
+    """The attempts' items, in order (a big job's a chunk at a time: a chunk's Python
+    objects live while it is read; an Arrow slice would pickle its whole buffers)."""
+    return list(
+        zip(
+            attempts.column("task").to_pylist(),
+            attempts.column("attempt").to_pylist(),
+            attempts.column("source_place").to_pylist(),
+            attempts.column("usage").to_pylist(),
+            strict=True,
+        )
+    )
 
 
 @dataclass
@@ -186,7 +199,7 @@ def _read_part(folder: Path, items: Sequence[_Item], *, lenient: bool, sink: Ste
     """Read the attempts' trajectories in order, each attempt's rows to ``sink`` once it
     was read whole."""
     out = _Part()
-    for task, attempt, name, agent_result, result_path in items:
+    for task, attempt, name, usage in items:
         path = folder / name / TRAJECTORY
         if not path.is_file():
             out.without += 1
@@ -209,6 +222,10 @@ def _read_part(folder: Path, items: Sequence[_Item], *, lenient: bool, sink: Ste
             if len(out.missing) < _LISTED:
                 out.missing[shown] = len(got.missing_subagents)
         sums = held.sums()
+        agent_result = (
+            None if usage is None else dict(zip(USAGE_FIELDS, json.loads(usage), strict=True))
+        )
+        result_path = str(folder / name / "result.json")
         stated = _stated(agent_result, _AGENT_RESULT, result_path, "agent_result")
         out.vs_steps.count(name, final, sums)
         out.ar_steps.count(name, stated, sums)
@@ -228,58 +245,17 @@ def _read_chunk(folder: str, items: list[_Item], lenient: bool) -> _Part:
     return out
 
 
-#: Fewer trials than this are read in this process (starting workers costs more).
-PARALLEL_FROM = 2_000
-#: Trials a worker reads at a time (~10,000 rows at 20 a trial).
-CHUNK = 500
-
-
-def _workers() -> int:
-    """Worker processes for a big job: one per CPU this process may use (Linux, where
-    they are forked; elsewhere none: a spawned worker would import ``__main__`` again)."""
-    if sys.platform != "linux":
-        return 1
-    return min(len(os.sched_getaffinity(0)), 8)
-
-
-def _in_workers(
-    folder: Path, items: Sequence[_Item], *, lenient: bool, workers: int, chunk: int
-) -> Iterator[_Part]:
-    """The chunks' parts, in order, read by ``workers`` forked processes (a few chunks
-    ahead of the one the caller is writing: the rows in flight stay bounded)."""
-    chunks = [list(items[i : i + chunk]) for i in range(0, len(items), chunk)]
-    ahead = workers * 3
-    # the children's collector leaves the parent's objects (and so their pages) alone
-    freeze = gc.get_freeze_count() == 0
-    if freeze:
-        gc.freeze()
-    pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"))
-    try:
-        pending = deque(pool.submit(_read_chunk, str(folder), c, lenient) for c in chunks[:ahead])
-        following = iter(chunks[ahead:])
-        while pending:
-            part = pending.popleft().result()
-            nxt = next(following, None)
-            if nxt is not None:
-                pending.append(pool.submit(_read_chunk, str(folder), nxt, lenient))
-            yield part
-    finally:
-        pool.shutdown(cancel_futures=True)
-        if freeze:
-            gc.unfreeze()
-
-
 def read_trial_steps(
     writer: StepWriter,
     folder: Path,
-    attempts: Sequence[tuple[str, int, Mapping[str, Any]]],
+    attempts: pa.Table,
     *,
     lenient: bool,
-    workers: int | None = None,
 ) -> dict[str, Any]:
-    """Write the steps of every attempt (``(task, attempt, trial)``, the trial as
-    :func:`~envloop_nb._loaders.harbor.trials.read_trials` read it) whose trial folder
-    holds :data:`TRAJECTORY`; return the job's ``extra["steps"]``.
+    """Write the steps of every attempt (``attempts``: the job's in order, with ``task``,
+    ``attempt`` and :data:`~envloop_nb._loaders.harbor.trials.TRIAL`'s ``source_place``
+    and ``usage``) whose trial folder holds :data:`TRAJECTORY`; return the job's
+    ``extra["steps"]``.
 
     ``{"source": "atif", "file", "attempts_with_steps", "attempts_without", "skipped",
     "rows", "schema_versions", "missing_subagents", "final_metrics_vs_steps",
@@ -289,10 +265,11 @@ def read_trial_steps(
     unreadable files under ``lenient``. A job none of whose trials holds a trajectory
     gives ``{"source": None, "why", "attempts_without"}``.
 
-    A job of :data:`PARALLEL_FROM` trials or more is read by worker processes
-    (``workers``: default one per CPU; 1 reads here), :data:`CHUNK` trials each time,
-    the rows written in the attempts' order: the same rows, counts and errors as one
-    process (the first error in the attempts' order is the one raised).
+    A job of :data:`~envloop_nb._loaders.harbor.pool.PARALLEL_FROM` attempts or more is
+    read by worker processes (:func:`~envloop_nb._loaders.harbor.pool.workers`),
+    :data:`~envloop_nb._loaders.harbor.pool.CHUNK` attempts each time, the rows written
+    in the attempts' order: the same rows, counts and errors as one process (the first
+    error in the attempts' order is the one raised).
 
     Raises
     ------
@@ -300,22 +277,22 @@ def read_trial_steps(
         A trajectory that cannot be read (naming ``<trial>/agent/trajectory.json`` and
         the step), unless ``lenient``.
     """
-    items: list[_Item] = [
-        (task, attempt, str(t["_folder"]), t.get("agent_result"), str(t["_path"]))
-        for task, attempt, t in attempts
-    ]
-    if workers is None:
-        workers = _workers() if len(items) >= PARALLEL_FROM else 1
+    workers = pool.workers(attempts.num_rows)
     if workers > 1:
         got = _Part()
-        for part in _in_workers(folder, items, lenient=lenient, workers=workers, chunk=CHUNK):
+        size = pool.CHUNK
+        chunks = (
+            (str(folder), _items(attempts.slice(i, size)), lenient)
+            for i in range(0, attempts.num_rows, size)
+        )
+        for part in pool.in_order(_read_chunk, chunks, workers=workers):
             if part.error is not None:
                 raise LoadError(*part.error)
             if part.table is not None:
                 writer.add_table(part.table)
             got.merge(part)
     else:
-        got = _read_part(folder, items, lenient=lenient, sink=writer)
+        got = _read_part(folder, _items(attempts), lenient=lenient, sink=writer)
     return _summary(folder, got)
 
 

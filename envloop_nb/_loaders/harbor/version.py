@@ -79,13 +79,13 @@ def _lock_info(lock: Any) -> dict[str, Any]:
 
 
 def detect_version(
-    lock: Any,
-    job_result: dict[str, Any] | None,
-    trials: list[dict[str, Any]],
+    lock: Any, job_result: dict[str, Any] | None, *, legacy_reward: bool
 ) -> dict[str, Any]:
     """The job's Harbor version facts, stored in ``jobs.extra["harbor"]``.
 
-    ``lock`` is the parsed ``lock.json`` (None when the folder has none). Keys:
+    ``lock`` is the parsed ``lock.json`` (None when the folder has none);
+    ``legacy_reward``: whether a finished trial has the ``sandboxes``-era reward
+    ``verifier_result: {"reward": x}`` (without ``rewards``). Keys:
     ``version`` (or None), ``version_source`` (where it comes from: ``"lock.json"``,
     a legacy layout, or None), ``missing_reward_rule`` (``"skipped"``, ``"counted as
     0"`` or ``"unknown"``) and ``policy`` (the policy that reproduces ``result.json``:
@@ -94,13 +94,12 @@ def detect_version(
 
     Examples
     --------
-    >>> detect_version({"harbor": {"version": "0.26.1"}}, None, [])["policy"]
+    >>> detect_version({"harbor": {"version": "0.26.1"}}, None, legacy_reward=False)["policy"]
     'unknown'
-    >>> legacy = [{"verifier_result": {"reward": 1.0}}]
-    >>> info = detect_version(None, None, legacy)
+    >>> info = detect_version(None, None, legacy_reward=True)
     >>> info["missing_reward_rule"], info["policy"], info["version"]
     ('counted as 0', 'failure', None)
-    >>> detect_version(None, None, [])["missing_reward_rule"]
+    >>> detect_version(None, None, legacy_reward=False)["missing_reward_rule"]
     'unknown'
     """
     info: dict[str, Any] = {"version": None, "version_source": None}
@@ -112,12 +111,6 @@ def detect_version(
         info.update({k: v for k, v in from_lock.items() if k != "version"})
         rule = RULE_UNKNOWN
         stats = (job_result or {}).get("stats")
-        legacy_reward = any(
-            isinstance(t.get("verifier_result"), dict)
-            and "reward" in t["verifier_result"]
-            and "rewards" not in t["verifier_result"]
-            for t in trials
-        )
         if legacy_reward:
             info["version_source"] = "sandboxes layout: verifier_result.reward"
             rule = RULE_ZERO
