@@ -136,6 +136,93 @@ def test_seeded_intervals_are_reproducible(ws: enb.Workspace, tmp_path: Path) ->
     pd.testing.assert_frame_equal(one, two)
 
 
+def _merged(base: pd.DataFrame, oth: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The pairing as ``_paired_row`` made it before ``_matched``: a merge and a union."""
+    keys = ["task", "digest"]
+    m = base.merge(oth, on=keys, how="inner", suffixes=("_b", "_o"))
+    return m, len(pd.concat([base[keys], oth[keys]], ignore_index=True).drop_duplicates())
+
+
+@pytest.mark.parametrize(
+    ("tasks_b", "tasks_o", "digests_o"),
+    [
+        (["a", "b", "c"], ["a", "b", "c"], ["1", "2", "3"]),  # same order: side by side
+        (["a", "b", "c"], ["c", "a", "b"], ["3", "1", "2"]),  # another order: merged
+        (["a", "b", "c"], ["a", "b", "c"], ["1", "9", "3"]),  # a digest differs
+        (["a", "b", "c"], ["a", "b"], ["1", "2"]),  # a task fewer
+        (["a", "a", "c"], ["a", "a", "c"], ["1", "1", "3"]),  # a repeat: merged
+    ],
+)
+def test_matched_is_the_inner_merge(
+    tasks_b: list[str], tasks_o: list[str], digests_o: list[str]
+) -> None:
+    """The pairing of two jobs' task rows is the inner merge on (task, digest) in the
+    baseline's order, with its suffixes, and the union the distinct pairs of either, row
+    by row and type by type, whether matched side by side or merged."""
+    from envloop_nb._compare.paired import _matched
+
+    def frame(job: str, tasks: list[str], digests: list[str], at: int) -> pd.DataFrame:
+        n = len(tasks)
+        return pd.DataFrame(
+            {
+                "job_id": [job] * n,
+                "task": tasks,
+                "position": np.arange(n, dtype="int32"),
+                "digest": digests,
+                "n": np.arange(n) + 3,
+                "complete": [True] * n,
+                "task_score": np.linspace(0, 1, n),
+            },
+            index=np.arange(n) + at,  # as filtered out of the task frame
+        )
+
+    base = frame("b", tasks_b, ["1", "2", "3"][: len(tasks_b)], 0)
+    oth = frame("o", tasks_o, digests_o, len(tasks_b))
+    m, union = _matched(base, oth)
+    want, want_union = _merged(base, oth)
+    pd.testing.assert_frame_equal(m, want, check_exact=True)
+    assert union == want_union
+
+
+def test_task_frame_is_the_counts_merged_with_the_tasks(ws: enb.Workspace, tmp_path: Path) -> None:
+    """Each job's counts with its tasks' digest and group beside them (the left merge on
+    job and task), whether the jobs list their tasks in one order or not."""
+    from envloop_nb._compare.tasks import task_frame
+    from envloop_nb._metrics.counts import task_counts
+
+    tags = {"t0": {"subset": "x"}, "t2": {"subset": "y"}}
+    docs = [
+        envloop_job("a", {"t0": [1.0, 0.0], "t1": [0.5, None], "t2": [1.0, 1.0]}, tags=tags),
+        envloop_job("b", {"t2": [0.0, 0.0], "t0": [1.0, 1.0], "t1": [0.0]}, k=2, tags=tags),
+        envloop_job("c", {"t0": [1.0, 1.0], "t1": [0.0, 0.0], "t2": [1.0, 0.0]}),
+    ]
+    jobs = load(ws, tmp_path, *docs)
+    for pair in ([jobs[0], jobs[1]], [jobs[0], jobs[2]], "a tag twice"):
+        if pair == "a tag twice":  # a task's rows repeated by the join: merged, as before
+            ws.con.execute("INSERT INTO task_tags SELECT * FROM task_tags WHERE job_id = 'a'")
+            pair = [jobs[0], jobs[2]]
+        cmp = ws.compare(pair)
+        got = task_frame(cmp.state)
+        meta = ws.con.execute(
+            """SELECT t.job_id, t.task, coalesce(t.digest, '') AS digest,
+                      coalesce(tt.value, '(no subset)') AS grp
+               FROM tasks t LEFT JOIN task_tags tt
+                 ON tt.job_id = t.job_id AND tt.task = t.task AND tt.key = 'subset'
+               WHERE list_contains($jobs, t.job_id)""",
+            {"jobs": [j.id for j in pair]},
+        ).df()
+        cols = ["task", "position", "k", "dispatched", "scored", "passes", "nonbinary"]
+        parts = []
+        for job in sorted(j.id for j in pair):
+            part = task_counts(ws.con, job).select([*cols, "reward_sum"]).to_pandas()
+            part.insert(0, "job_id", job)
+            parts.append(part)
+        want = pd.concat(parts, ignore_index=True).merge(meta, on=["job_id", "task"], how="left")
+        want = want.sort_values(["job_id", "position"], kind="stable").reset_index(drop=True)
+        shown = ["job_id", "task", "position", "digest", "k", "grp", *cols[3:], "reward_sum"]
+        pd.testing.assert_frame_equal(got[shown], want[shown], check_exact=True)
+
+
 # -- guard ---------------------------------------------------------------------------------
 def test_incomparable_jobs_are_listed_and_paired_uses_shared_tasks(
     ws: enb.Workspace, tmp_path: Path

@@ -555,3 +555,33 @@ def test_one_pass_sums_when_k_is_inferred(
     assert_same_answers(copied, in_place)
     assert in_place.k == 4 and len(passes) == 2
     assert all(p.summed_at == scales(4, 1.0, 1.0) for p in passes)
+
+
+def test_the_pass_is_kept_not_copied(
+    ws: enb.Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the one pass summed the rewards at the job's scales its per-task table is the
+    load's kept counts as it is (renamed), not copied into another table; the answers
+    are the copied load's. Other sums still make their own table."""
+    from envloop_nb._loaders.tables import inplace
+
+    copies: list[str] = []
+    real = inplace.keep_counts
+
+    def copying(con: Any, sql: str, params: Any) -> None:
+        copies.append(sql)
+        real(con, sql, params)
+
+    monkeypatch.setattr(inplace, "keep_counts", copying)
+    frame = rich_frame(4, binary=False)
+    frame.loc[::5, "reward"] = 1.0  # the largest reward 1: the scales the pass guesses
+    path = tmp_path / "run.parquet"
+    frame.to_parquet(path)
+    copied, in_place = _pair(ws, path)
+    assert_same_answers(copied, in_place)
+    assert copies == []
+    frame["reward"] *= 3  # a largest reward of 3: the pass's guess is not the job's scales
+    frame.to_parquet(path)
+    copied, in_place = _pair(ws, path)
+    assert_same_answers(copied, in_place)
+    assert len(copies) == 2  # the copied load's and the in-place load's second pass

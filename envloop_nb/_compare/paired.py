@@ -57,12 +57,37 @@ def _mean(series: pd.Series) -> float | None:
     return float(series.mean()) if len(series) else None
 
 
+def _matched(base: pd.DataFrame, oth: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The rows of ``base`` and ``oth`` with the same task and digest side by side (the
+    inner merge, in ``base``'s order, suffixes ``_b`` and ``_o``) and the number of
+    distinct (task, digest) pairs of either.
+
+    Two jobs of the same task list in the same order (a rerun, the gate's two files) are
+    matched row by row: the merge's frame without hashing both jobs' task and digest
+    strings (31,250 of each in the gate's benchmark). Each job's tasks are distinct (its
+    load refuses a task listed twice); frames with a repeat take the merge.
+    """
+    keys = ["task", "digest"]
+    if (
+        len(base) == len(oth)
+        and all(np.array_equal(base[k].to_numpy(), oth[k].to_numpy()) for k in keys)
+        and base["task"].is_unique
+    ):
+        left = base.reset_index(drop=True)
+        right = oth.drop(columns=keys).reset_index(drop=True)
+        side = {c: c if c in keys else f"{c}_b" for c in left.columns}
+        m = pd.concat([left.rename(columns=side), right.rename(columns=lambda c: f"{c}_o")], axis=1)
+        return m, len(base)
+    m = base.merge(oth, on=keys, how="inner", suffixes=("_b", "_o"))
+    # the distinct (task, digest) pairs of either job, counted
+    union = len(pd.concat([base[keys], oth[keys]], ignore_index=True).drop_duplicates())
+    return m, union
+
+
 def _paired_row(
     state: CompareState, base: pd.DataFrame, oth: pd.DataFrame, other: str
 ) -> dict[str, Any]:
-    m = base.merge(oth, on=["task", "digest"], how="inner", suffixes=("_b", "_o"))
-    keys = ["task", "digest"]  # the distinct (task, digest) pairs of either job, counted
-    union = len(pd.concat([base[keys], oth[keys]], ignore_index=True).drop_duplicates())
+    m, union = _matched(base, oth)
     ok = m["complete_b"] & m["complete_o"] & (m["n_b"] > 0) & (m["n_o"] > 0)
     s = m[ok]
     n_shared = len(m)

@@ -50,6 +50,7 @@ __all__ = [
     "insert_rows",
     "insert_table",
     "keep_counts",
+    "keep_counts_table",
     "restart",
     "stage_name",
     "staging",
@@ -74,6 +75,14 @@ def keep_counts(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, A
     :func:`~envloop_nb._store.task_counts.stage_counts_sql`), which the load's checks
     then read instead of scanning the job's attempts again."""
     con.execute(f"CREATE TEMP TABLE {_COUNTS} AS {sql}", params)
+
+
+def keep_counts_table(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """Keep ``table``, made in this load's transaction, as the per-task pass itself:
+    renamed, not copied. It has at least the columns of :func:`keep_counts`' query,
+    with NULL allowed where :func:`commit_stage` writes 0 for NULL (extra columns are
+    never read)."""
+    con.execute(f"ALTER TABLE {table} RENAME TO {_COUNTS}")
 
 
 def stage_name(table: str) -> str:

@@ -32,7 +32,7 @@ from ..._store.task_counts import (
     reward_sums_sql,
     scales,
 )
-from ..common.stage import keep_counts
+from ..common.stage import keep_counts, keep_counts_table
 from .columns import Source
 
 __all__ = [
@@ -236,19 +236,20 @@ def register_in_place(
     numbers: InPlacePass,
     copy: bool = False,
 ) -> None:
-    """Keep the job's per-task counts from ``_tb_tasks`` and, unless the load copied the
-    rows (``copy``), record its attempts as the SELECT over its files, inside the load's
-    transaction.
+    """Keep the job's per-task counts from ``_tb_tasks`` (which is then gone) and, unless
+    the load copied the rows (``copy``), record its attempts as the SELECT over its files,
+    inside the load's transaction.
 
-    The exact reward sums are the pass's when it summed at the job's scales; otherwise,
-    when every reward is 0 or 1, the passes; otherwise a second pass sums them.
+    The exact reward sums are the pass's when it summed at the job's scales (the table is
+    then kept as it is: renamed, not copied); otherwise, when every reward is 0 or 1, the
+    passes; otherwise a second pass sums them.
     """
     reward = json.loads(numbers.stats[4])
     sc = scales(k, reward.get("max_abs"), reward.get("max_sq"))
     sums = {n: f"coalesce(t.{n}, 0)" for n in ("reward_sum", "reward_sumsq")}
     source, params = "_tb_tasks t", {}
-    if numbers.summed_at == sc:
-        pass  # the pass summed at the job's scales
+    if numbers.summed_at == sc:  # the pass summed at the job's scales: its table, kept
+        keep_counts_table(con, "_tb_tasks")
     elif numbers.nonbinary:  # some reward is neither 0 nor 1: the exact sums take a pass
         source = f"""_tb_tasks t JOIN (
             SELECT task, {reward_sums_sql("$rscale", "$qscale", unchecked=True)}
@@ -261,7 +262,9 @@ def register_in_place(
         sums.get(n, f"t.{n}" if n in NULLABLE else f"coalesce(t.{n}, 0)") + f" AS {n}"
         for n in COUNT_NAMES
     )
-    keep_counts(con, f"SELECT t.task, t.n, t.lo, t.hi, t.d, {cols} FROM {source}", params)
+    if numbers.summed_at != sc:
+        keep_counts(con, f"SELECT t.task, t.n, t.lo, t.hi, t.d, {cols} FROM {source}", params)
+        con.execute("DROP TABLE _tb_tasks")
     if copy:
         return
     assert src.select_sql is not None  # load_table refuses a source without one first

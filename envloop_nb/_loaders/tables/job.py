@@ -307,7 +307,6 @@ def _load(
             con, src, jid, typed=typed, attempt=attempt, where=where, k=job_k,
             numbers=in_place, copy=copy,
         )  # fmt: skip
-        con.execute("DROP TABLE _tb_tasks")
     con.execute(
         f"""INSERT INTO {stage_name("jobs")} BY NAME
             SELECT $jid AS job_id, 'table' AS source_format, $path AS source_path,
