@@ -34,6 +34,10 @@ class LoadError(EnvloopError, ValueError):
         where = f"{self.source}, {place}" if place else self.source
         super().__init__(f"{where}: {problem}")
 
+    def __reduce__(self) -> tuple[type[LoadError], tuple[str, str | None, str]]:
+        # pickled as its parts (a worker process's error reaches the caller whole)
+        return type(self), (self.source, self.place, self.problem)
+
 
 class LoadWarning(UserWarning):
     """Rows were skipped while loading leniently (``ws.load(..., lenient=True)``)."""

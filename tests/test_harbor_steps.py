@@ -431,11 +431,30 @@ def test_workers_raise_the_first_error_in_the_attempts_order(tmp_path: Path, wor
         workers(on)
         with pytest.raises(enb.LoadError, match=r"step_id 7 out of sequence") as err:
             ws.load(folder)
-        raised.append(str(err.value))
+        raised.append(err.value)
         assert ws.jobs().equals(jobs)  # the workspace as it was
         assert len(ws.job(before.id).steps()) == len(before.steps())
-    assert raised[0] == raised[1]
-    assert workers.chunks[-1].error is not None  # a worker found it
+    assert str(raised[0]) == str(raised[1])
+    assert type(raised[1].__cause__).__name__ == "_RemoteTraceback"  # a worker found it
+    assert workers.chunks  # and the chunks before it were the workers' too
+
+
+def test_a_load_error_crosses_a_process_whole() -> None:
+    """A worker's LoadError (or subclass) pickles as its parts: the same class, source,
+    place, problem and message in the parent."""
+    import pickle
+
+    from envloop_nb._errors import WorkspaceError
+
+    for err in (enb.LoadError("a/b.json", "step 3", "bad"), WorkspaceError("w.duckdb", None, "x")):
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err)
+        assert (back.source, back.place, back.problem, str(back)) == (
+            err.source,
+            err.place,
+            err.problem,
+            str(err),
+        )
 
 
 def test_workers_skip_leniently_as_one_process(tmp_path: Path, workers: Any) -> None:

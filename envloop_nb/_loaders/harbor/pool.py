@@ -3,9 +3,9 @@
 (:mod:`envloop_nb._loaders.harbor.trial_steps`) are read in chunks by forked worker
 processes, one per CPU, and the chunks' results come back in order.
 
-A worker writes nothing: it returns what it read (an Arrow batch, counts) and a
-:class:`~envloop_nb.LoadError` as its parts, which the caller raises when it reaches
-that chunk, so the error is the first in order, as in one process.
+A worker writes nothing: it returns what it read (an Arrow batch, counts); a
+:class:`~envloop_nb.LoadError` it raises (pickled whole) is raised in the caller when
+the caller reaches that chunk, so the error is the first in order, as in one process.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def in_order(
 ) -> Iterator[T]:
     """``fn(*chunk)`` of each chunk, in order: here when ``workers`` is 1, else by that
     many forked processes, a few chunks ahead of the one the caller is at (what is in
-    flight stays bounded)."""
+    flight stays bounded). What ``fn`` raises for a chunk is raised when that chunk's
+    turn comes."""
     if workers <= 1:
         yield from (fn(*chunk) for chunk in chunks)
         return

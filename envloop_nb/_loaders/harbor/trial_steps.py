@@ -169,9 +169,8 @@ class _Part:
     vs_steps: _Tally = field(default_factory=_Tally)
     ar_steps: _Tally = field(default_factory=_Tally)
     ar_final: _Tally = field(default_factory=_Tally)
-    #: a worker's rows (its chunk, in order), and the error that stopped it
+    #: a worker's rows (its chunk, in order)
     table: pa.Table | None = None
-    error: tuple[str, str | None, str] | None = None
 
     def merge(self, other: _Part) -> None:
         """Add a later run of attempts (lists keep their first :data:`_LISTED`)."""
@@ -234,13 +233,10 @@ def _read_part(folder: Path, items: Sequence[_Item], *, lenient: bool, sink: Ste
 
 
 def _read_chunk(folder: str, items: list[_Item], lenient: bool) -> _Part:
-    """A worker's chunk: its rows as one Arrow batch; a :class:`LoadError` returned as
-    its parts (the parent raises it when it reaches the chunk, in order)."""
+    """A worker's chunk: its rows as one Arrow batch (a :class:`LoadError` is raised in
+    the parent when it reaches the chunk, in order: see :func:`.pool.in_order`)."""
     held = HeldRows()
-    try:
-        out = _read_part(Path(folder), items, lenient=lenient, sink=held)
-    except LoadError as err:
-        return _Part(error=(err.source, err.place, err.problem))
+    out = _read_part(Path(folder), items, lenient=lenient, sink=held)
     out.table = rows_table(held.rows) if held.rows else None
     return out
 
@@ -286,8 +282,6 @@ def read_trial_steps(
             for i in range(0, attempts.num_rows, size)
         )
         for part in pool.in_order(_read_chunk, chunks, workers=workers):
-            if part.error is not None:
-                raise LoadError(*part.error)
             if part.table is not None:
                 writer.add_table(part.table)
             got.merge(part)

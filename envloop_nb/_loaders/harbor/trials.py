@@ -155,7 +155,7 @@ def read_trials(folder: Path, *, keep: Keep | None = None) -> pa.Table:
                 )
             ids[trial_id] = name
         if chunk.error is not None:
-            raise LoadError(*chunk.error)
+            raise chunk.error
         batches.append(chunk.batch)
     return pa.Table.from_batches(batches, schema=TRIAL)
 
@@ -208,11 +208,11 @@ def _trial_folders(folder: Path) -> list[str]:
 @dataclass
 class _Chunk:
     """A run of trial folders read: the ids of its trials (folder name, id) in order,
-    the kept ones as a batch, and the error that stopped it (as a LoadError's parts)."""
+    the kept ones as a batch, and the error that stopped it."""
 
     ids: list[tuple[str, str]] = field(default_factory=list)
     batch: pa.RecordBatch | None = None
-    error: tuple[str, str | None, str] | None = None
+    error: LoadError | None = None
 
 
 def _read_chunk(folder: str, names: list[str], keep: Keep | None) -> _Chunk:
@@ -229,7 +229,7 @@ def _read_chunk(folder: str, names: list[str], keep: Keep | None) -> _Chunk:
             if row is not None:
                 rows.append(row)
     except LoadError as err:
-        out.error = (err.source, err.place, err.problem)
+        out.error = err
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(TRIAL)
     out.batch = pa.record_batch(
         [pa.array(c, type=f.type) for c, f in zip(columns, TRIAL, strict=True)], schema=TRIAL
