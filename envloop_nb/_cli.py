@@ -188,7 +188,7 @@ def _load(ws: Workspace, source: str, *, job_id: str | None, fmt: str | None) ->
     only as long as the command, so copying its attempts would buy nothing.
     """
     options: dict[str, Any] = {}
-    if fmt in (None, "table") and source.endswith(".parquet") and "://" not in source:
+    if _in_place(source, fmt):
         options["copy"] = False
     try:
         job: Job = ws.load(source, format=fmt, job_id=job_id, **options)
@@ -197,9 +197,14 @@ def _load(ws: Workspace, source: str, *, job_id: str | None, fmt: str | None) ->
     return job
 
 
+def _in_place(source: str, fmt: str | None) -> bool:
+    """Whether :func:`_load` reads ``source`` in place: a local Parquet file or glob."""
+    return fmt in (None, "table") and source.endswith(".parquet") and "://" not in source
+
+
 def _in_place_file(source: str, fmt: str | None) -> bool:
     """Whether ``source`` is one local Parquet file that :func:`_load` reads in place."""
-    return fmt in (None, "table") and source.endswith(".parquet") and Path(source).is_file()
+    return _in_place(source, fmt) and Path(source).is_file()
 
 
 def _load_both(
