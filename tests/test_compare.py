@@ -197,6 +197,8 @@ def test_task_frame_is_the_counts_merged_with_the_tasks(ws: enb.Workspace, tmp_p
         envloop_job("c", {"t0": [1.0, 1.0], "t1": [0.0, 0.0], "t2": [1.0, 0.0]}),
     ]
     jobs = load(ws, tmp_path, *docs)
+    binary = task_frame(ws.compare([jobs[0], jobs[1]]).state)["binary"]
+    assert list(binary) == [False] * 3 + [True] * 3  # a has a reward of 0.5, b none
     for pair in ([jobs[0], jobs[1]], [jobs[0], jobs[2]], "a tag twice"):
         if pair == "a tag twice":  # a task's rows repeated by the join: merged, as before
             ws.con.execute("INSERT INTO task_tags SELECT * FROM task_tags WHERE job_id = 'a'")
@@ -219,8 +221,11 @@ def test_task_frame_is_the_counts_merged_with_the_tasks(ws: enb.Workspace, tmp_p
             parts.append(part)
         want = pd.concat(parts, ignore_index=True).merge(meta, on=["job_id", "task"], how="left")
         want = want.sort_values(["job_id", "position"], kind="stable").reset_index(drop=True)
+        want["binary"] = want.groupby("job_id")["nonbinary"].transform("sum") == 0
         shown = ["job_id", "task", "position", "digest", "k", "grp", *cols[3:], "reward_sum"]
-        pd.testing.assert_frame_equal(got[shown], want[shown], check_exact=True)
+        pd.testing.assert_frame_equal(
+            got[[*shown, "binary"]], want[[*shown, "binary"]], check_exact=True
+        )
 
 
 # -- guard ---------------------------------------------------------------------------------

@@ -71,8 +71,8 @@ def _matched(base: pd.DataFrame, oth: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     if (
         len(base) == len(oth)
         and all(np.array_equal(base[k].to_numpy(), oth[k].to_numpy()) for k in keys)
-        and base["task"].is_unique
-    ):
+        and len(set(base["task"].tolist())) == len(base)  # ``is_unique``: Arrow's first
+    ):  # hash of large strings in a process costs ~40 ms, this ~4 ms (31,250 tasks)
         left = base.reset_index(drop=True)
         right = oth.drop(columns=keys).reset_index(drop=True)
         side = {c: c if c in keys else f"{c}_b" for c in left.columns}

@@ -19,6 +19,7 @@ from .state import CompareState
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 else:
     from .state import pandas as pd
 
@@ -41,43 +42,46 @@ def task_frame(state: CompareState, tag: str = "subset") -> pd.DataFrame:
 
 
 def _task_frame(state: CompareState, tag: str) -> pd.DataFrame:
-    jobs = list(state.job_ids)
-    meta = (
-        state.con.execute(
-            """SELECT t.job_id, t.task, coalesce(t.digest, '') AS digest,
-                  coalesce(tt.value, '(no ' || $tag || ')') AS grp
-           FROM tasks t
-           LEFT JOIN task_tags tt ON tt.job_id = t.job_id AND tt.task = t.task AND tt.key = $tag
-           WHERE list_contains($jobs, t.job_id)
-           ORDER BY t.job_id, t.position, t.task""",
-            {"jobs": jobs, "tag": tag},
-        )
-        .to_arrow_table()
-        .to_pandas()
-    )  # what ``.df()`` gives, in a third of its time (62,500 rows)
-    parts = []
-    for job_id in sorted(set(jobs)):
-        counts = task_counts(state.con, job_id, state.threshold).select(list(_COUNTS))
-        part = counts.to_pandas()
-        part.insert(0, "job_id", job_id)
-        parts.append(part)
-    rows = pd.concat(parts, ignore_index=True)
-    if (
-        len(meta) == len(rows)
-        and all(np.array_equal(rows[c].to_numpy(), meta[c].to_numpy()) for c in ("job_id", "task"))
-        and all(part["task"].is_unique for part in parts)
-    ):  # the counts' tasks in their order, each once: the left merge, side by side
-        rows = pd.concat([rows, meta[["digest", "grp"]]], axis=1)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    jobs = sorted(set(state.job_ids))
+    meta = state.con.execute(
+        """SELECT t.job_id, t.task, coalesce(t.digest, '') AS digest,
+              coalesce(tt.value, '(no ' || $tag || ')') AS grp
+       FROM tasks t
+       LEFT JOIN task_tags tt ON tt.job_id = t.job_id AND tt.task = t.task AND tt.key = $tag
+       WHERE list_contains($jobs, t.job_id)
+       ORDER BY t.job_id, t.position, t.task""",
+        {"jobs": jobs, "tag": tag},
+    ).to_arrow_table()
+    parts = [
+        task_counts(state.con, job_id, state.threshold).select(list(_COUNTS)) for job_id in jobs
+    ]
+    sizes = [part.num_rows for part in parts]
+    job_col = pa.array(np.repeat(np.array(jobs, dtype=object), sizes), pa.string())
+    counts = pa.concat_tables(parts, promote_options="permissive").add_column(0, "job_id", job_col)
+    in_order = (
+        meta.num_rows == counts.num_rows
+        and meta.column("job_id").equals(counts.column("job_id"))
+        and meta.column("task").equals(counts.column("task"))
+        and all(pc.count_distinct(part.column("task")).as_py() == part.num_rows for part in parts)
+        and all(_ascending(part.column("position")) for part in parts)
+    )
+    if in_order:  # the counts' tasks in task order, each once: the left merge, side by side,
+        # and already sorted by job and position; each job's reward kind from its own part
+        rows = counts.append_column("digest", meta.column("digest"))
+        rows = rows.append_column("grp", meta.column("grp")).to_pandas()
+        nonbinary = [pc.sum(part.column("nonbinary")).as_py() or 0 for part in parts]
+        job_binary = np.repeat(np.array([n == 0 for n in nonbinary], dtype=bool), sizes)
     else:
-        rows = rows.merge(meta, on=["job_id", "task"], how="left")
-    rows = rows.sort_values(["job_id", "position"], kind="stable").reset_index(drop=True)
+        rows = counts.to_pandas().merge(meta.to_pandas(), on=["job_id", "task"], how="left")
+        rows = rows.sort_values(["job_id", "position"], kind="stable").reset_index(drop=True)
+        job_binary = (rows.groupby("job_id")["nonbinary"].transform("sum") == 0).to_numpy(bool)
     failure = state.policy == "failure"
     n = rows["k"] if failure else rows["scored"]
     complete = pd.Series(True, index=rows.index) if failure else rows["scored"] == rows["k"]
-    if state.threshold is not None:
-        binary = pd.Series(True, index=rows.index)
-    else:
-        binary = rows.groupby("job_id")["nonbinary"].transform("sum") == 0
+    binary = np.ones(len(rows), dtype=bool) if state.threshold is not None else job_binary
     has_n = (n > 0).to_numpy()
     with np.errstate(invalid="ignore", divide="ignore"):
         score = rows["reward_sum"].to_numpy(float) / n.to_numpy(float)
@@ -87,10 +91,18 @@ def _task_frame(state: CompareState, tag: str) -> pd.DataFrame:
     ].copy()
     out["n"] = n.to_numpy()
     out["complete"] = complete.to_numpy(bool)
-    out["binary"] = binary.to_numpy(bool)
+    out["binary"] = binary
     out["task_score"] = np.where(has_n, score, np.nan)
     out["pass_rate"] = np.where(has_n & out["complete"] & out["binary"], rate, np.nan)
     return out
+
+
+def _ascending(column: pa.ChunkedArray) -> bool:
+    """Whether ``column`` (integers, no nulls) never decreases."""
+    if column.null_count:
+        return False
+    values = column.to_numpy()
+    return bool((values[1:] >= values[:-1]).all())
 
 
 def label_dimensions(meta: pd.DataFrame) -> pd.DataFrame:
