@@ -48,8 +48,9 @@ import math
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TextIO
@@ -57,8 +58,6 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, TextIO
 from ._errors import EnvloopError
 
 if TYPE_CHECKING:
-    import duckdb
-
     from ._comparison import Comparison
     from ._export.html_report import HtmlReport
     from ._job import Job
@@ -235,13 +234,14 @@ def _load_both(
             except EnvloopError as exc:
                 return [*out, exc]
         return out
-    from concurrent.futures import ThreadPoolExecutor
-
     from ._datasets.heldout import warn_job_overlaps
     from ._job import Job
     from ._store.attempt_sources import rebuild
+    from ._store.memory import fewer_threads
 
-    with _threads_for_two(ws.con), ThreadPoolExecutor(max_workers=2) as pool:
+    # two callers: one worker fewer (on two cores three threads of the two loads' passes
+    # were ~0.1 s slower than two), and one purge of the allocator after both loads
+    with fewer_threads(ws.con, 1), ThreadPoolExecutor(max_workers=2) as pool:
         futures = [pool.submit(_load_on_cursor, ws, s, job_id, fmt) for s, job_id in sources]
     ws.con.execute("BEGIN TRANSACTION")  # the view over the sources that loaded
     try:
@@ -258,25 +258,6 @@ def _load_both(
         warn_job_overlaps(ws, loaded_id)  # as ws.load: task inputs in a training dataset
         out.append(Job(ws, loaded_id))
     return out
-
-
-@contextmanager
-def _threads_for_two(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """DuckDB's thread count lowered by one while two loads run at once.
-
-    A query runs on its calling thread and the workspace's ``threads - 1`` workers (all
-    the machine's cores by default): two loads at once, two callers, would run one
-    thread more than there are cores. On two cores that was ~0.1 s slower for the gate's
-    two 1M-attempt loads (three threads on two cores, ~20% more fresh memory touched)
-    than one thread per load. Set back afterwards, whatever happened.
-    """
-    row = con.execute("SELECT current_setting('threads')").fetchone()
-    threads = int(row[0]) if row else 1
-    con.execute(f"SET threads = {max(1, threads - 1):d}")  # an int: no data in this SQL
-    try:
-        yield
-    finally:
-        con.execute(f"SET threads = {threads:d}")
 
 
 def _load_on_cursor(ws: Workspace, source: str, job_id: str, fmt: str | None) -> str:
@@ -342,11 +323,6 @@ def gate(
             if isinstance(job, EnvloopError):
                 return replace(head, reason=f"the {side} did not load: {job}")
             jobs.append(job)
-        covs = []
-        for source, job in zip((baseline, candidate), jobs, strict=True):
-            s = job.summary(policy=policy, threshold=threshold)
-            covs.append(Coverage(source, s.scored or 0, s.total))
-        head = replace(head, baseline=covs[0], candidate=covs[1])
         cmp = Comparison(
             ws,
             jobs,
@@ -357,9 +333,40 @@ def gate(
             seed=seed,
             confidence=head.confidence,
         )
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pending = _pair_ahead(cmp, pool)
+            covs = []
+            for source, job in zip((baseline, candidate), jobs, strict=True):
+                s = job.summary(policy=policy, threshold=threshold)
+                covs.append(Coverage(source, s.scored or 0, s.total))
+            if pending is not None:
+                with suppress(Exception):  # _verdict asks again: a failure is raised there,
+                    pending.result()  # as before, or not at all (coverage too low)
+        head = replace(head, baseline=covs[0], candidate=covs[1])
         return _verdict(cmp, head, min_coverage=min_coverage, min_tasks=min_tasks)
     finally:
         ws.close()
+
+
+def _pair_ahead(cmp: Comparison, pool: ThreadPoolExecutor) -> Future[Any] | None:
+    """The paired statistics started on ``pool``, then the guard's differences found here.
+
+    The per-task rows are read first, so the statistics' work left — matching the tasks,
+    the paired bootstrap — is numpy's alone and runs beside the guard's and the
+    summaries' queries: the thread reads the differences only after the bootstrap, and
+    :func:`~envloop_nb._compare.guard.differences` lets one thread find them (no two
+    threads on one connection). When the guard blocks, the statistics go unused; a job
+    without per-task rows (aggregate numbers only) starts none (None).
+    """
+    from ._compare.tasks import task_frame
+
+    try:
+        task_frame(cmp.state)
+    except (EnvloopError, ValueError):  # no per-task rows (aggregate numbers only): the
+        return None  # guard says why, or _verdict raises it where it did
+    pending = pool.submit(cmp.paired)
+    cmp.differences  # noqa: B018  (found on this thread, beside the bootstrap)
+    return pending
 
 
 def _verdict(

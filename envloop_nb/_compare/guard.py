@@ -6,6 +6,7 @@ the blocking ones make them incomparable (see the ``Comparison`` docstring).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -193,12 +194,13 @@ def find_differences(con: duckdb.DuckDBPyConnection, job_ids: Sequence[str]) -> 
             )
         )
     # Non-blocking: verifier versions, dimension units and directions, unfinished jobs.
-    ver = con.execute(
+    ver = con.execute(  # NOT NULL: a file read in place without the column is not scanned
         """SELECT job_id, string_agg(DISTINCT verifier_version, ', ' ORDER BY verifier_version)
-           FROM attempts WHERE list_contains($jobs, job_id) GROUP BY job_id""",
+           FROM attempts WHERE list_contains($jobs, job_id) AND verifier_version IS NOT NULL
+           GROUP BY job_id""",
         {"jobs": ids},
     ).fetchall()
-    versions = {j: v for j, v in ver if v is not None}
+    versions = dict(ver)
     if len(versions) > 1 and len(set(versions.values())) > 1:
         out.append(
             Difference(
@@ -261,10 +263,16 @@ def find_differences(con: duckdb.DuckDBPyConnection, job_ids: Sequence[str]) -> 
     return out
 
 
+#: One finding at a time: a comparison's statistics may run on a thread while its
+#: guard is found (the regression gate), and only one of them may query its connection.
+_FINDING = threading.Lock()
+
+
 def differences(state: CompareState) -> list[Difference]:
     """Every way the jobs differ (blocking ones first), as plain sentences (memoized)."""
-    if "differences" not in state.data:
-        state.data["differences"] = find_differences(state.con, state.job_ids)
+    with _FINDING:
+        if "differences" not in state.data:
+            state.data["differences"] = find_differences(state.con, state.job_ids)
     found: list[Difference] = state.data["differences"]
     return found
 

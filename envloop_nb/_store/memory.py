@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["RELEASE_ROWS", "release_after", "release_heap", "release_memory"]
+__all__ = ["RELEASE_ROWS", "fewer_threads", "release_after", "release_heap", "release_memory"]
 
 #: A query that gave at least this many rows (one per task) purges DuckDB's arenas
 #: after it: 20–150 ms, small beside such a query, and never paid by a small job.
@@ -36,6 +37,8 @@ RELEASE_ROWS = 500_000
 #: One release at a time: two interleaved (loads at once on two connections of one
 #: workspace) would leave the thread count moved.
 _LOCK = threading.Lock()
+#: Open :func:`fewer_threads` blocks: releases wait for the end of the last.
+_HELD = 0
 
 
 def release_memory(con: duckdb.DuckDBPyConnection) -> None:
@@ -55,10 +58,47 @@ def release_memory(con: duckdb.DuckDBPyConnection) -> None:
     3
     """
     with _LOCK:
+        if _HELD:  # a fewer_threads block purges once at its end
+            return
         row = con.execute("SELECT current_setting('threads')").fetchone()
         threads = int(row[0]) if row else 1
         con.execute(f"SET threads = {threads + 1:d}")  # an int: no data in this SQL
         con.execute(f"SET threads = {threads:d}")
+
+
+@contextmanager
+def fewer_threads(con: duckdb.DuckDBPyConnection, fewer: int) -> Iterator[None]:
+    """DuckDB's thread count lowered by ``fewer`` (one at least is left) for the body,
+    every :func:`release_memory` inside held back, and the count set back at the end,
+    whatever happened — which purges the allocator once, as a release does.
+
+    For work that runs several queries at once on connections of one database: a query
+    runs on its calling thread and the database's ``threads - 1`` workers, so each
+    extra caller is one thread more than the count. Releases between them (one per
+    load) each relaunched the threads while the other queries ran.
+
+    Examples
+    --------
+    >>> import duckdb
+    >>> con = duckdb.connect(config={"threads": 3})
+    >>> with fewer_threads(con, 1):
+    ...     con.execute("SELECT current_setting('threads')").fetchone()[0]
+    2
+    >>> con.execute("SELECT current_setting('threads')").fetchone()[0]
+    3
+    """
+    global _HELD
+    with _LOCK:
+        row = con.execute("SELECT current_setting('threads')").fetchone()
+        threads = int(row[0]) if row else 1
+        con.execute(f"SET threads = {max(1, threads - fewer):d}")  # ints: no data in this SQL
+        _HELD += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _HELD -= 1
+            con.execute(f"SET threads = {threads:d}")
 
 
 def release_after(con: duckdb.DuckDBPyConnection, rows: int) -> None:
