@@ -42,35 +42,22 @@ def task_frame(state: CompareState, tag: str = "subset") -> pd.DataFrame:
 
 
 def _task_frame(state: CompareState, tag: str) -> pd.DataFrame:
-    from concurrent.futures import ThreadPoolExecutor
-
     import pyarrow as pa
     import pyarrow.compute as pc
 
     jobs = sorted(set(state.job_ids))
-    # the tasks' digests and groups on a connection of their own, beside the counts
-    cursor = state.con.cursor()
-    try:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            pending = pool.submit(
-                lambda: cursor.execute(
-                    """SELECT t.job_id, t.task, coalesce(t.digest, '') AS digest,
-                          coalesce(tt.value, '(no ' || $tag || ')') AS grp
-                   FROM tasks t
-                   LEFT JOIN task_tags tt
-                     ON tt.job_id = t.job_id AND tt.task = t.task AND tt.key = $tag
-                   WHERE list_contains($jobs, t.job_id)
-                   ORDER BY t.job_id, t.position, t.task""",
-                    {"jobs": jobs, "tag": tag},
-                ).to_arrow_table()
-            )
-            parts = [
-                task_counts(state.con, job_id, state.threshold).select(list(_COUNTS))
-                for job_id in jobs
-            ]
-            meta = pending.result()
-    finally:
-        cursor.close()
+    meta = state.con.execute(
+        """SELECT t.job_id, t.task, coalesce(t.digest, '') AS digest,
+              coalesce(tt.value, '(no ' || $tag || ')') AS grp
+       FROM tasks t
+       LEFT JOIN task_tags tt ON tt.job_id = t.job_id AND tt.task = t.task AND tt.key = $tag
+       WHERE list_contains($jobs, t.job_id)
+       ORDER BY t.job_id, t.position, t.task""",
+        {"jobs": jobs, "tag": tag},
+    ).to_arrow_table()
+    parts = [
+        task_counts(state.con, job_id, state.threshold).select(list(_COUNTS)) for job_id in jobs
+    ]
     sizes = [part.num_rows for part in parts]
     job_col = pa.array(np.repeat(np.array(jobs, dtype=object), sizes), pa.string())
     counts = pa.concat_tables(parts, promote_options="permissive").add_column(0, "job_id", job_col)
