@@ -47,6 +47,7 @@ import json
 import math
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -242,7 +243,14 @@ def _load_both(
     # two callers: one worker fewer (on two cores three threads of the two loads' passes
     # were ~0.1 s slower than two), and one purge of the allocator after both loads
     with fewer_threads(ws.con, 1), ThreadPoolExecutor(max_workers=2) as pool:
-        futures = [pool.submit(_load_on_cursor, ws, s, job_id, fmt) for s, job_id in sources]
+        passes = [threading.Event(), threading.Event()]
+        futures = [
+            pool.submit(_load_on_cursor, ws, s, job_id, fmt, started)
+            for (s, job_id), started in zip(sources, passes, strict=True)
+        ]
+        for started in passes:  # both loads in their checking pass, which binds nothing:
+            started.wait()  # DuckDB imports pandas at the first parameter after it,
+        import pandas  # noqa: F401  (so it is imported here, while the passes run)
     ws.con.execute("BEGIN TRANSACTION")  # the view over the sources that loaded
     try:
         rebuild(ws.con)
@@ -260,25 +268,31 @@ def _load_both(
     return out
 
 
-def _load_on_cursor(ws: Workspace, source: str, job_id: str, fmt: str | None) -> str:
+def _load_on_cursor(
+    ws: Workspace, source: str, job_id: str, fmt: str | None, started: threading.Event
+) -> str:
     """``source`` read in place as :func:`_load` reads it, on a connection of its own
     (in the workspace's time zone) that leaves the ``attempts`` view to the caller; the
-    job id."""
+    job id. ``started`` is set once the load's checking pass has started (or it ended)."""
     from ._loaders import check_format, load_source
+    from ._loaders.tables.inplace import telling_the_pass
     from ._store.attempt_sources import view_later
     from ._store.sql import literal
 
-    check_format(source, fmt)
-    zone = ws.con.execute("SELECT current_setting('TimeZone')").fetchone()
-    con = ws.con.cursor()
-    try:  # a new connection starts in the process's time zone: the workspace's instead
-        con.execute(f"SET TimeZone = {literal(str(zone[0]) if zone else 'UTC')}")
-        with view_later(con):
-            return load_source(con, source, format=fmt, job_id=job_id, copy=False)
-    except OSError as exc:
-        raise EnvloopError(f"{source}: {exc.strerror or exc}") from exc
+    try:
+        check_format(source, fmt)
+        zone = ws.con.execute("SELECT current_setting('TimeZone')").fetchone()
+        con = ws.con.cursor()
+        try:  # a new connection starts in the process's time zone: the workspace's instead
+            con.execute(f"SET TimeZone = {literal(str(zone[0]) if zone else 'UTC')}")
+            with view_later(con), telling_the_pass(con, started):
+                return load_source(con, source, format=fmt, job_id=job_id, copy=False)
+        except OSError as exc:
+            raise EnvloopError(f"{source}: {exc.strerror or exc}") from exc
+        finally:
+            con.close()
     finally:
-        con.close()
+        started.set()  # also when the load stopped before its block
 
 
 def gate(

@@ -585,3 +585,54 @@ def test_the_pass_is_kept_not_copied(
     copied, in_place = _pair(ws, path)
     assert_same_answers(copied, in_place)
     assert len(copies) == 2  # the copied load's and the in-place load's second pass
+
+
+class _Recording:
+    """A connection whose statements are recorded: (SQL, whether it bound parameters)."""
+
+    def __init__(self, con: Any, log: list[tuple[str, bool]]) -> None:
+        self._con, self._log = con, log
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        self._log.append((" ".join(str(sql).split()), bool(params)))
+        return self._con.execute(sql) if params is None else self._con.execute(sql, params)
+
+
+def test_nothing_is_bound_up_to_the_pass_and_its_start_is_told(tmp_path: Path) -> None:
+    """Up to its checking pass a load read in place binds no parameter (DuckDB imports
+    pandas at the first one; the gate imports it meanwhile, beside the two passes), and
+    :func:`telling_the_pass` sets its event as the pass starts; the answers are the
+    copied load's."""
+    import threading
+
+    from envloop_nb._loaders import load_source
+    from envloop_nb._loaders.tables.inplace import telling_the_pass
+
+    frame = rich_frame(5, binary=False)
+    frame.loc[::5, "reward"] = 1.0  # the pass sums at its guessed scales: they are in its SQL
+    path = tmp_path / "run.parquet"
+    frame.to_parquet(path)
+    ws = enb.open()
+    log: list[tuple[str, bool]] = []
+    started = threading.Event()
+    at_pass: list[bool] = []
+    con = _Recording(ws.con, log)
+    real = con.execute
+
+    def execute(sql: str, params: Any = None) -> Any:
+        if "TEMP TABLE _tb_tasks AS" in str(sql):
+            at_pass.append(started.is_set())
+        return real(sql, params)
+
+    con.execute = execute  # type: ignore[method-assign]
+    with telling_the_pass(con, started):  # type: ignore[arg-type]
+        job_id = load_source(con, str(path), job_id="inplace", copy=False)  # type: ignore[arg-type]
+    first = next(i for i, (sql, _) in enumerate(log) if "TEMP TABLE _tb_tasks AS" in sql)
+    assert [sql for sql, bound in log[: first + 1] if bound] == []
+    assert any(bound for _, bound in log[first + 1 :])  # afterwards parameters as usual
+    assert at_pass == [True] and started.is_set()
+    copied = ws.load(path, job_id="copied")
+    assert_same_answers(copied, ws.job(job_id))

@@ -17,13 +17,17 @@ counting the copied rows again.
 from __future__ import annotations
 
 import json
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
 from ..._store.attempt_sources import register
-from ..._store.sql import literal
+from ..._store.sql import literal, number
 from ..._store.task_counts import (
     COUNT_NAMES,
     NULLABLE,
@@ -41,7 +45,38 @@ __all__ = [
     "attempts_select",
     "count_in_place",
     "register_in_place",
+    "telling_the_pass",
 ]
+
+#: Per connection, an event set when a load's pass starts there (:func:`telling_the_pass`).
+_PASS_STARTS: weakref.WeakKeyDictionary[Any, threading.Event] = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def telling_the_pass(con: duckdb.DuckDBPyConnection, started: threading.Event) -> Iterator[None]:
+    """``started`` is set when a load on ``con`` inside the block starts its checking
+    pass (:func:`count_in_place`), and at the end of the block whatever happened.
+
+    Up to its pass a load read in place binds no parameter (DuckDB imports pandas at the
+    first one): the regression gate waits for both loads' passes, then imports pandas
+    on its own thread while they run, instead of after them.
+
+    Examples
+    --------
+    >>> import duckdb, threading
+    >>> event = threading.Event()
+    >>> with telling_the_pass(duckdb.connect(), event):
+    ...     event.is_set()
+    False
+    >>> event.is_set()
+    True
+    """
+    _PASS_STARTS[con] = started
+    try:
+        yield
+    finally:
+        _PASS_STARTS.pop(con, None)
+        started.set()
 
 
 @dataclass(frozen=True)
@@ -127,13 +162,16 @@ def _distinct(top: int) -> str:
     return "count(DISTINCT attempt)"
 
 
-def _guessed_sums() -> str:
+def _guessed_sums(guess: dict[str, float]) -> str:
     """:func:`~envloop_nb._store.task_counts.reward_sums_sql` at the guessed scales, but
     NULL where a value or a task's sum does not fit 64 bits (a reward beyond 1, repeated
-    attempts: the guess was wrong and the sums are not used) instead of an error."""
+    attempts: the guess was wrong and the sums are not used) instead of an error.
+
+    The scales are written as numbers, not bound: the pass binds no parameter (see
+    :func:`count_in_place`)."""
     out = []
-    for name, value, scale in (("reward_sum", "reward", "$rscale"),
-                               ("reward_sumsq", "reward * reward", "$qscale")):  # fmt: skip
+    for name, value, scale in (("reward_sum", "reward", number(guess["rscale"])),
+                               ("reward_sumsq", "reward * reward", number(guess["qscale"]))):  # fmt: skip
         fixed = f"TRY_CAST(sum(TRY_CAST({value} * {scale} AS BIGINT)) AS BIGINT)"
         out.append(
             f"CASE WHEN count(reward) = 0 THEN 0 ELSE {fixed}::DOUBLE / {scale} END AS {name}"
@@ -186,16 +224,18 @@ def count_in_place(
     guess = scales(guess_k, 1.0, 1.0) if guess_k is not None else None
     sums = ", NULL AS reward_sum, NULL AS reward_sumsq"
     if guess is not None:
-        sums = ", " + _guessed_sums()
-    con.execute(
+        sums = ", " + _guessed_sums(guess)
+    started = _PASS_STARTS.get(con)
+    if started is not None:
+        started.set()
+    con.execute(  # no parameter (see telling_the_pass)
         f"""CREATE OR REPLACE TEMP TABLE _tb_tasks AS
             SELECT task, min(_enb_ord) AS first, {digest}::VARCHAR AS digest {tags},
                    count(*) AS n, {bounds}, {distinct} AS d,
                    {count_columns_sql("reward", "status", pass_sql(None), attempt="*")},
                    min(reward) AS reward_min, max(reward) AS reward_max
                    {sums}
-            FROM _tb_n GROUP BY task""",
-        guess or {},
+            FROM _tb_n GROUP BY task"""
     )
     row = con.execute(
         """WITH m AS (SELECT max(n) AS most FROM _tb_tasks),

@@ -171,7 +171,6 @@ def _run(
     if not copy and src.select_sql is None:
         cleanup(con, src)
         raise LoadError(src.label, "copy", _NOT_IN_PLACE)
-    begin_job(con, jid)
     try:
         _load(
             con,
@@ -232,6 +231,9 @@ def _load(
         n_bad = _count(con, "SELECT count(*) FROM _tb_v WHERE _problem IS NOT NULL")
     if n_bad:
         _unusable(con, src, lenient, n_bad)
+    # the job's id claimed (its old rows deleted) before the first write, after the rows'
+    # check: up to the pass a load read in place binds no parameter (see count_in_place)
+    begin_job(con, jid)
     # the later passes over _tb_v skip what was skipped; with every row usable they need
     # not evaluate the checks again
     where = usable if n_bad else ""

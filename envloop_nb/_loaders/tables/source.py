@@ -147,8 +147,9 @@ def _parquet_names(
 ) -> tuple[list[tuple[str | None, list[str]]], dict[str, str]]:
     """Each Parquet file's own top-level column names (``DESCRIBE`` shows DuckDB's,
     after renaming and merging), and the hive partition keys of the files' folders."""
+    listed = ", ".join(literal(f) for f in files)
     rows = con.execute(
-        "SELECT file_name, name, num_children FROM parquet_schema($files)", {"files": files}
+        f"SELECT file_name, name, num_children FROM parquet_schema([{listed}])"
     ).fetchall()
     schemas: dict[str, list[tuple[str, int]]] = {}
     for file, name, children in rows:
@@ -304,7 +305,9 @@ def open_path(
         try:
             files = [
                 r[0]
-                for r in con.execute("SELECT file FROM glob(?) ORDER BY file", [pattern]).fetchall()
+                for r in con.execute(
+                    f"SELECT file FROM glob({literal(pattern)}) ORDER BY file"
+                ).fetchall()
             ]
         except duckdb.InvalidInputException:
             _refuse_bad_file_name(source, pattern, path if path.is_dir() else None)
