@@ -120,9 +120,10 @@ def count_columns_sql(value: str, status: str, passed: str, attempt: str = "atte
     >>> print(count_columns_sql("reward", "status", "reward = 1").splitlines()[1].strip())
     count(reward)::INTEGER AS scored,
     """
+    # list_contains, not IN: DuckDB runs an IN of several constants as a join per chunk
     return f"""count({attempt})::INTEGER AS dispatched,
                count({value})::INTEGER AS scored,
-               count_if({value} IS NULL AND {status} IN {ENDED!r})::INTEGER AS invalid,
+               count_if({value} IS NULL AND list_contains({list(ENDED)!r}, {status}))::INTEGER AS invalid,
                count_if({passed})::INTEGER AS passes,
                count_if({value} <> 0 AND {value} <> 1)::INTEGER AS nonbinary"""
 

@@ -217,10 +217,9 @@ def count_in_place(
         row = con.execute("SELECT max(attempt_given) FROM _tb_v").fetchone()
         guess_k = max(int(row[0]) if row and row[0] is not None else 1, 1)
         distinct = _distinct(guess_k)
-    tags = "".join(
-        f", any_value(_tag{i}) FILTER (WHERE _tag{i} IS NOT NULL) AS _tag{i}" for i in range(n_tags)
-    )
-    digest = "any_value(digest) FILTER (WHERE digest IS NOT NULL)" if has_digest else "NULL"
+    # any_value is the first value that is not null (a FILTER on it was ~0.01 s of a 1M pass)
+    tags = "".join(f", any_value(_tag{i}) AS _tag{i}" for i in range(n_tags))
+    digest = "any_value(digest)" if has_digest else "NULL"
     guess = scales(guess_k, 1.0, 1.0) if guess_k is not None else None
     sums = ", NULL AS reward_sum, NULL AS reward_sumsq"
     if guess is not None:
@@ -253,7 +252,7 @@ def count_in_place(
     # the footers' statistics when every row is usable (else from the usable rows)
     rows = "_tb_w" if int(row[6]) == total else "_tb_n"
     wide = con.execute(
-        f"""SELECT (SELECT count_if(status IN ('pending', 'running')) FROM {rows}),
+        f"""SELECT (SELECT count_if(list_contains(['pending', 'running'], status)) FROM {rows}),
                    (SELECT min(started_at) FROM {rows})::TIMESTAMPTZ,
                    (SELECT max(finished_at) FROM {rows})::TIMESTAMPTZ"""
     ).fetchone()

@@ -255,7 +255,7 @@ def _load(
             {"jid": jid, "names": list(dims)},
         )
     tag_cols = "".join(
-        f", any_value(_tag{i}) FILTER (WHERE _tag{i} IS NOT NULL) AS _tag{i}"
+        f", any_value(_tag{i}) AS _tag{i}"  # any_value: the first value not null
         for i in range(len(tags))
     )
     if src.json:  # where each task id is first written as a string, and as anything else
@@ -266,7 +266,7 @@ def _load(
     if in_place is None:  # copy=False made _tb_tasks in its one pass
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE _tb_tasks AS
-                SELECT task, min(_enb_ord) AS first, any_value(digest) FILTER (WHERE digest IS NOT NULL) AS digest
+                SELECT task, min(_enb_ord) AS first, any_value(digest) AS digest
                        {tag_cols}
                 FROM _tb_v {where} GROUP BY task"""
         )

@@ -195,11 +195,12 @@ def typed_view(
     )
     checks.append(f"WHEN isinf({rnum}) THEN 'reward must be finite, got ' || {src.text(rcol)}")
     checks.append(reward_range_sql(rnum, src.text(rcol)))
-    if "status" in fields:
+    if "status" in fields:  # list_contains, not NOT IN: DuckDB makes a list of 5 constants
+        # a join (mark join) per chunk of rows, ~0.01 s of a 1M-row pass; the same answers
         st = src.text(fields["status"])
         sel.append(f"coalesce({st}, 'completed') AS status")
         checks.append(
-            f"WHEN {st} IS NOT NULL AND {st} NOT IN {STATUSES!r} "
+            f"WHEN {st} IS NOT NULL AND NOT list_contains({list(STATUSES)!r}, {st}) "
             f"THEN 'status must be one of {', '.join(STATUSES)}, got ' || {st}"
         )
     else:
