@@ -121,7 +121,7 @@ def test_count_rows_are_the_task_counts_without_the_task_text(
         ws.con.execute("UPDATE task_counts_cache SET position = NULL")
     elif kept_by == "none":
         ws.con.execute("DELETE FROM task_counts_cache")
-    names = ["k", *_metrics.COUNT_NAMES]
+    names = ["task", "position", "k", *_metrics.COUNT_NAMES]
     for t in THRESHOLDS:
         memo.clear_cache()
         light = _metrics.count_rows(ws.con, job.id, t)

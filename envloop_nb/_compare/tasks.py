@@ -1,8 +1,9 @@
 """Per-task rows of the compared jobs, derived from the one per-task count definition.
 
 The attempt counts (dispatched, scored, passes, nonbinary, reward sums) are
-:func:`envloop_nb._metrics.counts.task_counts` of each job — the same memoized table its
-summary reads; this module only adds the task's digest and group (a tag's value) and the
+:func:`envloop_nb._metrics.counts.count_rows` of each job — :func:`~envloop_nb._metrics.counts.task_counts`' counts
+without the tasks' tags, from the same memoized counts its summary reads; this module
+only adds the task's digest and group (a tag's value) and the
 comparison's per-task values: ``n`` (scored attempts, or requested ones under
 ``policy="failure"``), ``complete``, ``binary`` (per job), ``task_score`` and
 ``pass_rate``.
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._metrics.counts import scored_mean, task_counts
+from .._metrics.counts import count_rows, scored_mean
 from .state import CompareState
 
 if TYPE_CHECKING:
@@ -55,8 +56,10 @@ def _task_frame(state: CompareState, tag: str) -> pd.DataFrame:
        ORDER BY t.job_id, t.position, t.task""",
         {"jobs": jobs, "tag": tag},
     ).to_arrow_table()
+    # the counts without the tasks' tags (the summary fetches those): from the load's own
+    # counts when it kept them, in task order
     parts = [
-        task_counts(state.con, job_id, state.threshold).select(list(_COUNTS)) for job_id in jobs
+        count_rows(state.con, job_id, state.threshold).select(list(_COUNTS)) for job_id in jobs
     ]
     sizes = [part.num_rows for part in parts]
     job_col = pa.array(np.repeat(np.array(jobs, dtype=object), sizes), pa.string())

@@ -315,12 +315,13 @@ def count_rows(
     con: duckdb.DuckDBPyConnection, job_id: str, threshold: float | None = None
 ) -> pa.Table:
     """The per-task counts of :func:`task_counts` without the task rows' text (no
-    ``tags``, ``subset``): ``k`` and :data:`COUNT_NAMES`, one row per requested task.
+    ``tags``, ``subset``): ``task``, ``position``, ``k`` and :data:`COUNT_NAMES`, one row
+    per requested task.
 
-    What a curve needs. When the load kept the counts at each task's position this reads
-    only them (and, for a threshold, the passes), not the tasks' tags; otherwise it is
-    :func:`task_counts`. The rows are the same tasks as :func:`task_counts`' in the same
-    order, with the same counts (tested).
+    What a curve and a comparison's per-task rows need. When the load kept the counts at
+    each task's position this reads only them (and, for a threshold, the passes), not the
+    tasks' tags; otherwise it is :func:`task_counts`. The rows are the same tasks as
+    :func:`task_counts`' in the same order, with the same counts (tested).
 
     Examples
     --------
@@ -337,10 +338,13 @@ def count_rows(
         job = job_row(con, job_id)
         if row is not None and job is not None and int(row[0]) == kept.num_rows:
             k = pa.repeat(pa.scalar(job[1], pa.int32()), kept.num_rows)
+            names = ["task", "position", "k", *COUNT_NAMES]
             return pa.Table.from_arrays(
-                [k, *(kept.column(n) for n in COUNT_NAMES)], names=["k", *COUNT_NAMES]
+                [kept.column("task"), kept.column("position"), k]
+                + [kept.column(n) for n in COUNT_NAMES],
+                names=names,
             )
-    return task_counts(con, job_id, threshold).select(["k", *COUNT_NAMES])
+    return task_counts(con, job_id, threshold).select(["task", "position", "k", *COUNT_NAMES])
 
 
 def _with_passes(
