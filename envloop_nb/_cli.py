@@ -326,6 +326,7 @@ def gate(
     if max_drop < 0:
         raise ValueError(f"max-drop must be >= 0, got {max_drop!r}")
     from ._comparison import Comparison
+    from ._store.memory import fewer_threads
     from ._workspace import open as open_workspace
 
     head = GateResult(EXIT_CANNOT_TELL, "", metric, max_drop, 1 - alpha)
@@ -347,7 +348,9 @@ def gate(
             seed=seed,
             confidence=head.confidence,
         )
-        with ThreadPoolExecutor(max_workers=1) as pool:
+        # one DuckDB thread: the comparison's queries are small, and the bootstrap's two
+        # threads (draws, sums) take the cores meanwhile
+        with fewer_threads(ws.con, 1), ThreadPoolExecutor(max_workers=1) as pool:
             pending = _pair_ahead(cmp, pool)
             covs = []
             for source, job in zip((baseline, candidate), jobs, strict=True):
