@@ -59,6 +59,8 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, TextIO
 from ._errors import EnvloopError
 
 if TYPE_CHECKING:
+    import duckdb
+
     from ._comparison import Comparison
     from ._export.html_report import HtmlReport
     from ._job import Job
@@ -242,10 +244,11 @@ def _load_both(
 
     # two callers: one worker fewer (on two cores three threads of the two loads' passes
     # were ~0.1 s slower than two), and one purge of the allocator after both loads
+    zone = ws.con.execute("SELECT current_setting('TimeZone')").fetchone()
     with fewer_threads(ws.con, 1), ThreadPoolExecutor(max_workers=2) as pool:
         passes = [threading.Event(), threading.Event()]
-        futures = [
-            pool.submit(_load_on_cursor, ws, s, job_id, fmt, started)
+        futures = [  # each thread on a connection of its own, made here (not on ws.con)
+            pool.submit(_load_on_cursor, ws.con.cursor(), s, job_id, fmt, started, zone)
             for (s, job_id), started in zip(sources, passes, strict=True)
         ]
         for started in passes:  # both loads in their checking pass, which binds nothing:
@@ -269,11 +272,17 @@ def _load_both(
 
 
 def _load_on_cursor(
-    ws: Workspace, source: str, job_id: str, fmt: str | None, started: threading.Event
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    job_id: str,
+    fmt: str | None,
+    started: threading.Event,
+    zone: tuple[Any, ...] | None,
 ) -> str:
-    """``source`` read in place as :func:`_load` reads it, on a connection of its own
-    (in the workspace's time zone) that leaves the ``attempts`` view to the caller; the
-    job id. ``started`` is set once the load's checking pass has started (or it ended)."""
+    """``source`` read in place as :func:`_load` reads it, on ``con``, a connection of
+    its own (closed here), set to the workspace's time ``zone``, that leaves the
+    ``attempts`` view to the caller; the job id. ``started`` is set once the load's
+    checking pass has started (or it ended)."""
     from ._loaders import check_format, load_source
     from ._loaders.tables.inplace import telling_the_pass
     from ._store.attempt_sources import view_later
@@ -281,17 +290,14 @@ def _load_on_cursor(
 
     try:
         check_format(source, fmt)
-        zone = ws.con.execute("SELECT current_setting('TimeZone')").fetchone()
-        con = ws.con.cursor()
-        try:  # a new connection starts in the process's time zone: the workspace's instead
-            con.execute(f"SET TimeZone = {literal(str(zone[0]) if zone else 'UTC')}")
-            with view_later(con), telling_the_pass(con, started):
-                return load_source(con, source, format=fmt, job_id=job_id, copy=False)
-        except OSError as exc:
-            raise EnvloopError(f"{source}: {exc.strerror or exc}") from exc
-        finally:
-            con.close()
+        # a new connection starts in the process's time zone: the workspace's instead
+        con.execute(f"SET TimeZone = {literal(str(zone[0]) if zone else 'UTC')}")
+        with view_later(con), telling_the_pass(con, started):
+            return load_source(con, source, format=fmt, job_id=job_id, copy=False)
+    except OSError as exc:
+        raise EnvloopError(f"{source}: {exc.strerror or exc}") from exc
     finally:
+        con.close()
         started.set()  # also when the load stopped before its block
 
 

@@ -17,7 +17,7 @@ from .._present.cards import coverage_text, metric_items, summary_card_html
 from .._store.memo import job_row
 from .._store.ref import metrics_only
 from .._types import Policy
-from .counts import check_options, task_counts
+from .counts import check_options, count_rows
 
 if TYPE_CHECKING:
     import duckdb
@@ -121,7 +121,7 @@ def job_summary(
         return results_summary(con, job_id, rows, policy=policy, threshold=threshold)
     if reduced is not None:
         return run_metrics_summary(con, job_id, reduced, policy=policy, threshold=threshold)
-    counts = task_counts(con, job_id, threshold)
+    counts = count_rows(con, job_id, threshold)  # the counts, not the tasks' tags
     if counts.num_rows:
         k = int(np.asarray(counts.column("k"))[0])
     else:  # a job with no requested task
@@ -147,7 +147,7 @@ def summary_of_counts(
 ) -> JobSummary:
     """The summary of a job from its per-task counts (one entry per requested task, in
     task order: ``k``, ``scored``, ``invalid``, ``passes``, ``nonbinary``,
-    ``reward_sum``), as :func:`job_summary` computes it from ``task_counts`` — the same
+    ``reward_sum``), as :func:`job_summary` computes it from ``count_rows`` — the same
     arithmetic in the same order, so the same bits (a run's many jobs read their counts
     at once and come here)."""
     arr = per_task_arrays_of(counts)
