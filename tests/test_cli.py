@@ -1,4 +1,4 @@
-"""The command line (``envloop_nb/_cli.py``): real ``python -m envloop_nb`` processes on real
+"""The command line (``envloop_nb/_cli/``): real ``python -m envloop_nb`` processes on real
 files. The gate's three exits, each reason it cannot tell, ``--json``, argparse's own usage
 exit, the ``envloop-nb`` console script, and ``report`` writing a job's and a comparison's
 HTML. The candidates that must pass or fail are built in ``tmp_path`` from
@@ -318,7 +318,7 @@ def test_gate_loads_two_parquet_files_at_once(
     import envloop_nb as enb
     from benchmarks.bench_gate import candidate
     from benchmarks.generate import Shape, generate
-    from envloop_nb import _cli
+    from envloop_nb._cli import regression
 
     s = Shape("gate", 300, 4, root=tmp_path)
     generate(s, ("parquet",))
@@ -326,7 +326,7 @@ def test_gate_loads_two_parquet_files_at_once(
     ws = enb.open()
     try:
         threads = ws.sql("SELECT current_setting('threads')").fetchone()
-        jobs = _cli._load_both(ws, base, cand, fmt=None)
+        jobs = regression._load_both(ws, base, cand, fmt=None)
         assert [j.id for j in jobs if isinstance(j, enb.Job)] == ["baseline", "candidate"]
         rows = ws.sql("SELECT job_id, count(*) FROM attempts GROUP BY ALL ORDER BY 1").fetchall()
         assert [r[0] for r in rows] == ["baseline", "candidate"] and rows[0][1] == rows[1][1]
@@ -338,12 +338,12 @@ def test_gate_loads_two_parquet_files_at_once(
         pa.table({"task": ["t", "t"], "attempt": [1, 1], "reward": [1.0, 0.0]}), repeated
     )
     cases = [(base, cand), (base, str(repeated)), (str(repeated), cand)]
-    at_once = [_cli.gate(a, b, policy="failure", resamples=300) for a, b in cases]
+    at_once = [regression.gate(a, b, policy="failure", resamples=300) for a, b in cases]
     assert [r.exit_code for r in at_once] == [EXIT_REGRESSION, EXIT_CANNOT_TELL, EXIT_CANNOT_TELL]
     assert at_once[1].reason.startswith("the candidate did not load: ")
     assert at_once[2].reason.startswith("the baseline did not load: ")
-    monkeypatch.setattr(_cli, "_in_place_file", lambda source, fmt: False)
-    assert [_cli.gate(a, b, policy="failure", resamples=300) for a, b in cases] == at_once
+    monkeypatch.setattr(regression, "_in_place_file", lambda source, fmt: False)
+    assert [regression.gate(a, b, policy="failure", resamples=300) for a, b in cases] == at_once
 
 
 def test_gate_loads_at_once_in_the_workspace_time_zone(tmp_path: Path) -> None:
@@ -356,7 +356,7 @@ def test_gate_loads_at_once_in_the_workspace_time_zone(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
     import envloop_nb as enb
-    from envloop_nb import _cli
+    from envloop_nb._cli import regression
 
     start = [dt.datetime(2026, 1, 1, 12, 0), dt.datetime(2026, 1, 1, 13, 0)]
     paths = []
@@ -373,9 +373,9 @@ def test_gate_loads_at_once_in_the_workspace_time_zone(tmp_path: Path) -> None:
         try:
             ws.con.execute("SET TimeZone = 'Asia/Tokyo'")  # not the process's (UTC here)
             if at_once:
-                jobs = _cli._load_both(ws, *paths, fmt=None)
+                jobs = regression._load_both(ws, *paths, fmt=None)
             else:
-                jobs = [_cli._load(ws, p, job_id=j, fmt=None) for p, j in zip(paths, ("baseline", "candidate"), strict=True)]  # fmt: skip
+                jobs = [regression.load(ws, p, job_id=j, fmt=None) for p, j in zip(paths, ("baseline", "candidate"), strict=True)]  # fmt: skip
             infos.append(
                 [
                     (j.info["created_at"], j.info["finished_at"])
