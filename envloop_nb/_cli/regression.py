@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import ExitStack, suppress
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -163,6 +163,11 @@ def _in_place(source: str, fmt: str | None) -> bool:
     return fmt in (None, "table") and source.endswith(".parquet") and "://" not in source
 
 
+def _at_once(baseline: str, candidate: str, fmt: str | None) -> bool:
+    """Whether :func:`_load_both` loads the two sources at once (two local Parquet files)."""
+    return _in_place_file(baseline, fmt) and _in_place_file(candidate, fmt)
+
+
 def _in_place_file(source: str, fmt: str | None) -> bool:
     """Whether ``source`` is one local Parquet file that :func:`load` reads in place."""
     return _in_place(source, fmt) and Path(source).is_file()
@@ -179,11 +184,13 @@ def _load_both(
     passes on two cores. Each is the load :func:`load` makes (``ws.load(copy=False)``:
     every check, its own transaction); the ``attempts`` view is rebuilt once after both
     (:func:`~envloop_nb._store.attempt_sources.view_later`). Other sources load one
-    after the other.
+    after the other. :func:`gate` runs the loads at once with one DuckDB thread fewer
+    (:func:`~envloop_nb._store.memory.fewer_threads`: on two cores three threads of the
+    two passes were ~0.1 s slower than two) and one purge of the allocator after them.
     """
     sources = ((baseline, BASELINE_ID), (candidate, CANDIDATE_ID))
     out: list[Job | EnvloopError] = []
-    if not (_in_place_file(baseline, fmt) and _in_place_file(candidate, fmt)):
+    if not _at_once(baseline, candidate, fmt):
         for source, job_id in sources:
             try:
                 out.append(load(ws, source, job_id=job_id, fmt=fmt))
@@ -193,12 +200,9 @@ def _load_both(
     from .._datasets.heldout import warn_job_overlaps
     from .._job import Job
     from .._store.attempt_sources import rebuild
-    from .._store.memory import fewer_threads
 
-    # two callers: one worker fewer (on two cores three threads of the two loads' passes
-    # were ~0.1 s slower than two), and one purge of the allocator after both loads
     zone = ws.con.execute("SELECT current_setting('TimeZone')").fetchone()
-    with fewer_threads(ws.con, 1), ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=2) as pool:
         passes = [threading.Event(), threading.Event()]
         futures = [  # each thread on a connection of its own, made here (not on ws.con)
             pool.submit(_load_on_cursor, ws.con.cursor(), s, job_id, fmt, started, zone)
@@ -292,32 +296,39 @@ def gate(
     ws = open_workspace()
     try:
         jobs = []
-        loaded = _load_both(ws, baseline, candidate, fmt=fmt)  # stops at a refusal
-        for side, job in zip(("baseline", "candidate"), loaded, strict=False):
-            if isinstance(job, EnvloopError):
-                return replace(head, reason=f"the {side} did not load: {job}")
-            jobs.append(job)
-        cmp = Comparison(
-            ws,
-            jobs,
-            jobs[0],
-            policy=policy,
-            threshold=threshold,
-            resamples=resamples,
-            seed=seed,
-            confidence=head.confidence,
-        )
-        # one DuckDB thread: the comparison's queries are small, and the bootstrap's two
-        # threads (draws, sums) take the cores meanwhile
-        with fewer_threads(ws.con, 1), ThreadPoolExecutor(max_workers=1) as pool:
-            pending = _pair_ahead(cmp, pool)
-            covs = []
-            for source, job in zip((baseline, candidate), jobs, strict=True):
-                s = job.summary(policy=policy, threshold=threshold)
-                covs.append(Coverage(source, s.scored or 0, s.total))
-            if pending is not None:
-                with suppress(Exception):  # _verdict asks again: a failure is raised there,
-                    pending.result()  # as before, or not at all (coverage too low)
+        with ExitStack() as fewer:
+            # one DuckDB thread fewer: for the two loads' callers (when they load at once),
+            # then for the bootstrap's two threads (draws, sums) beside the comparison's
+            # small queries; set once for both (each change relaunches DuckDB's threads)
+            at_once = _at_once(baseline, candidate, fmt)
+            if at_once:
+                fewer.enter_context(fewer_threads(ws.con, 1))
+            loaded = _load_both(ws, baseline, candidate, fmt=fmt)  # stops at a refusal
+            for side, job in zip(("baseline", "candidate"), loaded, strict=False):
+                if isinstance(job, EnvloopError):
+                    return replace(head, reason=f"the {side} did not load: {job}")
+                jobs.append(job)
+            if not at_once:
+                fewer.enter_context(fewer_threads(ws.con, 1))
+            cmp = Comparison(
+                ws,
+                jobs,
+                jobs[0],
+                policy=policy,
+                threshold=threshold,
+                resamples=resamples,
+                seed=seed,
+                confidence=head.confidence,
+            )
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                pending = _pair_ahead(cmp, pool)
+                covs = []
+                for source, job in zip((baseline, candidate), jobs, strict=True):
+                    s = job.summary(policy=policy, threshold=threshold)
+                    covs.append(Coverage(source, s.scored or 0, s.total))
+                if pending is not None:
+                    with suppress(Exception):  # _verdict asks again: a failure is raised
+                        pending.result()  # there, as before, or not at all (low coverage)
         head = replace(head, baseline=covs[0], candidate=covs[1])
         return _verdict(cmp, head, min_coverage=min_coverage, min_tasks=min_tasks)
     finally:
