@@ -1,11 +1,11 @@
 """Per-task rows of the compared jobs, derived from the one per-task count definition.
 
 The attempt counts (dispatched, scored, passes, nonbinary, reward sums) are
-:func:`envloop_nb._metrics.counts.count_rows` of each job — :func:`~envloop_nb._metrics.counts.task_counts`' counts
-without the tasks' tags, from the same memoized counts its summary reads; this module
-only adds the task's digest and group (a tag's value) and the
-comparison's per-task values: ``n`` (scored attempts, or requested ones under
-``policy="failure"``), ``complete``, ``binary`` (per job), ``task_score`` and
+:func:`envloop_nb._metrics.counts.count_rows` of each job — the counts of
+:func:`~envloop_nb._metrics.counts.task_counts` without the tasks' tags, from the same
+memoized counts its summary reads; this module only adds the task's digest and group (a
+tag's value) and the comparison's per-task values: ``n`` (scored attempts, or requested
+ones under ``policy="failure"``), ``complete``, ``binary`` (per job), ``task_score`` and
 ``pass_rate``.
 """
 

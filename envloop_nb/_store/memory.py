@@ -60,8 +60,7 @@ def release_memory(con: duckdb.DuckDBPyConnection) -> None:
     with _LOCK:
         if _HELD:  # a fewer_threads block purges once at its end
             return
-        row = con.execute("SELECT current_setting('threads')").fetchone()
-        threads = int(row[0]) if row else 1
+        threads = _threads(con)
         con.execute(f"SET threads = {threads + 1:d}")  # an int: no data in this SQL
         con.execute(f"SET threads = {threads:d}")
 
@@ -89,8 +88,7 @@ def fewer_threads(con: duckdb.DuckDBPyConnection, fewer: int) -> Iterator[None]:
     """
     global _HELD
     with _LOCK:
-        row = con.execute("SELECT current_setting('threads')").fetchone()
-        threads = int(row[0]) if row else 1
+        threads = _threads(con)
         con.execute(f"SET threads = {max(1, threads - fewer):d}")  # ints: no data in this SQL
         _HELD += 1
     try:
@@ -99,6 +97,12 @@ def fewer_threads(con: duckdb.DuckDBPyConnection, fewer: int) -> Iterator[None]:
         with _LOCK:
             _HELD -= 1
             con.execute(f"SET threads = {threads:d}")
+
+
+def _threads(con: duckdb.DuckDBPyConnection) -> int:
+    """DuckDB's thread count on ``con``'s database."""
+    row = con.execute("SELECT current_setting('threads')").fetchone()
+    return int(row[0]) if row else 1
 
 
 def release_after(con: duckdb.DuckDBPyConnection, rows: int) -> None:
